@@ -1,0 +1,59 @@
+"""One exception tree for the whole library.
+
+Every backend converts its driver errors into these in one place, so callers never see a
+``sqlite3`` or ``psycopg`` exception. Each class carries a stable ``code`` that the HTTP API
+and CLI reuse as their reason code.
+"""
+
+from __future__ import annotations
+
+
+class BranchmemError(Exception):
+    """Base of every error branchmem raises on purpose."""
+
+    code = "error"
+
+
+class InvalidInput(BranchmemError, ValueError):
+    """An argument is malformed: wrong type, empty id, unknown option."""
+
+    code = "invalid_input"
+
+
+class NotFoundError(BranchmemError, KeyError):
+    """A named event or record does not exist in the namespace."""
+
+    code = "not_found"
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class ConflictError(BranchmemError):
+    """A write contradicts what the store already holds (same id, different content)."""
+
+    code = "conflict"
+
+
+class CycleError(BranchmemError):
+    """A parent link or a record source would close a cycle."""
+
+    code = "cycle"
+
+
+class ErasedError(BranchmemError):
+    """The target was erased; only its tombstone remains."""
+
+    code = "erased"
+
+
+class StorageError(BranchmemError):
+    """The backend failed (I/O, locking, schema version)."""
+
+    code = "storage"
+
+
+class SchemaVersionError(StorageError):
+    """The store was written by a newer branchmem, or needs `branchmem migrate`."""
+
+    code = "schema_version"

@@ -1,0 +1,889 @@
+"""``Memory``: the public API. Each method validates, opens one transaction, composes the
+store's primitives with the core rules, and appends to the audit log."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+from .audit import AuditEntry
+from .errors import (
+    ConflictError,
+    CycleError,
+    ErasedError,
+    InvalidInput,
+    NotFoundError,
+)
+from .invalidation import BRANCH, RETRACTION_SCOPES, RetractionNode
+from .model import (
+    ERASED,
+    MODES,
+    RETRACTION_KIND,
+    WITHDRAWN,
+    Event,
+    Explanation,
+    Record,
+)
+from .provenance import (
+    EVENT,
+    RECORD,
+    UNKNOWN,
+    Gate,
+    RevisionNode,
+    SourceRef,
+    compute_gate,
+    parse_pin,
+)
+from .store.base import RevisionKey, Store
+from .store.memory import InMemoryStore
+from .topology import EventNode, Lookup, attach_below, check_event_input, same_event, walk_up
+from .visibility import Decision, View
+
+DEFAULT_NAMESPACE = "default"
+
+
+def _check_id(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"{what} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _check_optional_str(value: object, what: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise InvalidInput(f"{what} must be a string or None, got {type(value).__name__}")
+    return value
+
+
+def _check_meta(meta: object, what: str) -> dict[str, Any]:
+    if meta is None:
+        return {}
+    if not isinstance(meta, Mapping):
+        raise InvalidInput(f"{what}: meta must be a JSON object, got {type(meta).__name__}")
+    try:
+        return dict(json.loads(json.dumps(dict(meta))))
+    except (TypeError, ValueError) as error:
+        raise InvalidInput(f"{what}: meta is not JSON-serialisable ({error})") from error
+
+
+def _check_sources(sources: object, what: str) -> tuple[str, ...] | None:
+    if sources is None:
+        return None
+    if isinstance(sources, str | bytes) or not isinstance(sources, Iterable):
+        raise InvalidInput(f"{what}: sources must be a list of ids or None, got {sources!r}")
+    checked = tuple(sources)
+    for source in checked:
+        if not isinstance(source, str) or not source:
+            raise InvalidInput(f"{what}: every source must be a non-empty string, got {source!r}")
+    return checked
+
+
+def _names_revision(ref: SourceRef, record_id: str, number: int) -> bool:
+    """Does an unresolved reference name this (just written) revision?"""
+    if ref.kind != UNKNOWN:
+        return False
+    if ref.text == record_id:  # an unpinned name pins to the revision that first exists
+        return number == 1
+    return ref.explicit_pin and ref.target == record_id and ref.revision == number
+
+
+def _check_mode(mode: object) -> str:
+    if mode not in MODES:
+        raise InvalidInput(f"mode must be one of {MODES}, got {mode!r}")
+    assert isinstance(mode, str)
+    return mode
+
+
+class Memory:
+    """Branch-aware memory over one store. Thread-safe; every public call is atomic."""
+
+    def __init__(self, mode: str = "strict", *, store: Store | None = None) -> None:
+        self.mode = _check_mode(mode)
+        self._store: Store = store if store is not None else InMemoryStore()
+        self._lock = threading.RLock()
+        self._counts: dict[str, Counter[str]] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            self._store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        with self._lock, self._store.transaction():
+            yield
+
+    def _audit(
+        self,
+        namespace: str,
+        op: str,
+        ids: Iterable[str],
+        *,
+        reason: str = "",
+        revision: int | None = None,
+        actor: str | None = None,
+    ) -> None:
+        self._store.append_audit(
+            AuditEntry(
+                seq=self._store.next_seq(namespace),
+                time=time.time(),
+                namespace=namespace,
+                op=op,
+                ids=tuple(ids),
+                actor=actor,
+                reason=reason,
+                revision=revision,
+            )
+        )
+
+    def _lookup(self, namespace: str) -> Lookup:
+        store = self._store
+
+        def lookup(event_id: str) -> EventNode | None:
+            return store.get_event(namespace, event_id)
+
+        return lookup
+
+    # -- events ------------------------------------------------------------------------
+    def add_event(
+        self,
+        id: str,
+        parent: str | None = None,
+        *,
+        tree: str | None = None,
+        role: str = "user",
+        content: str = "",
+        meta: Mapping[str, Any] | None = None,
+        ts: float | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> Event:
+        """Add one event; a child may arrive before its parent (it stays detached)."""
+        _check_id(namespace, "namespace")
+        with self._write():
+            self._add_event(namespace, id, parent, tree, role, content, meta, ts)
+            node = self._event_node(namespace, id)
+        return node.to_event(namespace)
+
+    def add_events(
+        self, events: Iterable[Mapping[str, Any] | Event], *, namespace: str = DEFAULT_NAMESPACE
+    ) -> list[Event]:
+        """Add many events in one all-or-nothing call, in any order."""
+        _check_id(namespace, "namespace")
+        ids: list[str] = []
+        with self._write():
+            for index, item in enumerate(events):
+                spec = self._event_spec(item, index)
+                ids.append(self._add_event(namespace, **spec).id)
+            nodes = [self._event_node(namespace, event_id) for event_id in ids]
+        return [node.to_event(namespace) for node in nodes]
+
+    @staticmethod
+    def _event_spec(item: Mapping[str, Any] | Event, index: int) -> dict[str, Any]:
+        if isinstance(item, Event):
+            return {
+                "event_id": item.id,
+                "parent": item.parent,
+                "tree": item.tree,
+                "role": item.role,
+                "content": item.content,
+                "meta": item.meta,
+                "ts": item.ts,
+            }
+        if not isinstance(item, Mapping):
+            raise InvalidInput(f"events[{index}]: expected a mapping or Event, got {item!r}")
+        allowed = {"id", "parent", "tree", "role", "content", "meta", "ts"}
+        extra = set(item) - allowed
+        if extra:
+            raise InvalidInput(f"events[{index}]: unknown field(s) {sorted(extra)}")
+        if "id" not in item:
+            raise InvalidInput(f"events[{index}]: missing field 'id'")
+        return {
+            "event_id": item["id"],
+            "parent": item.get("parent"),
+            "tree": item.get("tree"),
+            "role": item.get("role", "user"),
+            "content": item.get("content", ""),
+            "meta": item.get("meta"),
+            "ts": item.get("ts"),
+        }
+
+    def _add_event(
+        self,
+        namespace: str,
+        event_id: str,
+        parent: str | None,
+        tree: str | None,
+        role: str,
+        content: str,
+        meta: Mapping[str, Any] | None,
+        ts: float | None,
+    ) -> EventNode:
+        check_event_input(event_id, parent, tree, role, content)
+        if ts is not None and (isinstance(ts, bool) or not isinstance(ts, int | float)):
+            raise InvalidInput(f"event {event_id!r}: ts must be a number or None")
+        store = self._store
+        lookup = self._lookup(namespace)
+        node = EventNode(
+            id=event_id,
+            parent=parent,
+            tree=tree,
+            explicit_tree=tree,
+            role=role,
+            content=content,
+            meta=_check_meta(meta, f"event {event_id!r}"),
+            ts=None if ts is None else float(ts),
+            seq=0,
+        )
+        existing = store.get_event(namespace, event_id)
+        if existing is not None:
+            same_event(existing, node)
+            return existing
+        if store.get_revisions(namespace, event_id):
+            raise ConflictError(f"id {event_id!r} is already a record in namespace {namespace!r}")
+        node = replace(node, seq=store.next_seq(namespace))
+        parent_node = store.get_event(namespace, parent) if parent is not None else None
+        if parent is None:
+            node = attach_below(node, None, lookup)
+        elif parent_node is not None:
+            if tree is not None and parent_node.tree not in (None, tree):
+                raise ConflictError(
+                    f"event {event_id!r}: tree {tree!r} differs from its parent "
+                    f"{parent!r}'s tree {parent_node.tree!r}"
+                )
+            if parent_node.attached:
+                node = attach_below(node, parent_node, lookup)
+            else:
+                for ancestor in walk_up(parent_node, lookup):
+                    if ancestor.parent == event_id:
+                        raise CycleError(
+                            f"event {event_id!r} with parent {parent!r} closes a cycle "
+                            f"through {ancestor.id!r}"
+                        )
+                node = replace(node, tree=tree or parent_node.tree)
+        store.put_event(namespace, node)
+        arrived = self._settle_descendants(namespace, node)
+        self._audit(namespace, "add_event", (event_id,))
+        self._refresh_for_events(namespace, [event_id, *arrived])
+        return node
+
+    def _settle_descendants(self, namespace: str, node: EventNode) -> list[str]:
+        """Attach (or pass the tree down to) detached events waiting below ``node``."""
+        store = self._store
+        lookup = self._lookup(namespace)
+        attached: list[str] = []
+        stack = [node]
+        while stack:
+            parent = stack.pop()
+            for child_id in store.children(namespace, parent.id):
+                child = store.get_event(namespace, child_id)
+                assert child is not None
+                if child.explicit_tree is not None and parent.tree not in (
+                    None,
+                    child.explicit_tree,
+                ):
+                    raise ConflictError(
+                        f"event {parent.id!r} (tree {parent.tree!r}) cannot be the parent of "
+                        f"{child_id!r}, which names tree {child.explicit_tree!r}"
+                    )
+                if parent.attached:
+                    child = attach_below(child, parent, lookup)
+                    attached.append(child_id)
+                elif child.tree is None and parent.tree is not None:
+                    child = replace(child, tree=parent.tree)
+                else:
+                    continue
+                store.put_event(namespace, child)
+                stack.append(child)
+        return attached
+
+    def get_event(self, id: str, *, namespace: str = DEFAULT_NAMESPACE) -> Event:
+        with self._lock:
+            return self._event_node(namespace, id).to_event(namespace)
+
+    def _event_node(self, namespace: str, event_id: str) -> EventNode:
+        _check_id(event_id, "event id")
+        node = self._store.get_event(namespace, event_id)
+        if node is None:
+            raise NotFoundError(f"event {event_id!r} not found in namespace {namespace!r}")
+        return node
+
+    def path(self, anchor: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[Event]:
+        """Events from the root (or, while ancestry is missing, the gap) down to ``anchor``."""
+        with self._lock:
+            self._event_node(namespace, anchor)
+            ids = self._store.path_ids(namespace, anchor)
+            return [self._event_node(namespace, i).to_event(namespace) for i in ids]
+
+    def set_head(self, event_id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
+        """Make ``event_id`` its tree's current node (used by cross-tree views)."""
+        with self._write():
+            node = self._event_node(namespace, event_id)
+            if node.tree is None:
+                raise InvalidInput(
+                    f"event {event_id!r} is detached and its tree is unknown; cannot be a head"
+                )
+            self._store.set_head(namespace, node.tree, event_id)
+            self._audit(namespace, "set_head", (event_id,))
+
+    def head(self, tree: str, *, namespace: str = DEFAULT_NAMESPACE) -> str | None:
+        with self._lock:
+            return self._store.heads(namespace).get(_check_id(tree, "tree"))
+
+    def heads(self, *, namespace: str = DEFAULT_NAMESPACE) -> dict[str, str]:
+        with self._lock:
+            return self._store.heads(namespace)
+
+    # -- records -----------------------------------------------------------------------
+    def add_record(
+        self,
+        id: str,
+        *,
+        sources: Iterable[str] | None,
+        content: str = "",
+        kind: str = "fact",
+        key: str | None = None,
+        scope: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        supersedes: Iterable[str] = (),
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> Record:
+        """Add a derived memory built from ``sources`` (None marks it legacy)."""
+        _check_id(kind, "kind")
+        if kind == RETRACTION_KIND:
+            raise InvalidInput("kind 'retraction' is reserved: use retract()")
+        if isinstance(supersedes, str):
+            raise InvalidInput("supersedes must be a list of record ids")
+        with self._write():
+            node = self._add_record(
+                namespace, id, sources, content, kind, key, scope, meta, tuple(supersedes)
+            )
+        return self._to_record(namespace, node)
+
+    def _add_record(
+        self,
+        namespace: str,
+        record_id: str,
+        sources: object,
+        content: object,
+        kind: str,
+        key: object,
+        scope: object,
+        meta: object,
+        supersedes: tuple[str, ...],
+    ) -> RevisionNode:
+        _check_id(record_id, "record id")
+        what = f"record {record_id!r}"
+        checked_sources = _check_sources(sources, what)
+        if not isinstance(content, str):
+            raise InvalidInput(f"{what}: content must be a string")
+        checked_key = _check_optional_str(key, f"{what}: key")
+        checked_scope = _check_optional_str(scope, f"{what}: scope")
+        checked_meta = _check_meta(meta, what)
+        store = self._store
+        existing = store.get_revisions(namespace, record_id)
+        if existing:
+            first = existing[0]
+            same = (first.content, first.sources, first.kind, first.key, first.scope) == (
+                content,
+                checked_sources,
+                kind,
+                checked_key,
+                checked_scope,
+            )
+            if same and not supersedes:
+                return existing[-1]
+            raise ConflictError(f"{what} already exists with different fields; use revise()")
+        if store.get_event(namespace, record_id) is not None:
+            raise ConflictError(f"id {record_id!r} is already an event in namespace {namespace!r}")
+        refs = self._resolve(namespace, checked_sources)
+        self._check_record_cycle(namespace, record_id, refs)
+        node = RevisionNode(
+            record_id=record_id,
+            revision=1,
+            kind=kind,
+            content=content,
+            sources=checked_sources,
+            refs=refs,
+            key=checked_key,
+            scope=checked_scope,
+            meta=checked_meta,
+            seq=store.next_seq(namespace),
+            gate=self._gate(namespace, refs),
+        )
+        store.put_revision(namespace, node)
+        self._audit(namespace, "add_record", (record_id,), revision=1)
+        for old_id in supersedes:
+            self._supersede(namespace, record_id, old_id)
+        self._resolve_waiting(namespace, record_id, 1)
+        return node
+
+    def _resolve(
+        self, namespace: str, sources: tuple[str, ...] | None
+    ) -> tuple[SourceRef, ...] | None:
+        if sources is None:
+            return None
+        return tuple(self._resolve_one(namespace, text) for text in sources)
+
+    def _resolve_one(self, namespace: str, text: str) -> SourceRef:
+        store = self._store
+        if store.get_event(namespace, text) is not None:
+            return SourceRef(text, EVENT, text)
+        revisions = store.get_revisions(namespace, text)
+        if revisions:
+            return SourceRef(text, RECORD, text, revisions[-1].revision)
+        pin = parse_pin(text)
+        if pin is not None:
+            record_id, number = pin
+            if len(store.get_revisions(namespace, record_id)) >= number:
+                return SourceRef(text, RECORD, record_id, number, explicit_pin=True)
+            return SourceRef(text, UNKNOWN, record_id, number, explicit_pin=True)
+        return SourceRef(text, UNKNOWN, text)
+
+    def _gate(self, namespace: str, refs: tuple[SourceRef, ...] | None) -> Gate:
+        store = self._store
+
+        def revision_gate(record_id: str, number: int) -> Gate | None:
+            revisions = store.get_revisions(namespace, record_id)
+            return revisions[number - 1].gate if len(revisions) >= number else None
+
+        return compute_gate(refs, self._lookup(namespace), revision_gate)
+
+    def _check_record_cycle(
+        self, namespace: str, record_id: str, refs: tuple[SourceRef, ...] | None
+    ) -> None:
+        """Records may not be built, even transitively, on themselves."""
+        stack = [ref.target for ref in refs or () if ref.kind != EVENT]
+        seen: set[str] = set()
+        while stack:
+            target = stack.pop()
+            if target == record_id:
+                raise CycleError(f"record {record_id!r} would be built on itself")
+            if target in seen:
+                continue
+            seen.add(target)
+            for revision in self._store.get_revisions(namespace, target):
+                stack.extend(ref.target for ref in revision.refs or () if ref.kind != EVENT)
+
+    def _resolve_waiting(self, namespace: str, record_id: str, number: int) -> None:
+        """Pin references that named this record before it (or this revision) existed."""
+        store = self._store
+        changed: list[RevisionKey] = []
+        for key in store.citing(namespace, record_id):
+            node = store.get_revisions(namespace, key[0])[key[1] - 1]
+            assert node.refs is not None
+            refs = tuple(
+                SourceRef(ref.text, RECORD, record_id, number, ref.explicit_pin)
+                if _names_revision(ref, record_id, number)
+                else ref
+                for ref in node.refs
+            )
+            if refs != node.refs:
+                store.put_revision(namespace, replace(node, refs=refs))
+                changed.append(key)
+        self._refresh(namespace, changed)
+
+    def _refresh_for_events(self, namespace: str, event_ids: list[str]) -> None:
+        """Late topology: resolve references to new events and re-gate waiting revisions."""
+        store = self._store
+        keys: list[RevisionKey] = []
+        for event_id in event_ids:
+            keys.extend(store.pending_on(namespace, event_id))
+            for key in store.citing(namespace, event_id):
+                node = store.get_revisions(namespace, key[0])[key[1] - 1]
+                assert node.refs is not None
+                refs = tuple(
+                    SourceRef(ref.text, EVENT, ref.text)
+                    if ref.kind == UNKNOWN and ref.text == event_id
+                    else ref
+                    for ref in node.refs
+                )
+                if refs != node.refs:
+                    store.put_revision(namespace, replace(node, refs=refs))
+                keys.append(key)
+        self._refresh(namespace, keys)
+
+    def _refresh(self, namespace: str, keys: Iterable[RevisionKey]) -> None:
+        """Recompute gates and push every change on to the revisions that cite it."""
+        store = self._store
+        work = list(dict.fromkeys(keys))
+        while work:
+            record_id, number = work.pop(0)
+            node = store.get_revisions(namespace, record_id)[number - 1]
+            gate = self._gate(namespace, node.refs)
+            if gate == node.gate:
+                continue
+            store.put_revision(namespace, replace(node, gate=gate))
+            for key in store.citing(namespace, record_id):
+                citer = store.get_revisions(namespace, key[0])[key[1] - 1]
+                if any(
+                    ref.kind == RECORD and ref.target == record_id and ref.revision == number
+                    for ref in citer.refs or ()
+                ):
+                    work.append(key)
+
+    def revise(
+        self,
+        id: str,
+        *,
+        content: str,
+        sources: Iterable[str] | None,
+        meta: Mapping[str, Any] | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> Record:
+        """Write a new revision under the same id, with its own sources."""
+        with self._write():
+            latest = self._latest(namespace, id)
+            if latest.kind == RETRACTION_KIND:
+                raise InvalidInput(f"retraction {id!r} cannot be revised; withdraw it instead")
+            what = f"record {id!r}"
+            checked_sources = _check_sources(sources, what)
+            if not isinstance(content, str):
+                raise InvalidInput(f"{what}: content must be a string")
+            refs = self._resolve(namespace, checked_sources)
+            self._check_record_cycle(namespace, id, refs)
+            node = replace(
+                latest,
+                revision=latest.revision + 1,
+                content=content,
+                sources=checked_sources,
+                refs=refs,
+                meta=latest.meta if meta is None else _check_meta(meta, what),
+                seq=self._store.next_seq(namespace),
+                gate=self._gate(namespace, refs),
+            )
+            self._store.put_revision(namespace, node)
+            self._audit(namespace, "revise", (id,), revision=node.revision)
+            self._resolve_waiting(namespace, id, node.revision)
+        return self._to_record(namespace, node)
+
+    def _latest(self, namespace: str, record_id: str) -> RevisionNode:
+        _check_id(record_id, "record id")
+        revisions = self._store.get_revisions(namespace, record_id)
+        if not revisions:
+            raise NotFoundError(f"record {record_id!r} not found in namespace {namespace!r}")
+        if self._store.statuses(namespace, [record_id]).get(record_id) == ERASED:
+            raise ErasedError(f"record {record_id!r} was erased")
+        return revisions[-1]
+
+    def get_record(
+        self, id: str, *, revision: int | None = None, namespace: str = DEFAULT_NAMESPACE
+    ) -> Record:
+        """The latest (or a named) revision, whatever any view would decide."""
+        with self._lock:
+            latest = self._latest(namespace, id)
+            if revision is None:
+                return self._to_record(namespace, latest)
+            revisions = self._store.get_revisions(namespace, id)
+            if not isinstance(revision, int) or not 1 <= revision <= len(revisions):
+                raise NotFoundError(f"record {id!r} has no revision {revision!r}")
+            return self._to_record(namespace, revisions[revision - 1])
+
+    @staticmethod
+    def _to_record(namespace: str, node: RevisionNode) -> Record:
+        return Record(
+            id=node.record_id,
+            revision=node.revision,
+            kind=node.kind,
+            content=node.content,
+            sources=node.sources,
+            key=node.key,
+            scope=node.scope,
+            meta=dict(node.meta),
+            seq=node.seq,
+            namespace=namespace,
+        )
+
+    # -- invalidation ------------------------------------------------------------------
+    def supersede(self, new_id: str, old_id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
+        """Declare that ``new_id`` replaces ``old_id`` wherever ``new_id`` is visible."""
+        with self._write():
+            self._supersede(namespace, new_id, old_id)
+
+    def _supersede(self, namespace: str, new_id: str, old_id: str) -> None:
+        self._latest(namespace, new_id)
+        self._latest(namespace, old_id)
+        if new_id == old_id:
+            raise CycleError(f"record {new_id!r} cannot supersede itself")
+        stack, seen = [old_id], set()
+        while stack:  # old_id must not (transitively) supersede new_id
+            current = stack.pop()
+            if current == new_id:
+                raise CycleError(f"{new_id!r} superseding {old_id!r} would close a cycle")
+            if current not in seen:
+                seen.add(current)
+                stack.extend(self._store.superseded_by(namespace, current))
+        self._store.add_supersede(namespace, new_id, old_id)
+        self._audit(namespace, "supersede", (new_id, old_id))
+
+    def retract(
+        self,
+        id: str,
+        *,
+        sources: Iterable[str] | None,
+        targets: Iterable[str] = (),
+        key: str | None = None,
+        key_scope: str | None = None,
+        scope: str = BRANCH,
+        reason: str = "",
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> Record:
+        """Write a retraction record; it hides its targets where it acts (SPEC §5)."""
+        if scope not in RETRACTION_SCOPES:
+            raise InvalidInput(f"retraction scope must be one of {RETRACTION_SCOPES}: {scope!r}")
+        if isinstance(targets, str):
+            raise InvalidInput("targets must be a list of record ids")
+        target_ids = tuple(targets)
+        _check_optional_str(key, "key")
+        _check_optional_str(key_scope, "key_scope")
+        if not isinstance(reason, str):
+            raise InvalidInput("reason must be a string")
+        if not target_ids and key is None:
+            raise InvalidInput(f"retraction {id!r} needs targets or a key")
+        with self._write():
+            for target in target_ids:
+                if self._latest(namespace, target).kind == RETRACTION_KIND:
+                    raise InvalidInput(
+                        f"retraction {id!r} targets retraction {target!r}: withdraw it instead"
+                    )
+            detail = {
+                "scope": scope,
+                "targets": list(target_ids),
+                "key": key,
+                "key_scope": key_scope,
+                "reason": reason,
+            }
+            described = reason or "retracted " + (
+                ", ".join(target_ids) if target_ids else f"key {key!r}"
+            )
+            node = self._add_record(
+                namespace, id, sources, described, RETRACTION_KIND, None, None,
+                {"retraction": detail}, (),
+            )  # fmt: skip
+            self._store.put_retraction(
+                namespace,
+                RetractionNode(id, scope, target_ids, key, key_scope, node.seq),
+            )
+            self._audit(namespace, "retract", (id, *target_ids), reason=reason)
+        return self._to_record(namespace, node)
+
+    # -- corrections -------------------------------------------------------------------
+    def withdraw(self, id: str, *, reason: str = "", namespace: str = DEFAULT_NAMESPACE) -> None:
+        """Take an event or record out of every view; its dependents go stale. Reversible."""
+        with self._write():
+            status = self._status_of(namespace, id)
+            if status == ERASED:
+                raise ErasedError(f"{id!r} was erased and cannot be withdrawn")
+            self._store.set_status(namespace, id, WITHDRAWN)
+            self._audit(namespace, "withdraw", (id,), reason=reason)
+
+    def restore(self, id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
+        """Undo ``withdraw``; a no-op for an item that is not withdrawn."""
+        with self._write():
+            status = self._status_of(namespace, id)
+            if status == ERASED:
+                raise ErasedError(f"{id!r} was erased and cannot be restored")
+            if status == WITHDRAWN:
+                self._store.set_status(namespace, id, None)
+                self._audit(namespace, "restore", (id,))
+
+    def _status_of(self, namespace: str, item_id: str) -> str | None:
+        _check_id(item_id, "id")
+        store = self._store
+        if store.get_event(namespace, item_id) is None and not store.get_revisions(
+            namespace, item_id
+        ):
+            raise NotFoundError(f"no event or record {item_id!r} in namespace {namespace!r}")
+        return store.statuses(namespace, [item_id]).get(item_id)
+
+    def dependents(self, id: str, *, namespace: str = DEFAULT_NAMESPACE) -> set[str]:
+        """Every record built, directly or transitively, on the event or record ``id``."""
+        with self._lock:
+            self._status_of(namespace, id)
+            found: set[str] = set()
+            stack = [id]
+            while stack:
+                for record_id, _ in self._store.citing(namespace, stack.pop()):
+                    if record_id not in found:
+                        found.add(record_id)
+                        stack.append(record_id)
+            found.discard(id)
+            return found
+
+    # -- views -------------------------------------------------------------------------
+    def _view(self, namespace: str, anchor: str | None, cross_tree: bool, mode: str | None) -> View:
+        _check_id(namespace, "namespace")
+        if anchor is not None:
+            self._event_node(namespace, anchor)
+        return View(
+            self._store,
+            namespace,
+            anchor,
+            self.mode if mode is None else _check_mode(mode),
+            cross_tree=bool(cross_tree),
+        )
+
+    def _tally(self, view: View, decisions: Iterable[Decision]) -> None:
+        view.count(decisions)
+        self._counts.setdefault(view.namespace, Counter()).update(view.counts)
+
+    def visible(
+        self,
+        anchor: str | None,
+        *,
+        kind: str | None = None,
+        key: str | None = None,
+        scope: str | None = None,
+        cross_tree: bool = False,
+        mode: str | None = None,
+        include_superseded: bool = False,
+        include_stale: bool = False,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> list[Record]:
+        """Records visible at ``anchor``, in path order. No anchor: nothing (strict)."""
+        with self._lock:
+            view = self._view(namespace, anchor, cross_tree, mode)
+            chosen = self._chosen(view, kind, key, scope, include_superseded, include_stale)
+            self._tally(view, chosen)
+            return [self._to_record(namespace, d.revision) for d in chosen if d.revision]
+
+    @staticmethod
+    def _chosen(
+        view: View,
+        kind: str | None,
+        key: str | None,
+        scope: str | None,
+        include_superseded: bool,
+        include_stale: bool,
+    ) -> list[Decision]:
+        chosen = [
+            d
+            for d in view.decisions().values()
+            if d.revision is not None
+            and d.returned(include_superseded, include_stale)
+            and (kind is None or d.revision.kind == kind)
+            and (key is None or d.revision.key == key)
+            and (scope is None or d.revision.scope == scope)
+        ]
+        chosen.sort(key=lambda d: view.sort_key(d.revision) if d.revision else ((0, 0, 0), ""))
+        return chosen
+
+    def explain(
+        self,
+        record_id: str,
+        anchor: str | None,
+        *,
+        cross_tree: bool = False,
+        mode: str | None = None,
+        include_superseded: bool = False,
+        include_stale: bool = False,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> Explanation:
+        """Why ``record_id`` is or is not visible at ``anchor``."""
+        with self._lock:
+            _check_id(record_id, "record id")
+            if not self._store.get_revisions(namespace, record_id):
+                raise NotFoundError(f"record {record_id!r} not found in namespace {namespace!r}")
+            view = self._view(namespace, anchor, cross_tree, mode)
+            decision = view.decide(record_id)
+            self._tally(view, [decision])
+            return Explanation(
+                record_id=record_id,
+                anchor=anchor,
+                visible=decision.returned(include_superseded, include_stale),
+                reason=decision.reason,
+                revision=decision.revision.revision if decision.revision else None,
+                source=decision.source,
+                fork=decision.fork,
+            )
+
+    def is_visible(self, record_id: str, anchor: str | None, **options: Any) -> bool:
+        return self.explain(record_id, anchor, **options).visible
+
+    def current(
+        self,
+        key: str,
+        anchor: str | None,
+        *,
+        scope: str | None = None,
+        cross_tree: bool = False,
+        mode: str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> Record | None:
+        """The value of ``(scope, key)`` that holds at ``anchor``, or None."""
+        _check_id(key, "key")
+        found = self.visible(
+            anchor, key=key, scope=scope, cross_tree=cross_tree, mode=mode, namespace=namespace
+        )
+        return found[-1] if found else None
+
+    def stale(
+        self,
+        anchor: str | None,
+        *,
+        cross_tree: bool = False,
+        mode: str | None = None,
+        include_superseded: bool = False,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> list[Record]:
+        """Records hidden at ``anchor`` only because something they were built on changed."""
+        with self._lock:
+            view = self._view(namespace, anchor, cross_tree, mode)
+            chosen = self._chosen(view, None, None, None, include_superseded, True)
+            chosen = [d for d in chosen if d.stale]
+            self._tally(view, chosen)
+            return [self._to_record(namespace, d.revision) for d in chosen if d.revision]
+
+    # -- reporting ---------------------------------------------------------------------
+    def report(self, *, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
+        """Decision counts by reason (every case of missing information) and store gauges."""
+        with self._lock:
+            counts = self._counts.get(namespace, Counter())
+            return {
+                "mode": self.mode,
+                "decisions": {reason: counts[reason] for reason in sorted(counts)},
+                "store": self._store.gauges(namespace),
+            }
+
+    def audit(
+        self,
+        *,
+        id: str | None = None,
+        op: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> list[AuditEntry]:
+        """Mutations in arrival order, filtered by id, op and time; ids only, never content."""
+        with self._lock:
+            return self._store.audit(namespace, id=id, op=op, since=since, until=until)
+
+    def history(
+        self, record_id: str, *, namespace: str = DEFAULT_NAMESPACE
+    ) -> list[dict[str, Any]]:
+        """A record's revisions and everything that happened to it, oldest first."""
+        with self._lock:
+            _check_id(record_id, "record id")
+            if not self._store.get_revisions(namespace, record_id):
+                raise NotFoundError(f"record {record_id!r} not found in namespace {namespace!r}")
+            return [
+                {
+                    "seq": entry.seq,
+                    "time": entry.time,
+                    "op": entry.op,
+                    "revision": entry.revision,
+                    "ids": list(entry.ids),
+                    "reason": entry.reason,
+                }
+                for entry in self._store.audit(namespace, id=record_id)
+            ]

@@ -1,0 +1,173 @@
+"""Effective sources, reduced to a gate per revision (SPEC §2, §7).
+
+A revision's effective sources are its event sources plus, transitively, the effective
+sources of the record revisions it cites. Visibility only ever asks "is every one of them on
+the view's path?", and within one tree that question has a compact answer: if all sources
+of the tree lie on one root path, they are all ancestors-or-self of the deepest one (the
+*frontier*), so they are all on the anchor's path exactly when the frontier is. The gate
+therefore keeps, per tree, the frontier plus whether the sources are consistent (lie on one
+path); gates of cited records merge into the citer's gate without expanding the source set.
+Sources the engine cannot place yet (detached events, unknown ids) are kept by id so the
+decision can be made exactly and recomputed when the missing topology arrives.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from .topology import EventNode, Lookup, is_ancestor_or_self
+
+_PIN = re.compile(r"^(?P<record>.+)@(?P<revision>[1-9][0-9]*)$")
+
+EVENT = "event"
+RECORD = "record"
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRef:
+    """One entry of a revision's ``sources``, resolved (or not yet) to an event or a revision."""
+
+    text: str
+    kind: str  # EVENT, RECORD or UNKNOWN
+    target: str  # event id, record id, or the unresolved text's id part
+    revision: int | None = None  # for RECORD: the pinned revision
+    explicit_pin: bool = False  # the text named the revision ("id@2")
+
+
+@dataclass(frozen=True, slots=True)
+class TreeFrontier:
+    """The deepest effective source of a revision in one tree."""
+
+    tree: str
+    event: str
+    depth: int
+    conflict: str | None = None  # a source in this tree that is not on the frontier's path
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """Everything visibility needs to know about a revision's effective sources."""
+
+    frontiers: tuple[TreeFrontier, ...] = ()
+    detached: frozenset[str] = field(default_factory=frozenset)
+    unknown: frozenset[str] = field(default_factory=frozenset)
+    legacy: bool = False
+
+    @property
+    def consistent(self) -> bool:
+        return all(frontier.conflict is None for frontier in self.frontiers)
+
+    @property
+    def flagged(self) -> bool:
+        """True when strict mode must hide the revision for missing information."""
+        return self.legacy or bool(self.unknown) or bool(self.detached)
+
+    def frontier_in(self, tree: str | None) -> TreeFrontier | None:
+        for frontier in self.frontiers:
+            if frontier.tree == tree:
+                return frontier
+        return None
+
+
+LEGACY_GATE = Gate(legacy=True)
+EMPTY_GATE = Gate()
+
+
+def parse_pin(text: str) -> tuple[str, int] | None:
+    """``"summary-1@2"`` -> ("summary-1", 2); None when the text names no revision."""
+    match = _PIN.match(text)
+    if match is None:
+        return None
+    return match.group("record"), int(match.group("revision"))
+
+
+def event_gate(node: EventNode) -> Gate:
+    if node.attached:
+        assert node.tree is not None and node.depth is not None
+        return Gate(frontiers=(TreeFrontier(node.tree, node.id, node.depth),))
+    return Gate(detached=frozenset((node.id,)))
+
+
+def _merge_frontier(a: TreeFrontier, b: TreeFrontier, lookup: Lookup) -> TreeFrontier:
+    deep, shallow = (a, b) if (a.depth, a.event) >= (b.depth, b.event) else (b, a)
+    conflict = deep.conflict or shallow.conflict
+    if conflict is None and shallow.event != deep.event:
+        shallow_node, deep_node = lookup(shallow.event), lookup(deep.event)
+        assert shallow_node is not None and deep_node is not None
+        if not is_ancestor_or_self(shallow_node, deep_node, lookup):
+            conflict = shallow.event
+    return TreeFrontier(deep.tree, deep.event, deep.depth, conflict)
+
+
+def merge_gates(gates: Iterable[Gate], lookup: Lookup) -> Gate:
+    """The gate of the union of several source sets."""
+    by_tree: dict[str, TreeFrontier] = {}
+    detached: set[str] = set()
+    unknown: set[str] = set()
+    legacy = False
+    for gate in gates:
+        legacy = legacy or gate.legacy
+        detached |= gate.detached
+        unknown |= gate.unknown
+        for frontier in gate.frontiers:
+            known = by_tree.get(frontier.tree)
+            by_tree[frontier.tree] = (
+                frontier if known is None else _merge_frontier(known, frontier, lookup)
+            )
+    return Gate(
+        frontiers=tuple(by_tree[tree] for tree in sorted(by_tree)),
+        detached=frozenset(detached),
+        unknown=frozenset(unknown),
+        legacy=legacy,
+    )
+
+
+def compute_gate(
+    refs: tuple[SourceRef, ...] | None,
+    lookup: Lookup,
+    revision_gate: Callable[[str, int], Gate | None],
+) -> Gate:
+    """The gate of a revision from its resolved source references."""
+    if refs is None:
+        return LEGACY_GATE
+    parts: list[Gate] = []
+    for ref in refs:
+        if ref.kind == EVENT:
+            node = lookup(ref.target)
+            assert node is not None
+            parts.append(event_gate(node))
+        elif ref.kind == RECORD:
+            assert ref.revision is not None
+            cited = revision_gate(ref.target, ref.revision)
+            parts.append(cited if cited is not None else Gate(unknown=frozenset((ref.text,))))
+        else:
+            parts.append(Gate(unknown=frozenset((ref.text,))))
+    return merge_gates(parts, lookup)
+
+
+@dataclass(frozen=True, slots=True)
+class RevisionNode:
+    """A stored revision: what the caller wrote plus its resolved sources and gate."""
+
+    record_id: str
+    revision: int
+    kind: str
+    content: str
+    sources: tuple[str, ...] | None
+    refs: tuple[SourceRef, ...] | None
+    key: str | None
+    scope: str | None
+    meta: dict[str, object]
+    seq: int
+    gate: Gate
+
+    @property
+    def record_refs(self) -> tuple[SourceRef, ...]:
+        return tuple(ref for ref in self.refs or () if ref.kind == RECORD)
+
+    @property
+    def event_refs(self) -> tuple[SourceRef, ...]:
+        return tuple(ref for ref in self.refs or () if ref.kind == EVENT)

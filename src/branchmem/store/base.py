@@ -1,0 +1,141 @@
+"""The one storage protocol every backend implements.
+
+The engine (``branchmem.memory``) composes these primitives; a backend only stores and
+indexes. Every method is namespace-bound: no call can read or write across namespaces.
+The public ``Memory`` method owns the transaction; these primitives run inside it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Iterator
+from contextlib import AbstractContextManager
+
+from ..audit import AuditEntry
+from ..invalidation import RetractionNode
+from ..provenance import RevisionNode
+from ..topology import EventNode
+
+RevisionKey = tuple[str, int]
+
+
+class Store(ABC):
+    """Storage primitives for events, revisions, relations, statuses and the audit log."""
+
+    # -- lifecycle ---------------------------------------------------------------------
+    @abstractmethod
+    def transaction(self) -> AbstractContextManager[None]:
+        """All-or-nothing unit of work; nested calls become savepoints."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release files and connections."""
+
+    @abstractmethod
+    def next_seq(self, namespace: str) -> int:
+        """The next arrival number in the namespace (strictly increasing)."""
+
+    # -- events ------------------------------------------------------------------------
+    @abstractmethod
+    def get_event(self, namespace: str, event_id: str) -> EventNode | None: ...
+
+    @abstractmethod
+    def put_event(self, namespace: str, node: EventNode) -> None:
+        """Insert an event or update its topology fields (tree, attached, depth, jump)."""
+
+    @abstractmethod
+    def children(self, namespace: str, parent_id: str) -> list[str]:
+        """Ids of the events that name ``parent_id`` as parent, in arrival order."""
+
+    @abstractmethod
+    def path_ids(self, namespace: str, anchor: str) -> list[str]:
+        """Known ancestors-or-self of ``anchor``, root (or gap) first."""
+
+    @abstractmethod
+    def iter_events(self, namespace: str, tree: str | None = None) -> Iterator[EventNode]:
+        """Every event (of one tree), in arrival order."""
+
+    @abstractmethod
+    def set_head(self, namespace: str, tree: str, event_id: str) -> None: ...
+
+    @abstractmethod
+    def heads(self, namespace: str) -> dict[str, str]:
+        """Tree id -> head event id."""
+
+    # -- records -----------------------------------------------------------------------
+    @abstractmethod
+    def get_revisions(self, namespace: str, record_id: str) -> list[RevisionNode]:
+        """Every revision of a record, oldest first; empty if the record is unknown."""
+
+    @abstractmethod
+    def put_revision(self, namespace: str, node: RevisionNode) -> None:
+        """Insert a revision or replace it (same record id and revision) with a new gate."""
+
+    @abstractmethod
+    def revisions_at(self, namespace: str, event_ids: Collection[str]) -> list[RevisionNode]:
+        """Revisions with a frontier at one of ``event_ids``: the index visibility reads."""
+
+    @abstractmethod
+    def ungated_revisions(self, namespace: str) -> list[RevisionNode]:
+        """Revisions with no frontier at all (legacy, no sources, only missing sources)."""
+
+    @abstractmethod
+    def record_ids(self, namespace: str) -> list[str]:
+        """Every record id, in arrival order."""
+
+    @abstractmethod
+    def citing(self, namespace: str, target: str) -> list[RevisionKey]:
+        """Revisions whose sources name ``target`` (resolved or not)."""
+
+    @abstractmethod
+    def pending_on(self, namespace: str, event_id: str) -> list[RevisionKey]:
+        """Revisions whose gate waits for the detached event ``event_id``."""
+
+    # -- relations ---------------------------------------------------------------------
+    @abstractmethod
+    def add_supersede(self, namespace: str, new_id: str, old_id: str) -> None: ...
+
+    @abstractmethod
+    def superseders(self, namespace: str, old_ids: Collection[str]) -> dict[str, list[str]]:
+        """old id -> ids of the records declared to supersede it."""
+
+    @abstractmethod
+    def superseded_by(self, namespace: str, new_id: str) -> list[str]:
+        """Ids of the records ``new_id`` was declared to supersede."""
+
+    @abstractmethod
+    def put_retraction(self, namespace: str, node: RetractionNode) -> None: ...
+
+    @abstractmethod
+    def retractions(self, namespace: str, ids: Collection[str]) -> dict[str, RetractionNode]: ...
+
+    @abstractmethod
+    def tree_retractions(self, namespace: str) -> list[RetractionNode]: ...
+
+    # -- corrections -------------------------------------------------------------------
+    @abstractmethod
+    def set_status(self, namespace: str, item_id: str, status: str | None) -> None:
+        """Mark an event or record ``withdrawn`` or ``erased`` (None clears)."""
+
+    @abstractmethod
+    def statuses(self, namespace: str, ids: Collection[str]) -> dict[str, str]:
+        """id -> status for the ids that have one."""
+
+    # -- audit and gauges --------------------------------------------------------------
+    @abstractmethod
+    def append_audit(self, entry: AuditEntry) -> None: ...
+
+    @abstractmethod
+    def audit(
+        self,
+        namespace: str,
+        *,
+        id: str | None = None,
+        op: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> list[AuditEntry]: ...
+
+    @abstractmethod
+    def gauges(self, namespace: str) -> dict[str, int]:
+        """Counts of what the namespace holds, for ``report()``."""

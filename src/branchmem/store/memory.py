@@ -1,0 +1,300 @@
+"""The in-memory backend: dictionaries plus an undo journal for all-or-nothing calls."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..audit import AuditEntry
+from ..invalidation import TREE, RetractionNode
+from ..provenance import RevisionNode
+from ..topology import EventNode
+from .base import RevisionKey, Store
+
+
+@dataclass
+class _Namespace:
+    seq: int = 0
+    events: dict[str, EventNode] = field(default_factory=dict)
+    event_order: list[str] = field(default_factory=list)
+    children: dict[str, list[str]] = field(default_factory=dict)
+    heads: dict[str, str] = field(default_factory=dict)
+    revisions: dict[str, list[RevisionNode]] = field(default_factory=dict)
+    record_order: list[str] = field(default_factory=list)
+    at_frontier: dict[str, set[RevisionKey]] = field(default_factory=dict)
+    ungated: set[RevisionKey] = field(default_factory=set)
+    citing: dict[str, set[RevisionKey]] = field(default_factory=dict)
+    pending: dict[str, set[RevisionKey]] = field(default_factory=dict)
+    superseders: dict[str, list[str]] = field(default_factory=dict)
+    superseded_by: dict[str, list[str]] = field(default_factory=dict)
+    retractions: dict[str, RetractionNode] = field(default_factory=dict)
+    statuses: dict[str, str] = field(default_factory=dict)
+    audit: list[AuditEntry] = field(default_factory=list)
+
+
+class InMemoryStore(Store):
+    """Process-local storage. Every mutation logs its inverse so a failed call rolls back."""
+
+    def __init__(self) -> None:
+        self._spaces: dict[str, _Namespace] = {}
+        self._journal: list[Callable[[], None]] | None = None
+
+    # -- journal -----------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        outermost = self._journal is None
+        if outermost:
+            self._journal = []
+        assert self._journal is not None
+        savepoint = len(self._journal)
+        try:
+            yield
+        except BaseException:
+            journal = self._journal
+            while len(journal) > savepoint:
+                journal.pop()()
+            if outermost:
+                self._journal = None
+            raise
+        if outermost:
+            self._journal = None
+
+    def _undo(self, action: Callable[[], None]) -> None:
+        if self._journal is not None:
+            self._journal.append(action)
+
+    def _dict_set(self, mapping: dict[Any, Any], key: Any, value: Any) -> None:
+        if key in mapping:
+            old = mapping[key]
+            self._undo(lambda: mapping.__setitem__(key, old))
+        else:
+            self._undo(lambda: mapping.pop(key, None))
+        mapping[key] = value
+
+    def _dict_pop(self, mapping: dict[Any, Any], key: Any) -> None:
+        if key in mapping:
+            old = mapping.pop(key)
+            self._undo(lambda: mapping.__setitem__(key, old))
+
+    def _index_add(self, index: dict[str, set[RevisionKey]], key: str, item: RevisionKey) -> None:
+        bucket = index.setdefault(key, set())
+        if item not in bucket:
+            bucket.add(item)
+            self._undo(lambda: bucket.discard(item))
+
+    def _index_discard(
+        self, index: dict[str, set[RevisionKey]], key: str, item: RevisionKey
+    ) -> None:
+        bucket = index.get(key)
+        if bucket is not None and item in bucket:
+            bucket.discard(item)
+            self._undo(lambda: bucket.add(item))
+
+    def _append(self, items: list[Any], item: Any) -> None:
+        items.append(item)
+        self._undo(items.pop)
+
+    def _space(self, namespace: str) -> _Namespace:
+        space = self._spaces.get(namespace)
+        if space is None:
+            space = self._spaces[namespace] = _Namespace()
+        return space
+
+    def close(self) -> None:
+        self._spaces = {}
+
+    def next_seq(self, namespace: str) -> int:
+        space = self._space(namespace)
+        old = space.seq
+        space.seq = old + 1
+
+        def undo() -> None:
+            space.seq = old
+
+        self._undo(undo)
+        return space.seq
+
+    # -- events ------------------------------------------------------------------------
+    def get_event(self, namespace: str, event_id: str) -> EventNode | None:
+        return self._space(namespace).events.get(event_id)
+
+    def put_event(self, namespace: str, node: EventNode) -> None:
+        space = self._space(namespace)
+        if node.id not in space.events:
+            self._append(space.event_order, node.id)
+            if node.parent is not None:
+                siblings = space.children.setdefault(node.parent, [])
+                self._append(siblings, node.id)
+        self._dict_set(space.events, node.id, node)
+
+    def children(self, namespace: str, parent_id: str) -> list[str]:
+        return list(self._space(namespace).children.get(parent_id, ()))
+
+    def path_ids(self, namespace: str, anchor: str) -> list[str]:
+        events = self._space(namespace).events
+        path: list[str] = []
+        node = events.get(anchor)
+        while node is not None:
+            path.append(node.id)
+            node = events.get(node.parent) if node.parent is not None else None
+        path.reverse()
+        return path
+
+    def iter_events(self, namespace: str, tree: str | None = None) -> Iterator[EventNode]:
+        space = self._space(namespace)
+        for event_id in list(space.event_order):
+            node = space.events[event_id]
+            if tree is None or node.tree == tree:
+                yield node
+
+    def set_head(self, namespace: str, tree: str, event_id: str) -> None:
+        self._dict_set(self._space(namespace).heads, tree, event_id)
+
+    def heads(self, namespace: str) -> dict[str, str]:
+        return dict(self._space(namespace).heads)
+
+    # -- records -----------------------------------------------------------------------
+    def get_revisions(self, namespace: str, record_id: str) -> list[RevisionNode]:
+        return list(self._space(namespace).revisions.get(record_id, ()))
+
+    def put_revision(self, namespace: str, node: RevisionNode) -> None:
+        space = self._space(namespace)
+        revisions = space.revisions.get(node.record_id)
+        if revisions is None:
+            revisions = []
+            self._dict_set(space.revisions, node.record_id, revisions)
+            self._append(space.record_order, node.record_id)
+        if node.revision <= len(revisions):
+            self._unindex(space, revisions[node.revision - 1])
+            old = revisions[node.revision - 1]
+            revisions[node.revision - 1] = node
+            self._undo(lambda: revisions.__setitem__(node.revision - 1, old))
+        else:
+            assert node.revision == len(revisions) + 1
+            self._append(revisions, node)
+        self._index(space, node)
+
+    def _index(self, space: _Namespace, node: RevisionNode) -> None:
+        key = (node.record_id, node.revision)
+        if node.gate.frontiers:
+            for frontier in node.gate.frontiers:
+                self._index_add(space.at_frontier, frontier.event, key)
+        else:
+            if key not in space.ungated:
+                space.ungated.add(key)
+                self._undo(lambda: space.ungated.discard(key))
+        for event_id in node.gate.detached:
+            self._index_add(space.pending, event_id, key)
+        for ref in node.refs or ():
+            self._index_add(space.citing, ref.target, key)
+            self._index_add(space.citing, ref.text, key)
+
+    def _unindex(self, space: _Namespace, node: RevisionNode) -> None:
+        key = (node.record_id, node.revision)
+        for frontier in node.gate.frontiers:
+            self._index_discard(space.at_frontier, frontier.event, key)
+        if key in space.ungated:
+            space.ungated.discard(key)
+            self._undo(lambda: space.ungated.add(key))
+        for event_id in node.gate.detached:
+            self._index_discard(space.pending, event_id, key)
+        for ref in node.refs or ():
+            self._index_discard(space.citing, ref.target, key)
+            self._index_discard(space.citing, ref.text, key)
+
+    def _revision(self, space: _Namespace, key: RevisionKey) -> RevisionNode:
+        return space.revisions[key[0]][key[1] - 1]
+
+    def revisions_at(self, namespace: str, event_ids: Collection[str]) -> list[RevisionNode]:
+        space = self._space(namespace)
+        found: set[RevisionKey] = set()
+        for event_id in event_ids:
+            found |= space.at_frontier.get(event_id, set())
+        return [self._revision(space, key) for key in sorted(found)]
+
+    def ungated_revisions(self, namespace: str) -> list[RevisionNode]:
+        space = self._space(namespace)
+        return [self._revision(space, key) for key in sorted(space.ungated)]
+
+    def record_ids(self, namespace: str) -> list[str]:
+        return list(self._space(namespace).record_order)
+
+    def citing(self, namespace: str, target: str) -> list[RevisionKey]:
+        return sorted(self._space(namespace).citing.get(target, ()))
+
+    def pending_on(self, namespace: str, event_id: str) -> list[RevisionKey]:
+        return sorted(self._space(namespace).pending.get(event_id, ()))
+
+    # -- relations ---------------------------------------------------------------------
+    def add_supersede(self, namespace: str, new_id: str, old_id: str) -> None:
+        space = self._space(namespace)
+        news = space.superseders.setdefault(old_id, [])
+        if new_id not in news:
+            self._append(news, new_id)
+            self._append(space.superseded_by.setdefault(new_id, []), old_id)
+
+    def superseders(self, namespace: str, old_ids: Collection[str]) -> dict[str, list[str]]:
+        space = self._space(namespace)
+        return {old: list(space.superseders[old]) for old in old_ids if space.superseders.get(old)}
+
+    def superseded_by(self, namespace: str, new_id: str) -> list[str]:
+        return list(self._space(namespace).superseded_by.get(new_id, ()))
+
+    def put_retraction(self, namespace: str, node: RetractionNode) -> None:
+        self._dict_set(self._space(namespace).retractions, node.id, node)
+
+    def retractions(self, namespace: str, ids: Collection[str]) -> dict[str, RetractionNode]:
+        known = self._space(namespace).retractions
+        return {item: known[item] for item in ids if item in known}
+
+    def tree_retractions(self, namespace: str) -> list[RetractionNode]:
+        known = self._space(namespace).retractions.values()
+        return sorted((node for node in known if node.scope == TREE), key=lambda n: n.seq)
+
+    # -- corrections -------------------------------------------------------------------
+    def set_status(self, namespace: str, item_id: str, status: str | None) -> None:
+        statuses = self._space(namespace).statuses
+        if status is None:
+            self._dict_pop(statuses, item_id)
+        else:
+            self._dict_set(statuses, item_id, status)
+
+    def statuses(self, namespace: str, ids: Collection[str]) -> dict[str, str]:
+        known = self._space(namespace).statuses
+        return {item: known[item] for item in ids if item in known}
+
+    # -- audit and gauges --------------------------------------------------------------
+    def append_audit(self, entry: AuditEntry) -> None:
+        self._append(self._space(entry.namespace).audit, entry)
+
+    def audit(
+        self,
+        namespace: str,
+        *,
+        id: str | None = None,
+        op: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> list[AuditEntry]:
+        entries = self._space(namespace).audit
+        return [e for e in entries if e.matches(id=id, op=op, since=since, until=until)]
+
+    def gauges(self, namespace: str) -> dict[str, int]:
+        space = self._space(namespace)
+        revisions = [rev for revs in space.revisions.values() for rev in revs]
+        return {
+            "events": len(space.events),
+            "detached_events": sum(1 for e in space.events.values() if not e.attached),
+            "trees": len({e.tree for e in space.events.values() if e.tree is not None}),
+            "records": len(space.revisions),
+            "revisions": len(revisions),
+            "legacy_revisions": sum(1 for r in revisions if r.gate.legacy),
+            "unknown_source_revisions": sum(1 for r in revisions if r.gate.unknown),
+            "detached_source_revisions": sum(1 for r in revisions if r.gate.detached),
+            "inconsistent_revisions": sum(1 for r in revisions if not r.gate.consistent),
+            "retractions": len(space.retractions),
+            "withdrawn": sum(1 for s in space.statuses.values() if s == "withdrawn"),
+            "erased": sum(1 for s in space.statuses.values() if s == "erased"),
+        }

@@ -1,0 +1,26 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print how many oracle decisions each backend matched (workers write tallies)."""
+    base = terminalreporter.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    tally = Path(base).parent / "differential-tally"
+    if not tally.is_dir():
+        return
+    totals: dict[str, list[int]] = {}
+    for path in sorted(tally.iterdir()):
+        backend = path.name.rsplit("-", 1)[0]
+        trees, decisions = (int(x) for x in path.read_text().split())
+        total = totals.setdefault(backend, [0, 0])
+        total[0] += trees
+        total[1] += decisions
+    for backend, (trees, decisions) in totals.items():
+        terminalreporter.write_line(
+            f"differential {backend}: {decisions:,} decisions on {trees:,} random trees "
+            "matched the oracle"
+        )

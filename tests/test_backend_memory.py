@@ -1,0 +1,9 @@
+"""The conformance suite on the in-memory backend."""
+
+from branchmem import Memory
+from conformance import BackendConformance
+
+
+class TestInMemory(BackendConformance):
+    def make_memory(self, mode: str = "strict") -> Memory:
+        return Memory(mode)
