@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Print how many oracle decisions each backend matched (workers write tallies)."""
     base = terminalreporter.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
-    tally = Path(base).parent / "differential-tally"
+    tally = Path(base) / "differential-tally"
     if not tally.is_dir():
         return
     totals: dict[str, list[int]] = {}

@@ -4,6 +4,7 @@ store's primitives with the core rules, and appends to the audit log."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections import Counter
@@ -108,6 +109,23 @@ class Memory:
         self._lock = threading.RLock()
         self._counts: dict[str, Counter[str]] = {}
 
+    @classmethod
+    def open(
+        cls, url: str | os.PathLike[str], mode: str = "strict", *, migrate: bool = False
+    ) -> Memory:
+        """Open a durable store: a path or ``sqlite:///...`` (SQLite), ``postgresql://...``.
+
+        A new database is created; one at an older schema version needs ``migrate=True``
+        (or ``branchmem migrate URL``); one written by a newer branchmem is refused.
+        """
+        from .store import open_store
+
+        return cls(mode, store=open_store(os.fspath(url), migrate=migrate))
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
     # -- lifecycle ---------------------------------------------------------------------
     def close(self) -> None:
         with self._lock:
@@ -120,8 +138,15 @@ class Memory:
         self.close()
 
     @contextmanager
-    def _write(self) -> Iterator[None]:
-        with self._lock, self._store.transaction():
+    def _write(self, namespace: str) -> Iterator[None]:
+        _check_id(namespace, "namespace")
+        with self._lock, self._store.transaction(namespace):
+            yield
+
+    @contextmanager
+    def _read(self, namespace: str) -> Iterator[None]:
+        _check_id(namespace, "namespace")
+        with self._lock, self._store.reading(namespace):
             yield
 
     def _audit(
@@ -170,7 +195,7 @@ class Memory:
     ) -> Event:
         """Add one event; a child may arrive before its parent (it stays detached)."""
         _check_id(namespace, "namespace")
-        with self._write():
+        with self._write(namespace):
             self._add_event(namespace, id, parent, tree, role, content, meta, ts)
             node = self._event_node(namespace, id)
         return node.to_event(namespace)
@@ -181,7 +206,7 @@ class Memory:
         """Add many events in one all-or-nothing call, in any order."""
         _check_id(namespace, "namespace")
         ids: list[str] = []
-        with self._write():
+        with self._write(namespace):
             for index, item in enumerate(events):
                 spec = self._event_spec(item, index)
                 ids.append(self._add_event(namespace, **spec).id)
@@ -308,7 +333,7 @@ class Memory:
         return attached
 
     def get_event(self, id: str, *, namespace: str = DEFAULT_NAMESPACE) -> Event:
-        with self._lock:
+        with self._read(namespace):
             return self._event_node(namespace, id).to_event(namespace)
 
     def _event_node(self, namespace: str, event_id: str) -> EventNode:
@@ -320,14 +345,14 @@ class Memory:
 
     def path(self, anchor: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[Event]:
         """Events from the root (or, while ancestry is missing, the gap) down to ``anchor``."""
-        with self._lock:
+        with self._read(namespace):
             self._event_node(namespace, anchor)
             ids = self._store.path_ids(namespace, anchor)
             return [self._event_node(namespace, i).to_event(namespace) for i in ids]
 
     def set_head(self, event_id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
         """Make ``event_id`` its tree's current node (used by cross-tree views)."""
-        with self._write():
+        with self._write(namespace):
             node = self._event_node(namespace, event_id)
             if node.tree is None:
                 raise InvalidInput(
@@ -337,11 +362,11 @@ class Memory:
             self._audit(namespace, "set_head", (event_id,))
 
     def head(self, tree: str, *, namespace: str = DEFAULT_NAMESPACE) -> str | None:
-        with self._lock:
+        with self._read(namespace):
             return self._store.heads(namespace).get(_check_id(tree, "tree"))
 
     def heads(self, *, namespace: str = DEFAULT_NAMESPACE) -> dict[str, str]:
-        with self._lock:
+        with self._read(namespace):
             return self._store.heads(namespace)
 
     # -- records -----------------------------------------------------------------------
@@ -364,7 +389,7 @@ class Memory:
             raise InvalidInput("kind 'retraction' is reserved: use retract()")
         if isinstance(supersedes, str):
             raise InvalidInput("supersedes must be a list of record ids")
-        with self._write():
+        with self._write(namespace):
             node = self._add_record(
                 namespace, id, sources, content, kind, key, scope, meta, tuple(supersedes)
             )
@@ -542,7 +567,7 @@ class Memory:
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Record:
         """Write a new revision under the same id, with its own sources."""
-        with self._write():
+        with self._write(namespace):
             latest = self._latest(namespace, id)
             if latest.kind == RETRACTION_KIND:
                 raise InvalidInput(f"retraction {id!r} cannot be revised; withdraw it instead")
@@ -580,7 +605,7 @@ class Memory:
         self, id: str, *, revision: int | None = None, namespace: str = DEFAULT_NAMESPACE
     ) -> Record:
         """The latest (or a named) revision, whatever any view would decide."""
-        with self._lock:
+        with self._read(namespace):
             latest = self._latest(namespace, id)
             if revision is None:
                 return self._to_record(namespace, latest)
@@ -607,7 +632,7 @@ class Memory:
     # -- invalidation ------------------------------------------------------------------
     def supersede(self, new_id: str, old_id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
         """Declare that ``new_id`` replaces ``old_id`` wherever ``new_id`` is visible."""
-        with self._write():
+        with self._write(namespace):
             self._supersede(namespace, new_id, old_id)
 
     def _supersede(self, namespace: str, new_id: str, old_id: str) -> None:
@@ -650,7 +675,7 @@ class Memory:
             raise InvalidInput("reason must be a string")
         if not target_ids and key is None:
             raise InvalidInput(f"retraction {id!r} needs targets or a key")
-        with self._write():
+        with self._write(namespace):
             for target in target_ids:
                 if self._latest(namespace, target).kind == RETRACTION_KIND:
                     raise InvalidInput(
@@ -680,7 +705,7 @@ class Memory:
     # -- corrections -------------------------------------------------------------------
     def withdraw(self, id: str, *, reason: str = "", namespace: str = DEFAULT_NAMESPACE) -> None:
         """Take an event or record out of every view; its dependents go stale. Reversible."""
-        with self._write():
+        with self._write(namespace):
             status = self._status_of(namespace, id)
             if status == ERASED:
                 raise ErasedError(f"{id!r} was erased and cannot be withdrawn")
@@ -689,7 +714,7 @@ class Memory:
 
     def restore(self, id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
         """Undo ``withdraw``; a no-op for an item that is not withdrawn."""
-        with self._write():
+        with self._write(namespace):
             status = self._status_of(namespace, id)
             if status == ERASED:
                 raise ErasedError(f"{id!r} was erased and cannot be restored")
@@ -708,7 +733,7 @@ class Memory:
 
     def dependents(self, id: str, *, namespace: str = DEFAULT_NAMESPACE) -> set[str]:
         """Every record built, directly or transitively, on the event or record ``id``."""
-        with self._lock:
+        with self._read(namespace):
             self._status_of(namespace, id)
             found: set[str] = set()
             stack = [id]
@@ -751,7 +776,7 @@ class Memory:
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[Record]:
         """Records visible at ``anchor``, in path order. No anchor: nothing (strict)."""
-        with self._lock:
+        with self._read(namespace):
             view = self._view(namespace, anchor, cross_tree, mode)
             chosen = self._chosen(view, kind, key, scope, include_superseded, include_stale)
             self._tally(view, chosen)
@@ -790,7 +815,7 @@ class Memory:
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Explanation:
         """Why ``record_id`` is or is not visible at ``anchor``."""
-        with self._lock:
+        with self._read(namespace):
             _check_id(record_id, "record id")
             if not self._store.get_revisions(namespace, record_id):
                 raise NotFoundError(f"record {record_id!r} not found in namespace {namespace!r}")
@@ -837,7 +862,7 @@ class Memory:
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[Record]:
         """Records hidden at ``anchor`` only because something they were built on changed."""
-        with self._lock:
+        with self._read(namespace):
             view = self._view(namespace, anchor, cross_tree, mode)
             chosen = self._chosen(view, None, None, None, include_superseded, True)
             chosen = [d for d in chosen if d.stale]
@@ -847,7 +872,7 @@ class Memory:
     # -- reporting ---------------------------------------------------------------------
     def report(self, *, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
         """Decision counts by reason (every case of missing information) and store gauges."""
-        with self._lock:
+        with self._read(namespace):
             counts = self._counts.get(namespace, Counter())
             return {
                 "mode": self.mode,
@@ -865,14 +890,14 @@ class Memory:
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[AuditEntry]:
         """Mutations in arrival order, filtered by id, op and time; ids only, never content."""
-        with self._lock:
+        with self._read(namespace):
             return self._store.audit(namespace, id=id, op=op, since=since, until=until)
 
     def history(
         self, record_id: str, *, namespace: str = DEFAULT_NAMESPACE
     ) -> list[dict[str, Any]]:
         """A record's revisions and everything that happened to it, oldest first."""
-        with self._lock:
+        with self._read(namespace):
             _check_id(record_id, "record id")
             if not self._store.get_revisions(namespace, record_id):
                 raise NotFoundError(f"record {record_id!r} not found in namespace {namespace!r}")

@@ -24,8 +24,16 @@ class Store(ABC):
 
     # -- lifecycle ---------------------------------------------------------------------
     @abstractmethod
-    def transaction(self) -> AbstractContextManager[None]:
-        """All-or-nothing unit of work; nested calls become savepoints."""
+    def transaction(self, namespace: str | None = None) -> AbstractContextManager[None]:
+        """All-or-nothing unit of work that writes ``namespace``; nested calls are savepoints.
+
+        Backends shared by several processes serialise writers per namespace here, before the
+        first read, so a call's checks and its writes see one state.
+        """
+
+    @abstractmethod
+    def reading(self, namespace: str) -> AbstractContextManager[None]:
+        """A consistent snapshot for the reads of one call (a no-op inside a transaction)."""
 
     @abstractmethod
     def close(self) -> None:

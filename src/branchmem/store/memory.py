@@ -43,7 +43,11 @@ class InMemoryStore(Store):
 
     # -- journal -----------------------------------------------------------------------
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def reading(self, namespace: str) -> Iterator[None]:
+        yield  # the caller's lock already excludes writers
+
+    @contextmanager
+    def transaction(self, namespace: str | None = None) -> Iterator[None]:
         outermost = self._journal is None
         if outermost:
             self._journal = []

@@ -1,0 +1,71 @@
+"""Append-only numbered migrations shared by every SQL backend.
+
+Each migration is a list of statements in a portable subset of SQL; ``{bigint}`` and
+``{double}`` are filled in per dialect. Every table carries ``namespace`` first in its
+primary key: the shape a sharded PostgreSQL (Citus) distributes by.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+MIGRATIONS: Final[list[list[str]]] = [
+    # 1: the engine's state
+    [
+        "CREATE TABLE IF NOT EXISTS branchmem_schema (version INTEGER NOT NULL)",
+        """CREATE TABLE namespaces (
+            namespace TEXT NOT NULL PRIMARY KEY,
+            seq {bigint} NOT NULL)""",
+        """CREATE TABLE events (
+            namespace TEXT NOT NULL, id TEXT NOT NULL, parent TEXT, tree TEXT,
+            explicit_tree TEXT, role TEXT NOT NULL, content TEXT NOT NULL, meta TEXT NOT NULL,
+            ts {double}, seq {bigint} NOT NULL, attached INTEGER NOT NULL, depth INTEGER,
+            jump TEXT, PRIMARY KEY (namespace, id))""",
+        "CREATE INDEX events_by_parent ON events (namespace, parent)",
+        "CREATE INDEX events_by_seq ON events (namespace, seq)",
+        """CREATE TABLE heads (
+            namespace TEXT NOT NULL, tree TEXT NOT NULL, event_id TEXT NOT NULL,
+            PRIMARY KEY (namespace, tree))""",
+        """CREATE TABLE revisions (
+            namespace TEXT NOT NULL, record_id TEXT NOT NULL, revision INTEGER NOT NULL,
+            kind TEXT NOT NULL, content TEXT NOT NULL, sources TEXT, refs TEXT,
+            key_name TEXT, key_scope TEXT, meta TEXT NOT NULL, seq {bigint} NOT NULL,
+            gate TEXT NOT NULL, legacy INTEGER NOT NULL, unknown_sources INTEGER NOT NULL,
+            detached_sources INTEGER NOT NULL, consistent INTEGER NOT NULL,
+            PRIMARY KEY (namespace, record_id, revision))""",
+        "CREATE INDEX revisions_by_seq ON revisions (namespace, revision, seq)",
+        """CREATE TABLE frontiers (
+            namespace TEXT NOT NULL, event_id TEXT NOT NULL, record_id TEXT NOT NULL,
+            revision INTEGER NOT NULL, PRIMARY KEY (namespace, event_id, record_id, revision))""",
+        """CREATE TABLE ungated (
+            namespace TEXT NOT NULL, record_id TEXT NOT NULL, revision INTEGER NOT NULL,
+            PRIMARY KEY (namespace, record_id, revision))""",
+        """CREATE TABLE citing (
+            namespace TEXT NOT NULL, target TEXT NOT NULL, record_id TEXT NOT NULL,
+            revision INTEGER NOT NULL, PRIMARY KEY (namespace, target, record_id, revision))""",
+        """CREATE TABLE pending (
+            namespace TEXT NOT NULL, event_id TEXT NOT NULL, record_id TEXT NOT NULL,
+            revision INTEGER NOT NULL, PRIMARY KEY (namespace, event_id, record_id, revision))""",
+        """CREATE TABLE supersedes (
+            namespace TEXT NOT NULL, old_id TEXT NOT NULL, new_id TEXT NOT NULL,
+            seq {bigint} NOT NULL, PRIMARY KEY (namespace, old_id, new_id))""",
+        "CREATE INDEX supersedes_by_new ON supersedes (namespace, new_id)",
+        """CREATE TABLE retractions (
+            namespace TEXT NOT NULL, id TEXT NOT NULL, scope TEXT NOT NULL,
+            targets TEXT NOT NULL, key_name TEXT, key_scope TEXT, seq {bigint} NOT NULL,
+            PRIMARY KEY (namespace, id))""",
+        "CREATE INDEX retractions_by_scope ON retractions (namespace, scope, seq)",
+        """CREATE TABLE statuses (
+            namespace TEXT NOT NULL, id TEXT NOT NULL, status TEXT NOT NULL,
+            PRIMARY KEY (namespace, id))""",
+        """CREATE TABLE audit (
+            namespace TEXT NOT NULL, seq {bigint} NOT NULL, time {double} NOT NULL,
+            op TEXT NOT NULL, ids TEXT NOT NULL, actor TEXT, reason TEXT NOT NULL,
+            revision INTEGER, PRIMARY KEY (namespace, seq))""",
+        """CREATE TABLE audit_ids (
+            namespace TEXT NOT NULL, id TEXT NOT NULL, seq {bigint} NOT NULL,
+            PRIMARY KEY (namespace, id, seq))""",
+    ],
+]
+
+SCHEMA_VERSION: Final = len(MIGRATIONS)

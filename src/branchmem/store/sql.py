@@ -1,0 +1,496 @@
+"""What SQLite and PostgreSQL share: the schema, every query, transactions and savepoints.
+
+A backend supplies the connection, how a write transaction begins (SQLite takes the database
+write lock with ``BEGIN IMMEDIATE``; PostgreSQL takes a per-namespace advisory lock) and how
+its driver's errors map onto ``branchmem.errors``. Queries use ``?`` placeholders and a
+portable subset of SQL; ``_sql`` rewrites them for a driver that wants ``%s``.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
+from typing import Any
+
+from ..audit import AuditEntry
+from ..errors import SchemaVersionError
+from ..invalidation import TREE, RetractionNode
+from ..provenance import RevisionNode
+from ..topology import EventNode
+from . import codec
+from .base import RevisionKey, Store
+from .schema import MIGRATIONS, SCHEMA_VERSION
+
+CHUNK = 500  # ids per IN (...) list
+
+
+class SQLStore(Store):
+    """A ``Store`` over a DB-API connection; subclasses choose the database."""
+
+    bigint = "INTEGER"
+    double = "REAL"
+
+    def __init__(self) -> None:
+        self._depth = 0
+
+    # -- what a backend supplies -------------------------------------------------------
+    @abstractmethod
+    def _connection(self) -> Any:
+        """The connection of the current call."""
+
+    @abstractmethod
+    def _session(self) -> AbstractContextManager[None]:
+        """Hold a connection for one public call (a pool checkout, or nothing)."""
+
+    @abstractmethod
+    def _begin_write(self, namespace: str | None) -> None:
+        """Start the outermost write transaction, serialising writers of ``namespace``."""
+
+    @abstractmethod
+    def _translate(self, error: Exception) -> Exception | None:
+        """The ``branchmem.errors`` exception for a driver error (None: not a driver error)."""
+
+    def _sql(self, text: str) -> str:
+        return text
+
+    # -- execution ---------------------------------------------------------------------
+    def _run(self, text: str, params: Sequence[Any] = ()) -> Any:
+        try:
+            return self._connection().execute(self._sql(text), tuple(params))
+        except Exception as error:
+            mapped = self._translate(error)
+            if mapped is None:
+                raise
+            raise mapped from error
+
+    def _all(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return list(self._run(text, params).fetchall())
+
+    def _one(self, text: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        row = self._run(text, params).fetchone()
+        return None if row is None else tuple(row)
+
+    def _chunks(self, ids: Iterable[str]) -> Iterator[list[str]]:
+        items = list(dict.fromkeys(ids))
+        for start in range(0, len(items), CHUNK):
+            yield items[start : start + CHUNK]
+
+    @staticmethod
+    def _marks(count: int) -> str:
+        return ",".join("?" * count)
+
+    # -- transactions ------------------------------------------------------------------
+    @contextmanager
+    def transaction(self, namespace: str | None = None) -> Iterator[None]:
+        if self._depth > 0:
+            name = f"bm_{self._depth}"
+            self._run(f"SAVEPOINT {name}")
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._run(f"ROLLBACK TO SAVEPOINT {name}")
+                self._run(f"RELEASE SAVEPOINT {name}")
+                raise
+            finally:
+                self._depth -= 1
+            self._run(f"RELEASE SAVEPOINT {name}")
+            return
+        with self._session():
+            self._begin_write(namespace)
+            self._depth = 1
+            try:
+                yield
+            except BaseException:
+                self._depth = 0
+                self._rollback()
+                raise
+            self._depth = 0
+            self._run("COMMIT")
+
+    @contextmanager
+    def reading(self, namespace: str) -> Iterator[None]:
+        if self._depth > 0:
+            yield
+            return
+        with self._session():
+            self._run("BEGIN")
+            self._depth = 1
+            try:
+                yield
+            finally:
+                self._depth = 0
+                self._rollback()
+
+    def _rollback(self) -> None:
+        with suppress(Exception):  # a lost connection has rolled back already
+            self._run("ROLLBACK")
+
+    # -- schema ------------------------------------------------------------------------
+    def schema_version(self) -> int:
+        """The version the database is at (0: empty)."""
+        with self._session():
+            exists = self._table_exists("branchmem_schema")
+            if not exists:
+                return 0
+            row = self._one("SELECT MAX(version) FROM branchmem_schema")
+            return int(row[0]) if row and row[0] is not None else 0
+
+    @abstractmethod
+    def _table_exists(self, name: str) -> bool: ...
+
+    def migrate(self, *, upgrade: bool = True) -> int:
+        """Bring the schema to this version; refuse a database written by a newer one."""
+        current = self.schema_version()
+        if current > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"the store is at schema version {current}, newer than this branchmem "
+                f"({SCHEMA_VERSION}); upgrade branchmem"
+            )
+        if current < SCHEMA_VERSION and current > 0 and not upgrade:
+            raise SchemaVersionError(
+                f"the store is at schema version {current}; run `branchmem migrate` to "
+                f"upgrade it to {SCHEMA_VERSION}"
+            )
+        with self.transaction(None):
+            current = self._locked_version()
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[version - 1]:
+                    self._run(statement.format(bigint=self.bigint, double=self.double))
+                self._run("INSERT INTO branchmem_schema (version) VALUES (?)", (version,))
+        return SCHEMA_VERSION
+
+    def _locked_version(self) -> int:
+        if not self._table_exists("branchmem_schema"):
+            return 0
+        row = self._one("SELECT MAX(version) FROM branchmem_schema")
+        return int(row[0]) if row and row[0] is not None else 0
+
+    # -- sequence ----------------------------------------------------------------------
+    def next_seq(self, namespace: str) -> int:
+        row = self._one(
+            "INSERT INTO namespaces (namespace, seq) VALUES (?, 1) "
+            "ON CONFLICT (namespace) DO UPDATE SET seq = namespaces.seq + 1 RETURNING seq",
+            (namespace,),
+        )
+        assert row is not None
+        return int(row[0])
+
+    # -- events ------------------------------------------------------------------------
+    def get_event(self, namespace: str, event_id: str) -> EventNode | None:
+        row = self._one(
+            f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? AND id = ?",
+            (namespace, event_id),
+        )
+        return None if row is None else codec.event_node(row)
+
+    def put_event(self, namespace: str, node: EventNode) -> None:
+        self._run(
+            f"INSERT INTO events (namespace, {codec.EVENT_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (namespace, id) DO UPDATE "
+            "SET tree = excluded.tree, attached = excluded.attached, depth = excluded.depth, "
+            "jump = excluded.jump",
+            (namespace, *codec.event_row(node)),
+        )
+
+    def children(self, namespace: str, parent_id: str) -> list[str]:
+        rows = self._all(
+            "SELECT id FROM events WHERE namespace = ? AND parent = ? ORDER BY seq",
+            (namespace, parent_id),
+        )
+        return [row[0] for row in rows]
+
+    def path_ids(self, namespace: str, anchor: str) -> list[str]:
+        rows = self._all(
+            "WITH RECURSIVE up(id, parent, n) AS ("
+            " SELECT id, parent, 0 FROM events WHERE namespace = ? AND id = ?"
+            " UNION ALL SELECT e.id, e.parent, up.n + 1 FROM events e JOIN up"
+            " ON e.namespace = ? AND e.id = up.parent)"
+            " SELECT id FROM up ORDER BY n DESC",
+            (namespace, anchor, namespace),
+        )
+        return [row[0] for row in rows]
+
+    def iter_events(self, namespace: str, tree: str | None = None) -> Iterator[EventNode]:
+        if tree is None:
+            rows = self._all(
+                f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? ORDER BY seq",
+                (namespace,),
+            )
+        else:
+            rows = self._all(
+                f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? AND tree = ? "
+                "ORDER BY seq",
+                (namespace, tree),
+            )
+        return (codec.event_node(row) for row in rows)
+
+    def set_head(self, namespace: str, tree: str, event_id: str) -> None:
+        self._run(
+            "INSERT INTO heads (namespace, tree, event_id) VALUES (?, ?, ?) "
+            "ON CONFLICT (namespace, tree) DO UPDATE SET event_id = excluded.event_id",
+            (namespace, tree, event_id),
+        )
+
+    def heads(self, namespace: str) -> dict[str, str]:
+        rows = self._all("SELECT tree, event_id FROM heads WHERE namespace = ?", (namespace,))
+        return {tree: event_id for tree, event_id in rows}
+
+    # -- records -----------------------------------------------------------------------
+    def get_revisions(self, namespace: str, record_id: str) -> list[RevisionNode]:
+        rows = self._all(
+            f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
+            "AND record_id = ? ORDER BY revision",
+            (namespace, record_id),
+        )
+        return [codec.revision_node(row) for row in rows]
+
+    def put_revision(self, namespace: str, node: RevisionNode) -> None:
+        key = (namespace, node.record_id, node.revision)
+        for table in ("frontiers", "ungated", "citing", "pending"):
+            self._run(
+                f"DELETE FROM {table} WHERE namespace = ? AND record_id = ? AND revision = ?",
+                key,
+            )
+        self._run(
+            f"INSERT INTO revisions (namespace, {codec.REVISION_COLUMNS}, legacy, "
+            "unknown_sources, detached_sources, consistent) VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (namespace, record_id, revision) DO UPDATE SET refs = excluded.refs, "
+            "gate = excluded.gate, legacy = excluded.legacy, "
+            "unknown_sources = excluded.unknown_sources, "
+            "detached_sources = excluded.detached_sources, consistent = excluded.consistent",
+            (namespace, *codec.revision_row(node)),
+        )
+        gate = node.gate
+        if gate.frontiers:
+            self._many(
+                "INSERT INTO frontiers (namespace, event_id, record_id, revision) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [(namespace, f.event, node.record_id, node.revision) for f in gate.frontiers],
+            )
+        else:
+            self._run("INSERT INTO ungated (namespace, record_id, revision) VALUES (?, ?, ?)", key)
+        self._many(
+            "INSERT INTO pending (namespace, event_id, record_id, revision) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [(namespace, e, node.record_id, node.revision) for e in sorted(gate.detached)],
+        )
+        targets = {name for ref in node.refs or () for name in (ref.target, ref.text)}
+        self._many(
+            "INSERT INTO citing (namespace, target, record_id, revision) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [(namespace, t, node.record_id, node.revision) for t in sorted(targets)],
+        )
+
+    def _many(self, text: str, rows: list[tuple[Any, ...]]) -> None:
+        for row in rows:
+            self._run(text, row)
+
+    def _revisions_by_keys(
+        self, namespace: str, table: str, column: str, values: Collection[str]
+    ) -> list[RevisionNode]:
+        found: dict[RevisionKey, RevisionNode] = {}
+        for chunk in self._chunks(values):
+            rows = self._all(
+                f"SELECT {', '.join('r.' + c for c in codec.REVISION_COLUMNS.split(', '))} "
+                f"FROM {table} x JOIN revisions r ON r.namespace = x.namespace "
+                "AND r.record_id = x.record_id AND r.revision = x.revision "
+                f"WHERE x.namespace = ? AND x.{column} IN ({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+            for row in rows:
+                node = codec.revision_node(row)
+                found[(node.record_id, node.revision)] = node
+        return [found[key] for key in sorted(found)]
+
+    def revisions_at(self, namespace: str, event_ids: Collection[str]) -> list[RevisionNode]:
+        return self._revisions_by_keys(namespace, "frontiers", "event_id", event_ids)
+
+    def ungated_revisions(self, namespace: str) -> list[RevisionNode]:
+        rows = self._all(
+            f"SELECT {', '.join('r.' + c for c in codec.REVISION_COLUMNS.split(', '))} "
+            "FROM ungated x JOIN revisions r ON r.namespace = x.namespace "
+            "AND r.record_id = x.record_id AND r.revision = x.revision WHERE x.namespace = ? "
+            "ORDER BY r.record_id, r.revision",
+            (namespace,),
+        )
+        return [codec.revision_node(row) for row in rows]
+
+    def record_ids(self, namespace: str) -> list[str]:
+        rows = self._all(
+            "SELECT record_id FROM revisions WHERE namespace = ? AND revision = 1 ORDER BY seq",
+            (namespace,),
+        )
+        return [row[0] for row in rows]
+
+    def citing(self, namespace: str, target: str) -> list[RevisionKey]:
+        rows = self._all(
+            "SELECT record_id, revision FROM citing WHERE namespace = ? AND target = ? "
+            "ORDER BY record_id, revision",
+            (namespace, target),
+        )
+        return [(row[0], int(row[1])) for row in rows]
+
+    def pending_on(self, namespace: str, event_id: str) -> list[RevisionKey]:
+        rows = self._all(
+            "SELECT record_id, revision FROM pending WHERE namespace = ? AND event_id = ? "
+            "ORDER BY record_id, revision",
+            (namespace, event_id),
+        )
+        return [(row[0], int(row[1])) for row in rows]
+
+    # -- relations ---------------------------------------------------------------------
+    def add_supersede(self, namespace: str, new_id: str, old_id: str) -> None:
+        self._run(
+            "INSERT INTO supersedes (namespace, old_id, new_id, seq) VALUES (?, ?, ?, "
+            "(SELECT seq FROM namespaces WHERE namespace = ?)) ON CONFLICT DO NOTHING",
+            (namespace, old_id, new_id, namespace),
+        )
+
+    def superseders(self, namespace: str, old_ids: Collection[str]) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        for chunk in self._chunks(old_ids):
+            rows = self._all(
+                "SELECT old_id, new_id FROM supersedes WHERE namespace = ? "
+                f"AND old_id IN ({self._marks(len(chunk))}) ORDER BY seq",
+                (namespace, *chunk),
+            )
+            for old, new in rows:
+                found.setdefault(old, []).append(new)
+        return found
+
+    def superseded_by(self, namespace: str, new_id: str) -> list[str]:
+        rows = self._all(
+            "SELECT old_id FROM supersedes WHERE namespace = ? AND new_id = ? ORDER BY seq",
+            (namespace, new_id),
+        )
+        return [row[0] for row in rows]
+
+    def put_retraction(self, namespace: str, node: RetractionNode) -> None:
+        self._run(
+            "INSERT INTO retractions (namespace, id, scope, targets, key_name, key_scope, seq) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                namespace, node.id, node.scope, codec.dumps(list(node.targets)), node.key,
+                node.key_scope, node.seq,
+            ),
+        )  # fmt: skip
+
+    _RETRACTION_COLUMNS = "id, scope, targets, key_name, key_scope, seq"
+
+    def retractions(self, namespace: str, ids: Collection[str]) -> dict[str, RetractionNode]:
+        found: dict[str, RetractionNode] = {}
+        for chunk in self._chunks(ids):
+            rows = self._all(
+                f"SELECT {self._RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
+                f"AND id IN ({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+            for row in rows:
+                found[row[0]] = codec.retraction_node(row)
+        return found
+
+    def tree_retractions(self, namespace: str) -> list[RetractionNode]:
+        rows = self._all(
+            f"SELECT {self._RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
+            "AND scope = ? ORDER BY seq",
+            (namespace, TREE),
+        )
+        return [codec.retraction_node(row) for row in rows]
+
+    # -- corrections -------------------------------------------------------------------
+    def set_status(self, namespace: str, item_id: str, status: str | None) -> None:
+        if status is None:
+            self._run("DELETE FROM statuses WHERE namespace = ? AND id = ?", (namespace, item_id))
+        else:
+            self._run(
+                "INSERT INTO statuses (namespace, id, status) VALUES (?, ?, ?) "
+                "ON CONFLICT (namespace, id) DO UPDATE SET status = excluded.status",
+                (namespace, item_id, status),
+            )
+
+    def statuses(self, namespace: str, ids: Collection[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for chunk in self._chunks(ids):
+            rows = self._all(
+                "SELECT id, status FROM statuses WHERE namespace = ? "
+                f"AND id IN ({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+            found.update({row[0]: row[1] for row in rows})
+        return found
+
+    # -- audit and gauges --------------------------------------------------------------
+    def append_audit(self, entry: AuditEntry) -> None:
+        self._run(
+            "INSERT INTO audit (namespace, seq, time, op, ids, actor, reason, revision) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                entry.namespace, entry.seq, entry.time, entry.op, codec.dumps(list(entry.ids)),
+                entry.actor, entry.reason, entry.revision,
+            ),
+        )  # fmt: skip
+        self._many(
+            "INSERT INTO audit_ids (namespace, id, seq) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            [(entry.namespace, item, entry.seq) for item in dict.fromkeys(entry.ids)],
+        )
+
+    def audit(
+        self,
+        namespace: str,
+        *,
+        id: str | None = None,
+        op: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> list[AuditEntry]:
+        where = ["a.namespace = ?"]
+        params: list[Any] = [namespace]
+        source = "audit a"
+        if id is not None:
+            source = "audit_ids i JOIN audit a ON a.namespace = i.namespace AND a.seq = i.seq"
+            where.append("i.id = ?")
+            params.append(id)
+        if op is not None:
+            where.append("a.op = ?")
+            params.append(op)
+        if since is not None:
+            where.append("a.time >= ?")
+            params.append(since)
+        if until is not None:
+            where.append("a.time <= ?")
+            params.append(until)
+        rows = self._all(
+            "SELECT a.seq, a.time, a.op, a.ids, a.actor, a.reason, a.revision "
+            f"FROM {source} WHERE {' AND '.join(where)} ORDER BY a.seq",
+            params,
+        )
+        return [codec.audit_entry(namespace, row) for row in rows]
+
+    def gauges(self, namespace: str) -> dict[str, int]:
+        def count(text: str) -> int:
+            row = self._one(text, (namespace,))
+            return int(row[0]) if row and row[0] is not None else 0
+
+        revisions = "SELECT COUNT(*) FROM revisions WHERE namespace = ?"
+        statuses = "SELECT COUNT(*) FROM statuses WHERE namespace = ? AND status = "
+        return {
+            "events": count("SELECT COUNT(*) FROM events WHERE namespace = ?"),
+            "detached_events": count(
+                "SELECT COUNT(*) FROM events WHERE namespace = ? AND attached = 0"
+            ),
+            "trees": count(
+                "SELECT COUNT(DISTINCT tree) FROM events WHERE namespace = ? AND tree IS NOT NULL"
+            ),
+            "records": count(revisions + " AND revision = 1"),
+            "revisions": count(revisions),
+            "legacy_revisions": count(revisions + " AND legacy = 1"),
+            "unknown_source_revisions": count(revisions + " AND unknown_sources = 1"),
+            "detached_source_revisions": count(revisions + " AND detached_sources = 1"),
+            "inconsistent_revisions": count(revisions + " AND consistent = 0"),
+            "retractions": count("SELECT COUNT(*) FROM retractions WHERE namespace = ?"),
+            "withdrawn": count(statuses + "'withdrawn'"),
+            "erased": count(statuses + "'erased'"),
+        }
