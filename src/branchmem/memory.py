@@ -196,7 +196,10 @@ class Memory:
         """Add one event; a child may arrive before its parent (it stays detached)."""
         _check_id(namespace, "namespace")
         with self._write(namespace):
-            self._add_event(namespace, id, parent, tree, role, content, meta, ts)
+            arrived = self._add_event(namespace, id, parent, tree, role, content, meta, ts)
+            if arrived:
+                self._audit(namespace, "add_event", (id,))
+                self._refresh_for_events(namespace, arrived)
             node = self._event_node(namespace, id)
         return node.to_event(namespace)
 
@@ -205,12 +208,24 @@ class Memory:
     ) -> list[Event]:
         """Add many events in one all-or-nothing call, in any order."""
         _check_id(namespace, "namespace")
-        ids: list[str] = []
+        specs = [self._event_spec(item, index) for index, item in enumerate(events)]
         with self._write(namespace):
-            for index, item in enumerate(events):
-                spec = self._event_spec(item, index)
-                ids.append(self._add_event(namespace, **spec).id)
-            nodes = [self._event_node(namespace, event_id) for event_id in ids]
+            self._store.prefetch(
+                namespace,
+                [s["event_id"] for s in specs if isinstance(s["event_id"], str)]
+                + [s["parent"] for s in specs if isinstance(s["parent"], str)],
+            )
+            added: list[str] = []
+            arrived: list[str] = []
+            for spec in specs:
+                settled = self._add_event(namespace, **spec)
+                if settled:
+                    added.append(spec["event_id"])
+                    arrived.extend(settled)
+            if added:
+                self._audit(namespace, "add_events", added)
+                self._refresh_for_events(namespace, arrived)
+            nodes = [self._event_node(namespace, spec["event_id"]) for spec in specs]
         return [node.to_event(namespace) for node in nodes]
 
     @staticmethod
@@ -253,7 +268,8 @@ class Memory:
         content: str,
         meta: Mapping[str, Any] | None,
         ts: float | None,
-    ) -> EventNode:
+    ) -> list[str]:
+        """Write one event; return it and the waiting events it attached ([] for a re-add)."""
         check_event_input(event_id, parent, tree, role, content)
         if ts is not None and (isinstance(ts, bool) or not isinstance(ts, int | float)):
             raise InvalidInput(f"event {event_id!r}: ts must be a number or None")
@@ -273,7 +289,7 @@ class Memory:
         existing = store.get_event(namespace, event_id)
         if existing is not None:
             same_event(existing, node)
-            return existing
+            return []
         if store.get_revisions(namespace, event_id):
             raise ConflictError(f"id {event_id!r} is already a record in namespace {namespace!r}")
         node = replace(node, seq=store.next_seq(namespace))
@@ -297,10 +313,7 @@ class Memory:
                         )
                 node = replace(node, tree=tree or parent_node.tree)
         store.put_event(namespace, node)
-        arrived = self._settle_descendants(namespace, node)
-        self._audit(namespace, "add_event", (event_id,))
-        self._refresh_for_events(namespace, [event_id, *arrived])
-        return node
+        return [event_id, *self._settle_descendants(namespace, node)]
 
     def _settle_descendants(self, namespace: str, node: EventNode) -> list[str]:
         """Attach (or pass the tree down to) detached events waiting below ``node``."""

@@ -43,6 +43,12 @@ class Store(ABC):
     def next_seq(self, namespace: str) -> int:
         """The next arrival number in the namespace (strictly increasing)."""
 
+    def prefetch(self, namespace: str, ids: Collection[str]) -> None:  # noqa: B027
+        """Optional hint: the current call will look these ids up (events, children, records).
+
+        Not abstract on purpose: a backend without round trips has nothing to prefetch.
+        """
+
     # -- events ------------------------------------------------------------------------
     @abstractmethod
     def get_event(self, namespace: str, event_id: str) -> EventNode | None: ...

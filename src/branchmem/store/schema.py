@@ -66,6 +66,14 @@ MIGRATIONS: Final[list[list[str]]] = [
             namespace TEXT NOT NULL, id TEXT NOT NULL, seq {bigint} NOT NULL,
             PRIMARY KEY (namespace, id, seq))""",
     ],
+    # 2: children in arrival order without a sort; index rows found by their revision
+    [
+        "DROP INDEX events_by_parent",
+        "CREATE INDEX events_by_parent ON events (namespace, parent, seq)",
+        "CREATE INDEX frontiers_by_revision ON frontiers (namespace, record_id, revision)",
+        "CREATE INDEX citing_by_revision ON citing (namespace, record_id, revision)",
+        "CREATE INDEX pending_by_revision ON pending (namespace, record_id, revision)",
+    ],
 ]
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

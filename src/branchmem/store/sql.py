@@ -33,6 +33,8 @@ class SQLStore(Store):
 
     def __init__(self) -> None:
         self._depth = 0
+        self._seqs: dict[str, int] = {}
+        self._forget()
 
     # -- what a backend supplies -------------------------------------------------------
     @abstractmethod
@@ -81,6 +83,14 @@ class SQLStore(Store):
         return ",".join("?" * count)
 
     # -- transactions ------------------------------------------------------------------
+    # Within one call (a transaction or a read snapshot) events and revisions are cached:
+    # nothing else can change them while the call holds its lock or snapshot. The namespace
+    # sequence is counted in memory and written back before COMMIT.
+    def _forget(self) -> None:
+        self._events: dict[tuple[str, str], EventNode | None] = {}
+        self._revisions: dict[tuple[str, str], list[RevisionNode]] = {}
+        self._children: dict[tuple[str, str], list[str]] = {}
+
     @contextmanager
     def transaction(self, namespace: str | None = None) -> Iterator[None]:
         if self._depth > 0:
@@ -92,6 +102,7 @@ class SQLStore(Store):
             except BaseException:
                 self._run(f"ROLLBACK TO SAVEPOINT {name}")
                 self._run(f"RELEASE SAVEPOINT {name}")
+                self._forget()
                 raise
             finally:
                 self._depth -= 1
@@ -100,13 +111,18 @@ class SQLStore(Store):
         with self._session():
             self._begin_write(namespace)
             self._depth = 1
+            self._forget()
+            self._seqs = {}
             try:
                 yield
+                self._flush_seqs()
             except BaseException:
                 self._depth = 0
+                self._forget()
                 self._rollback()
                 raise
             self._depth = 0
+            self._forget()
             self._run("COMMIT")
 
     @contextmanager
@@ -115,13 +131,23 @@ class SQLStore(Store):
             yield
             return
         with self._session():
-            self._run("BEGIN")
+            self._begin_read()
             self._depth = 1
+            self._forget()
             try:
                 yield
             finally:
                 self._depth = 0
+                self._forget()
                 self._rollback()
+
+    def _begin_read(self) -> None:
+        self._run("BEGIN")
+
+    def _flush_seqs(self) -> None:
+        for namespace, value in self._seqs.items():
+            self._run("UPDATE namespaces SET seq = ? WHERE namespace = ?", (value, namespace))
+        self._seqs = {}
 
     def _rollback(self) -> None:
         with suppress(Exception):  # a lost connection has rolled back already
@@ -169,21 +195,66 @@ class SQLStore(Store):
 
     # -- sequence ----------------------------------------------------------------------
     def next_seq(self, namespace: str) -> int:
+        if namespace in self._seqs:
+            self._seqs[namespace] += 1
+            return self._seqs[namespace]
         row = self._one(
             "INSERT INTO namespaces (namespace, seq) VALUES (?, 1) "
             "ON CONFLICT (namespace) DO UPDATE SET seq = namespaces.seq + 1 RETURNING seq",
             (namespace,),
         )
         assert row is not None
+        if self._depth > 0:
+            self._seqs[namespace] = int(row[0])
         return int(row[0])
 
     # -- events ------------------------------------------------------------------------
     def get_event(self, namespace: str, event_id: str) -> EventNode | None:
+        key = (namespace, event_id)
+        if key in self._events:
+            return self._events[key]
         row = self._one(
             f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? AND id = ?",
             (namespace, event_id),
         )
-        return None if row is None else codec.event_node(row)
+        node = None if row is None else codec.event_node(row)
+        if self._depth > 0:
+            self._events[key] = node
+        return node
+
+    def prefetch(self, namespace: str, ids: Collection[str]) -> None:
+        """Load in bulk what one call will ask about these ids: events, children, records."""
+        if self._depth == 0:
+            return
+        wanted = [i for i in dict.fromkeys(ids) if (namespace, i) not in self._events]
+        for chunk in self._chunks(wanted):
+            marks = self._marks(len(chunk))
+            found = {
+                row[0]: codec.event_node(row)
+                for row in self._all(
+                    f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? "
+                    f"AND id IN ({marks})",
+                    (namespace, *chunk),
+                )
+            }
+            children: dict[str, list[str]] = {i: [] for i in chunk}
+            for child, parent in self._all(
+                f"SELECT id, parent FROM events WHERE namespace = ? AND parent IN ({marks}) "
+                "ORDER BY seq",
+                (namespace, *chunk),
+            ):
+                children[parent].append(child)
+            records: dict[str, list[RevisionNode]] = {i: [] for i in chunk}
+            for row in self._all(
+                f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
+                f"AND record_id IN ({marks}) ORDER BY record_id, revision",
+                (namespace, *chunk),
+            ):
+                records[row[0]].append(codec.revision_node(row))
+            for item in chunk:
+                self._events[(namespace, item)] = found.get(item)
+                self._children[(namespace, item)] = children[item]
+                self._revisions[(namespace, item)] = records[item]
 
     def put_event(self, namespace: str, node: EventNode) -> None:
         self._run(
@@ -193,13 +264,26 @@ class SQLStore(Store):
             "jump = excluded.jump",
             (namespace, *codec.event_row(node)),
         )
+        key = (namespace, node.id)
+        if self._depth > 0:
+            if self._events.get(key, node) is None and node.parent is not None:  # known new
+                siblings = self._children.get((namespace, node.parent))
+                if siblings is not None:
+                    siblings.append(node.id)
+            self._events[key] = node
 
     def children(self, namespace: str, parent_id: str) -> list[str]:
+        key = (namespace, parent_id)
+        if key in self._children:
+            return list(self._children[key])
         rows = self._all(
             "SELECT id FROM events WHERE namespace = ? AND parent = ? ORDER BY seq",
             (namespace, parent_id),
         )
-        return [row[0] for row in rows]
+        found = [row[0] for row in rows]
+        if self._depth > 0:
+            self._children[key] = found
+        return list(found)
 
     def path_ids(self, namespace: str, anchor: str) -> list[str]:
         rows = self._all(
@@ -239,14 +323,26 @@ class SQLStore(Store):
 
     # -- records -----------------------------------------------------------------------
     def get_revisions(self, namespace: str, record_id: str) -> list[RevisionNode]:
+        key = (namespace, record_id)
+        if key in self._revisions:
+            return list(self._revisions[key])
         rows = self._all(
             f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
             "AND record_id = ? ORDER BY revision",
             (namespace, record_id),
         )
-        return [codec.revision_node(row) for row in rows]
+        found = [codec.revision_node(row) for row in rows]
+        if self._depth > 0:
+            self._revisions[key] = found
+        return list(found)
 
     def put_revision(self, namespace: str, node: RevisionNode) -> None:
+        cached = self._revisions.get((namespace, node.record_id))
+        if cached is not None:
+            if node.revision <= len(cached):
+                cached[node.revision - 1] = node
+            else:
+                cached.append(node)
         key = (namespace, node.record_id, node.revision)
         for table in ("frontiers", "ungated", "citing", "pending"):
             self._run(
@@ -344,9 +440,9 @@ class SQLStore(Store):
     # -- relations ---------------------------------------------------------------------
     def add_supersede(self, namespace: str, new_id: str, old_id: str) -> None:
         self._run(
-            "INSERT INTO supersedes (namespace, old_id, new_id, seq) VALUES (?, ?, ?, "
-            "(SELECT seq FROM namespaces WHERE namespace = ?)) ON CONFLICT DO NOTHING",
-            (namespace, old_id, new_id, namespace),
+            "INSERT INTO supersedes (namespace, old_id, new_id, seq) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            (namespace, old_id, new_id, self.next_seq(namespace)),
         )
 
     def superseders(self, namespace: str, old_ids: Collection[str]) -> dict[str, list[str]]:

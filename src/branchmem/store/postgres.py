@@ -1,0 +1,289 @@
+"""PostgreSQL for scale-out: many processes (API workers) on one database, or a Citus cluster.
+
+Connections come from a ``psycopg_pool.ConnectionPool`` and run in autocommit mode, so the
+shared SQL layer's own ``BEGIN``/``SAVEPOINT``/``COMMIT`` statements delimit transactions.
+One public ``Memory`` call holds one connection for its duration.
+
+Concurrency: a write transaction takes a transaction-scoped advisory lock keyed on its
+namespace before its first read, so the writers of one namespace run one at a time across
+every process, and writers of different namespaces run in parallel. Writes run at READ
+COMMITTED, which is exact here because nothing else writes the namespace meanwhile. Migrations
+take one global advisory lock exclusively (writers take it shared), so several processes may
+migrate a new database at once. Reads run in a ``REPEATABLE READ READ ONLY`` snapshot.
+
+Retries: a call cannot be replayed from here (its body is the engine's code), so only what
+happens before the body's first statement is retried, with jittered exponential backoff:
+checkout, ``BEGIN`` and the lock, when the connection was lost (e.g. a server restart or an
+idle connection killed by a proxy) or the server reports a serialization failure or a deadlock.
+A failure later in a call rolls the call back entirely and surfaces as ``StorageError``;
+callers may repeat the call, since an identical re-add is a no-op.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from functools import lru_cache
+from typing import Any
+
+from ..errors import ConflictError, InvalidInput, StorageError
+from ..provenance import RevisionNode
+from .base import RevisionKey
+from .sql import SQLStore
+
+try:
+    import psycopg
+    from psycopg import errors as pg_errors
+    from psycopg.conninfo import conninfo_to_dict
+    from psycopg_pool import ConnectionPool, PoolTimeout
+except ImportError as missing:  # pragma: no cover - depends on the installation
+    raise ImportError(
+        "PostgreSQL support needs the optional extra: pip install 'branchmem[postgres]' "
+        f"({missing})"
+    ) from missing
+
+ATTEMPTS = 5  # tries to start a transaction before giving up
+BACKOFF_S = 0.05  # first retry delay; doubles per attempt, with jitter
+LOCK_TIMEOUT = "30s"  # like SQLite's busy_timeout: a writer waits this long for its namespace
+MIGRATION_LOCK = 0x62_72_61_6E_63_68_6D_6D  # "branchmm": the one global lock key
+READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+
+def namespace_lock(namespace: str) -> int:
+    """The advisory lock key of a namespace: a stable signed 64-bit hash, same in every process.
+
+    Two namespaces sharing a key only make their writers wait for each other.
+    """
+    digest = hashlib.blake2b(namespace.encode("utf-8"), digest_size=8).digest()
+    key = int.from_bytes(digest, "big", signed=True)
+    return key if key != MIGRATION_LOCK else key ^ 1
+
+
+@lru_cache(maxsize=1024)
+def _placeholders(text: str) -> str:
+    """``?`` -> ``%s``; a literal ``%`` is doubled so the driver does not read it."""
+    return text.replace("%", "%%").replace("?", "%s")
+
+
+def describe(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        params = conninfo_to_dict(url)
+    except psycopg.Error:
+        return "<unparsable PostgreSQL URL>"
+    host = params.get("host") or "localhost"
+    port = params.get("port") or "5432"
+    return f"postgresql://{host}:{port}/{params.get('dbname') or ''}"
+
+
+def _retryable(error: Exception, connection: psycopg.Connection[Any] | None) -> bool:
+    if isinstance(error, pg_errors.SerializationFailure | pg_errors.DeadlockDetected):
+        return True
+    broken = connection is None or connection.closed or connection.broken
+    return isinstance(error, psycopg.OperationalError) and broken
+
+
+class _Rows:
+    """Rows fetched on a connection that has gone back to the pool."""
+
+    def __init__(self, rows: list[tuple[Any, ...]]) -> None:
+        self._rows = rows
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return self._rows
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self._rows[0] if self._rows else None
+
+
+class PostgresStore(SQLStore):
+    """Storage in one PostgreSQL database (or a Citus cluster distributed by namespace)."""
+
+    bigint = "BIGINT"
+    double = "DOUBLE PRECISION"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        migrate: bool = False,
+        min_size: int = 1,
+        max_size: int = 4,
+        timeout: float = 30.0,
+    ) -> None:
+        super().__init__()
+        self.url = url
+        self.timeout = timeout
+        self._conn: psycopg.Connection[Any] | None = None
+        self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
+        try:
+            self._pool = ConnectionPool(
+                url,
+                min_size=min_size,
+                max_size=max(max_size, min_size, 1),
+                kwargs={"autocommit": True},
+                configure=self._configure,
+                open=False,
+                timeout=timeout,
+                num_workers=1,
+                name=f"branchmem {describe(url)}",
+            )
+            self._pool.open(wait=True, timeout=timeout)
+        except (PoolTimeout, psycopg.Error) as error:
+            self.close()
+            raise StorageError(f"cannot connect to {describe(url)}: {error}") from error
+        try:
+            version = self.schema_version()
+            self.migrate(upgrade=migrate or version == 0)
+        except BaseException:
+            self.close()
+            raise
+
+    @staticmethod
+    def _configure(connection: psycopg.Connection[Any]) -> None:
+        connection.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
+
+    # -- connections -------------------------------------------------------------------
+    def _open_pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
+        if self._pool is None or self._pool.closed:
+            raise StorageError(f"the store {describe(self.url)} is closed")
+        return self._pool
+
+    def _checkout(self) -> psycopg.Connection[Any]:
+        try:
+            return self._open_pool().getconn(timeout=self.timeout)
+        except PoolTimeout as error:
+            raise StorageError(
+                f"no connection to {describe(self.url)} within {self.timeout:.0f} s: {error}"
+            ) from error
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        if self._conn is None:
+            raise StorageError(f"no connection held for {describe(self.url)} outside a call")
+        return self._conn
+
+    @contextmanager
+    def _session(self) -> Iterator[None]:
+        if self._conn is not None:  # nested inside a call: keep its connection
+            yield
+            return
+        self._conn = self._checkout()
+        try:
+            yield
+        finally:
+            connection, self._conn = self._conn, None
+            if connection is not None and self._pool is not None:
+                self._pool.putconn(connection)  # a broken one is discarded, an open one reset
+
+    def _replace_connection(self) -> None:
+        """Give back a connection that failed and take a fresh one for the same call."""
+        connection, self._conn = self._conn, None
+        if connection is not None and self._pool is not None:
+            with suppress(Exception):
+                if not connection.broken and not connection.closed:
+                    connection.execute("ROLLBACK")
+            self._pool.putconn(connection)
+        self._conn = self._checkout()
+
+    # -- transactions ------------------------------------------------------------------
+    def _begin(self, begin: str, locks: str | None, params: Sequence[Any] = ()) -> None:
+        """``BEGIN`` (and take ``locks``), retrying while the failure is safe to retry."""
+        for attempt in range(1, ATTEMPTS + 1):
+            connection = self._conn
+            try:
+                self._connection().execute(begin)
+                if locks is not None:
+                    self._connection().execute(_placeholders(locks), tuple(params))
+                return
+            except psycopg.Error as error:
+                if not _retryable(error, connection) or attempt == ATTEMPTS:
+                    with suppress(Exception):
+                        self._connection().execute("ROLLBACK")
+                    mapped = self._translate(error)
+                    raise (mapped or error) from error
+                self._replace_connection()
+                time.sleep(BACKOFF_S * 2 ** (attempt - 1) * (0.5 + random.random()))
+
+    def _begin_write(self, namespace: str | None) -> None:
+        if namespace is None:  # a migration: alone against every writer of every namespace
+            self._begin("BEGIN", "SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+            return
+        self._begin(
+            "BEGIN",
+            "SELECT pg_advisory_xact_lock_shared(?), pg_advisory_xact_lock(?)",
+            (MIGRATION_LOCK, namespace_lock(namespace)),
+        )
+
+    @contextmanager
+    def reading(self, namespace: str) -> Iterator[None]:
+        """One snapshot for every read of a call; takes no lock, so never waits on writers."""
+        if self._depth > 0:
+            yield
+            return
+        with self._session():
+            self._begin(READ, None)
+            self._depth = 1
+            try:
+                yield
+            finally:
+                self._depth = 0
+                self._rollback()
+
+    # -- execution ---------------------------------------------------------------------
+    def _sql(self, text: str) -> str:
+        return _placeholders(text)
+
+    def _run(self, text: str, params: Sequence[Any] = ()) -> Any:
+        if self._conn is not None:
+            return super()._run(text, params)
+        # a read outside any call (e.g. a view evaluated lazily): one autocommit statement
+        with self._session():
+            result = super()._run(text, params)
+            return _Rows(list(result.fetchall()) if result.description is not None else [])
+
+    def _many(self, text: str, rows: list[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        try:
+            with self._connection().cursor() as cursor:
+                cursor.executemany(self._sql(text), rows)
+        except psycopg.Error as error:
+            mapped = self._translate(error)
+            raise (mapped or error) from error
+
+    def _translate(self, error: Exception) -> Exception | None:
+        if isinstance(error, psycopg.IntegrityError):
+            return ConflictError(f"the store refused a duplicate: {error}")
+        if isinstance(error, psycopg.DataError) and "NUL" in str(error):
+            return InvalidInput(f"PostgreSQL text cannot hold NUL (0x00) characters: {error}")
+        if isinstance(error, psycopg.Error):
+            state = f" [{error.sqlstate}]" if error.sqlstate else ""
+            return StorageError(f"PostgreSQL error on {describe(self.url)}{state}: {error}")
+        return None
+
+    def _table_exists(self, name: str) -> bool:
+        row = self._one("SELECT to_regclass(?) IS NOT NULL", (name,))
+        return bool(row and row[0])
+
+    # -- orders SQL cannot promise under every collation ---------------------------------
+    # The shared queries order some results by id; PostgreSQL sorts text by the database's
+    # collation, SQLite and the engine by code point. These sort in Python instead.
+    def ungated_revisions(self, namespace: str) -> list[RevisionNode]:
+        found = super().ungated_revisions(namespace)
+        return sorted(found, key=lambda node: (node.record_id, node.revision))
+
+    def citing(self, namespace: str, target: str) -> list[RevisionKey]:
+        return sorted(super().citing(namespace, target))
+
+    def pending_on(self, namespace: str, event_id: str) -> list[RevisionKey]:
+        return sorted(super().pending_on(namespace, event_id))
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            self._conn = None
+            pool.close()
