@@ -77,30 +77,40 @@ def build(size: int) -> tuple[Memory, NaiveOracle, list[str], float]:
     return mem, naive, anchors, time.perf_counter() - started
 
 
-def measure(size: int, queries: int, naive_queries: int) -> dict[str, float]:
-    mem, naive, anchors, build_seconds = build(size)
-    rng = random.Random(size)
-    picks = [rng.choice(anchors) for _ in range(queries)]
-    timings = []
-    results = 0
-    for anchor in picks:
-        started = time.perf_counter()
-        results += len(mem.visible(anchor))
-        timings.append(time.perf_counter() - started)
-    naive_timings = []
-    for anchor in picks[:naive_queries]:
-        started = time.perf_counter()
-        naive.visible(anchor)
-        naive_timings.append(time.perf_counter() - started)
-    return {
-        "records": size,
-        "events": mem.report()["store"]["events"],
-        "build_s": build_seconds,
-        "median_ms": statistics.median(timings) * 1000,
-        "p95_ms": percentile(timings, 0.95) * 1000,
-        "results_per_query": results / queries,
-        "naive_median_ms": statistics.median(naive_timings) * 1000,
-    }
+def measure(sizes: list[int], queries: int, naive_queries: int) -> list[dict[str, float]]:
+    """Build every size first, then time them in interleaved rounds, so that whatever else
+    the machine is doing weighs on all sizes alike."""
+    built = {size: build(size) for size in sizes}
+    rng = random.Random(1)
+    timings: dict[int, list[float]] = {size: [] for size in sizes}
+    results: dict[int, int] = dict.fromkeys(sizes, 0)
+    for _ in range(queries):
+        for size in sizes:
+            mem, _naive, anchors, _seconds = built[size]
+            anchor = rng.choice(anchors)
+            started = time.perf_counter()
+            results[size] += len(mem.visible(anchor))
+            timings[size].append(time.perf_counter() - started)
+    rows = []
+    for size in sizes:
+        mem, naive, anchors, build_seconds = built[size]
+        naive_timings = []
+        for anchor in anchors[:naive_queries]:
+            started = time.perf_counter()
+            naive.visible(anchor)
+            naive_timings.append(time.perf_counter() - started)
+        rows.append(
+            {
+                "records": size,
+                "events": mem.report()["store"]["events"],
+                "build_s": build_seconds,
+                "median_ms": statistics.median(timings[size]) * 1000,
+                "p95_ms": percentile(timings[size], 0.95) * 1000,
+                "results_per_query": results[size] / queries,
+                "naive_median_ms": statistics.median(naive_timings) * 1000,
+            }
+        )
+    return rows
 
 
 def main() -> None:
@@ -111,15 +121,13 @@ def main() -> None:
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "visibility.json"))
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    rows = []
+    rows = measure(sizes, args.queries, args.naive_queries)
     print(
         f"{'records':>9} {'events':>9} {'build s':>8} {'median ms':>10} {'p95 ms':>8} "
         f"{'results':>8} {'naive ms':>10} {'speed-up':>9}"
     )
-    for size in sizes:
-        row = measure(size, args.queries, args.naive_queries)
+    for row in rows:
         row["speedup_vs_naive"] = row["naive_median_ms"] / row["median_ms"]
-        rows.append(row)
         print(
             f"{row['records']:>9,} {row['events']:>9,} {row['build_s']:>8.1f} "
             f"{row['median_ms']:>10.3f} {row['p95_ms']:>8.3f} {row['results_per_query']:>8.0f} "

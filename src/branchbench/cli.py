@@ -1,0 +1,200 @@
+"""`branchbench` command line: run, validate, score, manifest.
+
+Errors from the library become one-line messages here and nowhere else; exit status 0
+is success, 1 a failed validation, 2 any other error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from branchbench.context import DEFAULT_BUDGET
+from branchbench.errors import BenchError, ManifestError
+from branchbench.manifest import FROZEN_SPLIT, verify_manifest, write_manifest
+from branchbench.report import console_table, model_table, write_outputs
+from branchbench.runner import DEFAULT_RUNS, RunConfig, progress_steps, run
+from branchbench.scenario import SPLITS, load_file, load_split, split_files
+from branchbench.score import summarize
+from branchbench.systems import registry
+from branchbench.validate import Problem, validate_scenario, validate_split
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="branchbench",
+        description="How much each kind of memory leaks an abandoned conversation branch.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p_run = sub.add_parser(
+        "run",
+        help="run a split and print the table",
+        description="Run every system on a split and score it.",
+    )
+    p_run.add_argument("--split", default="test", choices=SPLITS, help="split to run")
+    p_run.add_argument("--out", required=True, type=Path, help="results directory")
+    p_run.add_argument(
+        "--systems",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help=f"systems to run (default: all; {', '.join(registry())})",
+    )
+    p_run.add_argument(
+        "--budget", type=int, default=DEFAULT_BUDGET, help="token budget of every context"
+    )
+    p_run.add_argument("--endpoint", help="OpenAI-compatible base URL for the answer model")
+    p_run.add_argument("--model", help="model name at the endpoint")
+    p_run.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="runs per prompt")
+    p_run.add_argument(
+        "--extractor",
+        choices=("oracle", "llm"),
+        default=None,
+        help="fact extractor (default: oracle; llm with --endpoint only)",
+    )
+    p_run.add_argument("--scenarios", type=Path, help="scenario root (default: packaged)")
+    p_run.add_argument("--cache", type=Path, help="LLM cache file (default: OUT/llm_cache.jsonl)")
+    p_run.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    p_val = sub.add_parser(
+        "validate",
+        help="check that every probe tests what it claims",
+        description="Validate scenario splits or files.",
+    )
+    p_val.add_argument(
+        "--split", action="append", choices=SPLITS, help="split to check (repeatable; default: all)"
+    )
+    p_val.add_argument("--scenarios", type=Path, help="scenario root (default: packaged)")
+    p_val.add_argument("files", nargs="*", type=Path, help="scenario files to check instead")
+
+    p_score = sub.add_parser(
+        "score",
+        help="recompute every table from saved results",
+        description="Recompute summary.md/json/png from a results dir.",
+    )
+    p_score.add_argument("results", type=Path, help="results directory of a run")
+
+    p_man = sub.add_parser(
+        "manifest",
+        help="regenerate the frozen test manifest (maintainers)",
+        description="Regenerate (or --check) the test split manifest.",
+    )
+    p_man.add_argument("--check", action="store_true", help="verify only")
+    p_man.add_argument("--scenarios", type=Path, help="scenario root (default: packaged)")
+    return parser
+
+
+def _print_problems(console: Console, problems: Sequence[Problem]) -> int:
+    for problem in problems:
+        console.print(f"[red]✗[/red] {escape(str(problem))}", highlight=False, soft_wrap=True)
+    return 1 if problems else 0
+
+
+def cmd_validate(args: argparse.Namespace, console: Console) -> int:
+    """Validate files or splits; the file name must match the scenario id."""
+    problems: list[Problem] = []
+    if args.files:
+        for path in args.files:
+            problems.extend(validate_scenario(load_file(path)))
+        checked = f"{len(args.files)} file(s)"
+    else:
+        splits = args.split or list(SPLITS)
+        for split in splits:
+            scenarios = load_split(split, args.scenarios)
+            problems.extend(validate_split(scenarios, split))
+            for path, s in zip(split_files(split, args.scenarios), scenarios, strict=True):
+                if path.stem != s.id:
+                    problems.append(Problem(s.id, "split", f"file {path.name} holds id {s.id!r}"))
+            console.print(
+                f"{split}: {len(scenarios)} scenarios, "
+                f"{sum(len(s.probes) for s in scenarios)} probes"
+            )
+        if FROZEN_SPLIT in splits:
+            try:
+                verify_manifest(args.scenarios)
+            except ManifestError as e:
+                problems.append(Problem(FROZEN_SPLIT, "manifest", str(e)))
+        checked = ", ".join(splits)
+    status = _print_problems(console, problems)
+    if not status:
+        console.print(f"[green]✓[/green] {checked}: every check passed")
+    return status
+
+
+def cmd_run(args: argparse.Namespace, console: Console) -> int:
+    """Run, score, write outputs, print the table."""
+    extractor = args.extractor or "oracle"
+    config = RunConfig(
+        split=args.split,
+        systems=list(args.systems),
+        budget=args.budget,
+        endpoint=args.endpoint,
+        model=args.model,
+        runs=args.runs,
+        extractor=extractor,
+        scenarios_root=str(args.scenarios) if args.scenarios else None,
+        cache=str(args.cache) if args.cache else None,
+    )
+    if args.quiet:
+        run(config, args.out)
+    else:
+        columns = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+        )
+        with Progress(*columns, console=console, transient=True) as bar:
+            task = bar.add_task(f"branchbench {args.split}", total=progress_steps(config))
+            run(config, args.out, progress=lambda _: bar.advance(task))
+    return _report(args.out, console)
+
+
+def _report(results: Path, console: Console) -> int:
+    summary = summarize(results)
+    written = write_outputs(summary, results)
+    console.print(console_table(summary))
+    for prompt in summary.get("model", {}).get("prompts", {}):
+        console.print(model_table(summary, prompt))
+    console.print(f"wrote {', '.join(str(p) for p in written)}", highlight=False)
+    return 0
+
+
+def cmd_manifest(args: argparse.Namespace, console: Console) -> int:
+    """Regenerate or check the manifest."""
+    if args.check:
+        digest = verify_manifest(args.scenarios)
+        console.print(f"[green]✓[/green] test split matches the manifest (sha256 {digest})")
+        return 0
+    console.print(f"wrote {write_manifest(args.scenarios)}", highlight=False)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `branchbench` console script."""
+    args = _parser().parse_args(argv)
+    console = Console()
+    try:
+        if args.command == "run":
+            return cmd_run(args, console)
+        if args.command == "validate":
+            return cmd_validate(args, console)
+        if args.command == "score":
+            return _report(args.results, console)
+        return cmd_manifest(args, console)
+    except BenchError as e:
+        Console(stderr=True).print(
+            f"[red]branchbench: {escape(str(e))}[/red]", highlight=False, soft_wrap=True
+        )
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,277 @@
+"""The validator: every probe must test what it claims.
+
+The original benchmark's validator only checked that forbidden words live on a sibling
+branch; two probes then had the forbidden word in the question, so a correct "no" was
+scored as a leak. Each check below has a test with a scenario built to fail it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from branchbench.context import DEFAULT_BUDGET, Turn, fit
+from branchbench.keywords import contains, normalize
+from branchbench.scenario import Fact, Message, Probe, Scenario, Tree
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One failed check: which scenario, which check, what exactly."""
+
+    scenario: str
+    check: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.scenario}: [{self.check}] {self.message}"
+
+
+def _tree_problems(s: Scenario) -> list[Problem]:
+    out: list[Problem] = []
+    seen: set[str] = set()
+    roots = 0
+    for m in s.messages:
+        if m.id in seen:
+            out.append(Problem(s.id, "tree", f"event id {m.id!r} appears twice"))
+        if m.parent is None:
+            roots += 1
+        elif m.parent == m.id:
+            out.append(Problem(s.id, "tree", f"event {m.id!r} is its own parent"))
+        elif m.parent not in seen:
+            out.append(
+                Problem(s.id, "tree", f"event {m.id!r} arrives before its parent {m.parent!r}")
+            )
+        seen.add(m.id)
+    if roots != 1:
+        out.append(Problem(s.id, "tree", f"expected one root event, found {roots}"))
+    anchors = {s.anchor} | {p.anchor for p in s.probes if p.anchor}
+    for anchor in sorted(anchors):
+        if anchor not in seen:
+            out.append(Problem(s.id, "tree", f"anchor {anchor!r} is not an event"))
+    for p in s.probes:
+        if p.asked_after and p.asked_after not in seen:
+            out.append(
+                Problem(
+                    s.id, "tree", f"probe {p.id!r}: asked_after {p.asked_after!r} is not an event"
+                )
+            )
+    return out
+
+
+def _fork_problems(s: Scenario, tree: Tree) -> list[Problem]:
+    """A scenario without an abandoned branch cannot measure a leak."""
+    on_path = set(tree.path(s.anchor))
+    off_path = [m for m in s.messages if m.id not in on_path and m.content.strip()]
+    if not off_path:
+        return [Problem(s.id, "fork", f"no event lies off the anchor path of {s.anchor!r}")]
+    return []
+
+
+def _texts(messages: Iterable[Message]) -> list[tuple[str, str]]:
+    return [(m.id, m.content) for m in messages]
+
+
+def _where(keyword: str, texts: list[tuple[str, str]]) -> list[str]:
+    return [mid for mid, text in texts if contains(text, keyword)]
+
+
+def _facts_on(path: list[Message]) -> list[tuple[int, Fact]]:
+    return [(depth, f) for depth, m in enumerate(path) for f in m.facts]
+
+
+def _probe_problems(s: Scenario, tree: Tree, probe: Probe) -> list[Problem]:
+    out: list[Problem] = []
+
+    def fail(check: str, message: str) -> None:
+        out.append(Problem(s.id, check, f"probe {probe.id!r}: {message}"))
+
+    anchor = s.probe_anchor(probe)
+    asked_after = s.asked_after(probe)
+    if anchor not in tree.arrival or asked_after not in tree.arrival:
+        return out  # reported by the tree check
+    cutoff = tree.arrival[asked_after]
+    if tree.arrival[anchor] > cutoff:
+        fail("arrival", f"anchor {anchor!r} arrives after the question")
+        return out
+    arrived = [m for m in s.messages if tree.arrival[m.id] <= cutoff]
+    by_id = {m.id: m for m in s.messages}
+    path_ids = tree.path(anchor)
+    path = [by_id[i] for i in path_ids]
+    on_path = _texts(path)
+    off_path = _texts(m for m in arrived if m.id not in set(path_ids))
+
+    for kw in (*probe.answer, *probe.forbidden):
+        if not normalize(kw):
+            fail("keywords", "a keyword is empty after normalisation")
+    if not probe.answer:
+        fail("keywords", "no answer keywords")
+    for kw in probe.forbidden:
+        if contains(probe.question, kw):
+            fail("question", f"forbidden keyword {kw!r} occurs in the question")
+        for ans in probe.answer:
+            if contains(ans, kw):
+                fail("answer", f"forbidden keyword {kw!r} occurs in answer keyword {ans!r}")
+    for kw in probe.answer:
+        if not _where(kw, on_path):
+            fail("answer-on-path", f"answer keyword {kw!r} is not on the anchor path")
+
+    if probe.type == "leak":
+        if not probe.forbidden:
+            fail("leak", "a leak probe needs forbidden keywords")
+        for kw in probe.forbidden:
+            if hits := _where(kw, on_path):
+                fail("leak", f"forbidden keyword {kw!r} is on the anchor path (in {hits[0]!r})")
+            if not _where(kw, off_path):
+                fail(
+                    "leak",
+                    f"forbidden keyword {kw!r} occurs in no off-path event arriving"
+                    " before the question",
+                )
+    elif probe.type == "stale":
+        out.extend(_stale_problems(s, probe, path))
+    elif probe.type == "retracted":
+        out.extend(_retracted_problems(s, probe, path, arrived))
+    return out
+
+
+def _stale_problems(s: Scenario, probe: Probe, path: list[Message]) -> list[Problem]:
+    """The forbidden value must be stated on the path and superseded deeper on it."""
+    out: list[Problem] = []
+    facts = _facts_on(path)
+    if not probe.forbidden:
+        out.append(Problem(s.id, "stale", f"probe {probe.id!r}: needs forbidden keywords"))
+    for kw in probe.forbidden:
+        stated = [(d, f) for d, f in facts if f.op == "assert" and contains(f.value, kw)]
+        superseded = any(
+            d2 > d
+            and f2.op == "assert"
+            and not contains(f2.value, kw)
+            and ((f2.key == f.key and f2.scope == f.scope) or (f.id and f.id in f2.supersedes))
+            for d, f in stated
+            for d2, f2 in facts
+        )
+        if not stated:
+            out.append(
+                Problem(
+                    s.id,
+                    "stale",
+                    f"probe {probe.id!r}: forbidden value {kw!r} is"
+                    " not stated by a fact on the anchor path",
+                )
+            )
+        elif not superseded:
+            out.append(
+                Problem(
+                    s.id,
+                    "stale",
+                    f"probe {probe.id!r}: forbidden value {kw!r} is"
+                    " not superseded later on the anchor path",
+                )
+            )
+    return out
+
+
+def _retracted_problems(
+    s: Scenario, probe: Probe, path: list[Message], arrived: list[Message]
+) -> list[Problem]:
+    """The value must be stated and a retraction of its key must reach the anchor."""
+    out: list[Problem] = []
+    path_ids = {m.id for m in path}
+    depth = {m.id: i for i, m in enumerate(path)}
+    if not probe.forbidden:
+        out.append(Problem(s.id, "retracted", f"probe {probe.id!r}: needs forbidden keywords"))
+    for kw in probe.forbidden:
+        stated = [
+            (m, f) for m in arrived for f in m.facts if f.op == "assert" and contains(f.value, kw)
+        ]
+        if not stated:
+            out.append(
+                Problem(
+                    s.id,
+                    "retracted",
+                    f"probe {probe.id!r}: forbidden value {kw!r} is not stated by any fact",
+                )
+            )
+            continue
+        order = {m.id: i for i, m in enumerate(arrived)}
+        reached = False
+        for m in arrived:
+            for f in m.facts:
+                if f.op != "retract":
+                    continue
+                targets = [
+                    sm
+                    for sm, sf in stated
+                    if sf.key == f.key and (f.scope is None or f.scope == sf.scope)
+                ]
+                if f.retract_scope == "tree":
+                    # tree scope: hides what was written before it, wherever it lives
+                    reached |= any(order[sm.id] <= order[m.id] for sm in targets)
+                elif m.id in path_ids:
+                    # branch scope: only on this path, at or below the stated value
+                    reached |= any(
+                        sm.id in path_ids and depth[sm.id] <= depth[m.id] for sm in targets
+                    )
+        if not reached:
+            out.append(
+                Problem(
+                    s.id,
+                    "retracted",
+                    f"probe {probe.id!r}: no retraction of the key"
+                    f" stating {kw!r} reaches the anchor",
+                )
+            )
+    return out
+
+
+def _long_problems(s: Scenario, tree: Tree, budget: int) -> list[Problem]:
+    """A long scenario must need derived memory: some retain probe's answer has fallen
+    out of the most recent ``budget`` tokens of raw history on its path."""
+    by_id = {m.id: m for m in s.messages}
+    for probe in s.probes:
+        if probe.type != "retain":
+            continue
+        turns = [Turn(i, by_id[i].role, by_id[i].content) for i in tree.path(s.probe_anchor(probe))]
+        window = fit([], turns, budget, s.language).render()
+        if not all(contains(window, k) for k in probe.answer):
+            return []
+    return [
+        Problem(s.id, "long", f"every retain probe is answerable from the last {budget} tokens")
+    ]
+
+
+def validate_scenario(s: Scenario, budget: int = DEFAULT_BUDGET) -> list[Problem]:
+    """Every problem with one scenario (empty when it passes); ``budget`` is the raw
+    window a ``long`` scenario must outgrow."""
+    problems = _tree_problems(s)
+    if problems:
+        return problems
+    tree = Tree(s.messages)
+    problems.extend(_fork_problems(s, tree))
+    ids = [p.id for p in s.probes]
+    for dup in sorted({i for i in ids if ids.count(i) > 1}):
+        problems.append(Problem(s.id, "probes", f"probe id {dup!r} appears twice"))
+    if not s.probes:
+        problems.append(Problem(s.id, "probes", "no probes"))
+    for probe in s.probes:
+        problems.extend(_probe_problems(s, tree, probe))
+    if s.split == "long":
+        problems.extend(_long_problems(s, tree, budget))
+    return problems
+
+
+def validate_split(scenarios: Iterable[Scenario], split: str | None = None) -> list[Problem]:
+    """Problems across a split, including ids that collide or sit in the wrong split."""
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for s in scenarios:
+        if s.id in seen:
+            problems.append(Problem(s.id, "split", f"scenario id {s.id!r} appears twice"))
+        seen.add(s.id)
+        if split is not None and s.split != split:
+            problems.append(
+                Problem(s.id, "split", f"declares split {s.split!r}, filed under {split!r}")
+            )
+        problems.extend(validate_scenario(s))
+    return problems

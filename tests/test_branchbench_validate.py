@@ -1,0 +1,255 @@
+"""Each validator check, shown failing on a scenario built to fail it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from branchbench.errors import ScenarioError
+from branchbench.keywords import contains, normalize
+from branchbench.scenario import SPLITS, load_split, scenario_from_dict
+from branchbench.validate import validate_scenario, validate_split
+
+
+def base() -> dict[str, Any]:
+    """A small valid edit scenario: Chengdu edited into Hangzhou, budget corrected."""
+    return {
+        "id": "t-1",
+        "language": "zh",
+        "operation": "edit_user",
+        "split": "dev",
+        "title": "t",
+        "events": [
+            {"id": "u1", "parent": None, "role": "user", "content": "帮我规划搬家"},
+            {"id": "a1", "parent": "u1", "role": "assistant", "content": "好的"},
+            {"id": "u2", "parent": "a1", "role": "user", "content": "下个月搬去成都",
+             "facts": [{"key": "city", "value": "搬去成都"}]},
+            {"id": "u2b", "parent": "a1", "role": "user", "content": "下个月搬去杭州",
+             "facts": [{"key": "city", "value": "搬去杭州"}]},
+            {"id": "u3b", "parent": "u2b", "role": "user", "content": "预算3000",
+             "facts": [{"key": "budget", "value": "预算3000"}]},
+            {"id": "u4b", "parent": "u3b", "role": "user", "content": "预算改成4000",
+             "facts": [{"key": "budget", "value": "预算4000"}]},
+        ],
+        "anchor": "u4b",
+        "probes": [
+            {"id": "p1", "type": "leak", "question": "我搬去哪？", "answer": ["杭州"],
+             "forbidden": ["成都"]},
+            {"id": "p2", "type": "retain", "question": "要做什么？", "answer": ["搬家"]},
+            {"id": "p3", "type": "stale", "question": "预算多少？", "answer": ["4000"],
+             "forbidden": ["3000"]},
+        ],
+    }  # fmt: skip
+
+
+def checks(raw: dict[str, Any]) -> set[str]:
+    return {p.check for p in validate_scenario(scenario_from_dict(raw))}
+
+
+def test_base_scenario_passes() -> None:
+    assert checks(base()) == set()
+
+
+def test_parent_arriving_after_child_fails_tree() -> None:
+    raw = base()
+    raw["events"][1]["parent"] = "u2"
+    assert "tree" in checks(raw)
+
+
+def test_two_roots_fail_tree() -> None:
+    raw = base()
+    raw["events"][1]["parent"] = None
+    assert "tree" in checks(raw)
+
+
+def test_duplicate_event_id_fails_tree() -> None:
+    raw = base()
+    raw["events"][5]["id"] = "u3b"
+    raw["anchor"] = "u3b"
+    assert "tree" in checks(raw)
+
+
+def test_unknown_anchor_fails_tree() -> None:
+    raw = base()
+    raw["anchor"] = "nope"
+    assert "tree" in checks(raw)
+
+
+def test_scenario_without_a_fork_fails() -> None:
+    raw = base()
+    raw["events"] = [e for e in raw["events"] if e["id"] != "u2"]
+    raw["probes"] = raw["probes"][1:]
+    assert checks(raw) == {"fork"}
+
+
+def test_forbidden_keyword_on_the_path_fails_leak() -> None:
+    raw = base()
+    raw["events"][4]["content"] = "预算3000，不去成都了"
+    assert "leak" in checks(raw)
+
+
+def test_forbidden_keyword_nowhere_off_path_fails_leak() -> None:
+    raw = base()
+    raw["probes"][0]["forbidden"] = ["上海"]
+    assert "leak" in checks(raw)
+
+
+def test_forbidden_keyword_arriving_after_the_question_fails_leak() -> None:
+    raw = base()
+    raw["events"].append({"id": "x", "parent": "a1", "role": "user", "content": "去上海"})
+    raw["probes"][0]["forbidden"] = ["上海"]
+    raw["probes"][0]["asked_after"] = "u4b"
+    assert "leak" in checks(raw)
+
+
+def test_forbidden_keyword_in_the_question_fails() -> None:
+    raw = base()
+    raw["probes"][0]["question"] = "我是搬去成都吗？"
+    assert "question" in checks(raw)
+
+
+def test_forbidden_keyword_in_the_question_is_caught_after_normalising() -> None:
+    raw = base()
+    raw["probes"][2]["question"] = "预算是 ３０００ 吗？"  # full-width digits, spaces
+    assert "question" in checks(raw)
+
+
+def test_forbidden_keyword_inside_an_answer_keyword_fails() -> None:
+    raw = base()
+    raw["probes"][0]["answer"] = ["杭州", "不是成都"]
+    assert "answer" in checks(raw)
+
+
+def test_answer_keyword_off_the_path_fails() -> None:
+    raw = base()
+    raw["probes"][1]["answer"] = ["成都"]
+    assert "answer-on-path" in checks(raw)
+
+
+def test_stale_value_never_stated_on_the_path_fails() -> None:
+    raw = base()
+    raw["probes"][2]["forbidden"] = ["5000"]
+    assert "stale" in checks(raw)
+
+
+def test_stale_value_not_superseded_later_fails() -> None:
+    raw = base()
+    del raw["events"][5]["facts"]  # the correction is said but never derived
+    assert "stale" in checks(raw)
+
+
+def test_stale_value_superseded_under_another_scope_fails() -> None:
+    raw = base()
+    raw["events"][5]["facts"][0]["scope"] = "travel"
+    assert "stale" in checks(raw)
+
+
+def test_explicit_supersede_counts_as_superseded() -> None:
+    raw = base()
+    raw["events"][4]["facts"][0]["id"] = "b-old"
+    raw["events"][5]["facts"] = [{"key": "spend", "value": "预算4000", "supersedes": ["b-old"]}]
+    assert "stale" not in checks(raw)
+
+
+def test_retracted_value_without_a_reaching_retraction_fails() -> None:
+    raw = base()
+    raw["probes"].append({"id": "p4", "type": "retracted", "question": "预算多少？",
+                          "answer": ["4000"], "forbidden": ["3000"]})  # fmt: skip
+    assert "retracted" in checks(raw)
+    raw["events"].append({"id": "u5b", "parent": "u4b", "role": "user", "content": "别再提预算",
+                          "facts": [{"op": "retract", "retract_scope": "branch",
+                                     "key": "budget"}]})  # fmt: skip
+    raw["anchor"] = "u5b"
+    assert "retracted" not in checks(raw)
+
+
+def test_tree_scope_retraction_reaches_a_sibling_branch() -> None:
+    raw = base()
+    raw["events"].append({"id": "r", "parent": "u2", "role": "user", "content": "忘掉预算",
+                          "facts": [{"op": "retract", "retract_scope": "tree",
+                                     "key": "budget"}]})  # fmt: skip
+    raw["probes"].append({"id": "p4", "type": "retracted", "question": "预算多少？",
+                          "answer": ["4000"], "forbidden": ["3000"]})  # fmt: skip
+    assert "retracted" not in checks(raw)
+    raw["events"][-1]["facts"][0]["retract_scope"] = "branch"
+    assert "retracted" in checks(raw)
+
+
+def test_duplicate_probe_id_fails() -> None:
+    raw = base()
+    raw["probes"][1]["id"] = "p1"
+    assert "probes" in checks(raw)
+
+
+def test_scenario_filed_under_the_wrong_split_fails() -> None:
+    problems = validate_split([scenario_from_dict(base())], "test")
+    assert {p.check for p in problems} == {"split"}
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("operation", "rebase"), ("split", "train"), ("events", "not a list")],
+)
+def test_schema_errors_name_the_field(field: str, value: object) -> None:
+    raw = base()
+    raw[field] = value
+    with pytest.raises(ScenarioError, match=field if field != "events" else "'events'"):
+        scenario_from_dict(raw)
+
+
+def test_unknown_probe_type_is_a_schema_error() -> None:
+    raw = base()
+    raw["probes"][0]["type"] = "vibes"
+    with pytest.raises(ScenarioError, match="probes\\[0\\]"):
+        scenario_from_dict(raw)
+
+
+def test_normalisation_folds_width_case_and_space() -> None:
+    assert normalize("Ｃｈｅｎｇ du　３,０００") == normalize("chengdu 3000")
+    assert contains("We move to CHENG DU", "chengdu")
+    assert not contains("Hangzhou", "")
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_every_packaged_split_passes(split: str) -> None:
+    scenarios = load_split(split)
+    assert scenarios
+    assert validate_split(scenarios, split) == []
+
+
+def test_test_split_covers_five_operations_four_times() -> None:
+    ops: dict[str, int] = {}
+    for s in load_split("test"):
+        ops[s.operation] = ops.get(s.operation, 0) + 1
+    assert ops == dict.fromkeys(
+        ["edit_user", "regenerate", "fork_checkpoint", "switch_back", "correct_in_branch"], 4
+    )
+
+
+def test_switch_back_includes_the_peanut_shrimp_merge_trap() -> None:
+    traps = [
+        p
+        for s in load_split("test")
+        if s.operation == "switch_back"
+        for p in s.probes
+        if p.type == "leak" and "花生" in p.answer and "虾" in p.forbidden
+    ]
+    assert traps
+
+
+def test_english_split_mirrors_the_chinese_scenarios() -> None:
+    zh = {s.id.removeprefix("zh-") for split in ("dev", "test") for s in load_split(split)}
+    en = {s.id.removeprefix("en-") for s in load_split("en")}
+    assert zh == en and len(en) == 30
+
+
+def test_long_scenario_that_fits_the_raw_budget_fails() -> None:
+    raw = base()
+    raw.update(split="long", operation="long_history")
+    assert "long" in checks(raw)
+    filler = [{"id": f"f{i}", "parent": "u4b" if i == 0 else f"f{i - 1}", "role": "user",
+               "content": "今天天气不错" * 20} for i in range(20)]  # fmt: skip
+    raw["events"].extend(filler)
+    raw["anchor"] = "f19"
+    assert "long" not in checks(raw)
