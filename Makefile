@@ -26,6 +26,7 @@ test: $(STAMP) lint
 
 bench: $(STAMP)
 	BRANCHMEM_BENCH_SCALE=10 $(VENV)/bin/pytest -q -n 2 -k differential tests
+	BRANCHMEM_BENCH_SCALE=10 $(VENV)/bin/pytest -q tests/test_importers_fuzz.py tests/test_importers_stream.py
 	$(PY) bench/visibility.py
 
 clean:

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .audit import AuditEntry
 from .errors import (
@@ -45,6 +45,9 @@ from .store.base import RevisionKey, Store
 from .store.memory import InMemoryStore
 from .topology import EventNode, Lookup, attach_below, check_event_input, same_event, walk_up
 from .visibility import Decision, View
+
+if TYPE_CHECKING:
+    from .importers import ImportPlan, ImportSummary, ProgressCallback
 
 DEFAULT_NAMESPACE = "default"
 
@@ -381,6 +384,17 @@ class Memory:
     def heads(self, *, namespace: str = DEFAULT_NAMESPACE) -> dict[str, str]:
         with self._read(namespace):
             return self._store.heads(namespace)
+
+    def import_(
+        self,
+        plan: ImportPlan,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        progress: ProgressCallback | None = None,
+    ) -> ImportSummary:
+        """Write an import plan (``branchmem.importers.load``): one atomic ``add_events`` per
+        conversation, then its head; a broken conversation is reported, not raised."""
+        return plan.apply(self, namespace=namespace, progress=progress)
 
     # -- records -----------------------------------------------------------------------
     def add_record(
