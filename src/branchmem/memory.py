@@ -278,6 +278,13 @@ class Memory:
             raise InvalidInput(f"event {event_id!r}: ts must be a number or None")
         store = self._store
         lookup = self._lookup(namespace)
+        checked_meta = _check_meta(meta, f"event {event_id!r}")
+        existing = store.get_event(namespace, event_id)
+        if existing is not None:
+            same_event(existing, event_id, parent, tree, role, content)
+            return []
+        if store.get_revisions(namespace, event_id):
+            raise ConflictError(f"id {event_id!r} is already a record in namespace {namespace!r}")
         node = EventNode(
             id=event_id,
             parent=parent,
@@ -285,17 +292,10 @@ class Memory:
             explicit_tree=tree,
             role=role,
             content=content,
-            meta=_check_meta(meta, f"event {event_id!r}"),
+            meta=checked_meta,
             ts=None if ts is None else float(ts),
-            seq=0,
+            seq=store.next_seq(namespace),
         )
-        existing = store.get_event(namespace, event_id)
-        if existing is not None:
-            same_event(existing, node)
-            return []
-        if store.get_revisions(namespace, event_id):
-            raise ConflictError(f"id {event_id!r} is already a record in namespace {namespace!r}")
-        node = replace(node, seq=store.next_seq(namespace))
         parent_node = store.get_event(namespace, parent) if parent is not None else None
         if parent is None:
             node = attach_below(node, None, lookup)
@@ -548,21 +548,19 @@ class Memory:
     def _refresh_for_events(self, namespace: str, event_ids: list[str]) -> None:
         """Late topology: resolve references to new events and re-gate waiting revisions."""
         store = self._store
-        keys: list[RevisionKey] = []
-        for event_id in event_ids:
-            keys.extend(store.pending_on(namespace, event_id))
-            for key in store.citing(namespace, event_id):
-                node = store.get_revisions(namespace, key[0])[key[1] - 1]
-                assert node.refs is not None
-                refs = tuple(
-                    SourceRef(ref.text, EVENT, ref.text)
-                    if ref.kind == UNKNOWN and ref.text == event_id
-                    else ref
-                    for ref in node.refs
-                )
-                if refs != node.refs:
-                    store.put_revision(namespace, replace(node, refs=refs))
-                keys.append(key)
+        keys: list[RevisionKey] = list(store.pending_on_any(namespace, event_ids))
+        for event_id, key in store.citing_any(namespace, event_ids):
+            node = store.get_revisions(namespace, key[0])[key[1] - 1]
+            assert node.refs is not None
+            refs = tuple(
+                SourceRef(ref.text, EVENT, ref.text)
+                if ref.kind == UNKNOWN and ref.text == event_id
+                else ref
+                for ref in node.refs
+            )
+            if refs != node.refs:
+                store.put_revision(namespace, replace(node, refs=refs))
+            keys.append(key)
         self._refresh(namespace, keys)
 
     def _refresh(self, namespace: str, keys: Iterable[RevisionKey]) -> None:

@@ -9,7 +9,7 @@ O(log depth) steps, with O(1) extra storage per event — cheap enough to live i
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConflictError, CycleError, InvalidInput
@@ -32,6 +32,13 @@ class EventNode:
     attached: bool = False
     depth: int | None = None
     jump: str | None = None
+
+    def placed(self, tree: str, depth: int, jump: str) -> EventNode:
+        """This event, attached at ``depth`` in ``tree`` (built directly: this is hot)."""
+        return EventNode(
+            self.id, self.parent, tree, self.explicit_tree, self.role, self.content, self.meta,
+            self.ts, self.seq, True, depth, jump,
+        )  # fmt: skip
 
     def to_event(self, namespace: str) -> Event:
         return Event(
@@ -60,7 +67,7 @@ def _need(lookup: Lookup, event_id: str) -> EventNode:
 def attach_below(node: EventNode, parent: EventNode | None, lookup: Lookup) -> EventNode:
     """Return ``node`` attached under an attached ``parent`` (or as a root)."""
     if parent is None:
-        return replace(node, attached=True, depth=0, jump=node.id, tree=node.tree or node.id)
+        return node.placed(node.tree or node.id, 0, node.id)
     assert parent.attached and parent.depth is not None and parent.jump is not None
     jump = parent.id
     first = _need(lookup, parent.jump)
@@ -69,7 +76,8 @@ def attach_below(node: EventNode, parent: EventNode | None, lookup: Lookup) -> E
         assert second.depth is not None
         if parent.depth - first.depth == first.depth - second.depth:
             jump = second.id
-    return replace(node, attached=True, depth=parent.depth + 1, jump=jump, tree=parent.tree)
+    assert parent.tree is not None
+    return node.placed(parent.tree, parent.depth + 1, jump)
 
 
 def level_ancestor(node: EventNode, depth: int, lookup: Lookup) -> EventNode:
@@ -128,15 +136,15 @@ def check_event_input(
         raise CycleError(f"event {event_id!r} names itself as parent")
 
 
-def same_event(old: EventNode, new: EventNode) -> None:
-    """Raise ConflictError unless ``new`` re-states ``old`` (meta and ts are not compared)."""
-    for field_name in ("parent", "role", "content"):
-        if getattr(old, field_name) != getattr(new, field_name):
+def same_event(
+    old: EventNode, event_id: str, parent: str | None, tree: str | None, role: str, content: str
+) -> None:
+    """Raise ConflictError unless the fields re-state ``old`` (meta and ts are not compared)."""
+    for field_name, value in (("parent", parent), ("role", role), ("content", content)):
+        if getattr(old, field_name) != value:
             raise ConflictError(
-                f"event {new.id!r} already exists with a different {field_name}: "
-                f"{getattr(old, field_name)!r} != {getattr(new, field_name)!r}"
+                f"event {event_id!r} already exists with a different {field_name}: "
+                f"{getattr(old, field_name)!r} != {value!r}"
             )
-    if new.explicit_tree is not None and new.explicit_tree != old.tree:
-        raise ConflictError(
-            f"event {new.id!r} already exists in tree {old.tree!r}, not {new.explicit_tree!r}"
-        )
+    if tree is not None and tree != old.tree:
+        raise ConflictError(f"event {event_id!r} already exists in tree {old.tree!r}, not {tree!r}")

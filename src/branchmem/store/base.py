@@ -105,6 +105,14 @@ class Store(ABC):
     def pending_on(self, namespace: str, event_id: str) -> list[RevisionKey]:
         """Revisions whose gate waits for the detached event ``event_id``."""
 
+    def pending_on_any(self, namespace: str, event_ids: Collection[str]) -> list[RevisionKey]:
+        """``pending_on`` for many events at once (backends with round trips batch it)."""
+        return [key for event_id in event_ids for key in self.pending_on(namespace, event_id)]
+
+    def citing_any(self, namespace: str, targets: Collection[str]) -> list[tuple[str, RevisionKey]]:
+        """(target, revision) for every revision citing one of ``targets``."""
+        return [(t, key) for t in dict.fromkeys(targets) for key in self.citing(namespace, t)]
+
     # -- relations ---------------------------------------------------------------------
     @abstractmethod
     def add_supersede(self, namespace: str, new_id: str, old_id: str) -> None: ...

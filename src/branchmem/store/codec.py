@@ -19,6 +19,8 @@ REVISION_COLUMNS = (
 
 
 def dumps(value: Any) -> str:
+    if not value and isinstance(value, dict):
+        return "{}"  # most events carry no meta: skip the encoder
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 

@@ -217,20 +217,9 @@ class PostgresStore(SQLStore):
             (MIGRATION_LOCK, namespace_lock(namespace)),
         )
 
-    @contextmanager
-    def reading(self, namespace: str) -> Iterator[None]:
+    def _begin_read(self) -> None:
         """One snapshot for every read of a call; takes no lock, so never waits on writers."""
-        if self._depth > 0:
-            yield
-            return
-        with self._session():
-            self._begin(READ, None)
-            self._depth = 1
-            try:
-                yield
-            finally:
-                self._depth = 0
-                self._rollback()
+        self._begin(READ, None)
 
     # -- execution ---------------------------------------------------------------------
     def _sql(self, text: str) -> str:
@@ -265,7 +254,14 @@ class PostgresStore(SQLStore):
         return None
 
     def _table_exists(self, name: str) -> bool:
-        row = self._one("SELECT to_regclass(?) IS NOT NULL", (name,))
+        # A catalog query under the statement's snapshot. ``to_regclass`` would consult the
+        # backend's name cache, which can still say "absent" after waiting for the migration
+        # lock while another process created the table: two first-time migrations would clash.
+        row = self._one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relname = ?)",
+            (name,),
+        )
         return bool(row and row[0])
 
     # -- orders SQL cannot promise under every collation ---------------------------------

@@ -381,8 +381,15 @@ class SQLStore(Store):
         )
 
     def _many(self, text: str, rows: list[tuple[Any, ...]]) -> None:
-        for row in rows:
-            self._run(text, row)
+        if not rows:
+            return
+        try:
+            self._connection().executemany(self._sql(text), rows)
+        except Exception as error:
+            mapped = self._translate(error)
+            if mapped is None:
+                raise
+            raise mapped from error
 
     def _revisions_by_keys(
         self, namespace: str, table: str, column: str, values: Collection[str]
@@ -436,6 +443,28 @@ class SQLStore(Store):
             (namespace, event_id),
         )
         return [(row[0], int(row[1])) for row in rows]
+
+    def pending_on_any(self, namespace: str, event_ids: Collection[str]) -> list[RevisionKey]:
+        found: list[RevisionKey] = []
+        for chunk in self._chunks(event_ids):
+            rows = self._all(
+                "SELECT DISTINCT record_id, revision FROM pending WHERE namespace = ? "
+                f"AND event_id IN ({self._marks(len(chunk))}) ORDER BY record_id, revision",
+                (namespace, *chunk),
+            )
+            found.extend((row[0], int(row[1])) for row in rows)
+        return found
+
+    def citing_any(self, namespace: str, targets: Collection[str]) -> list[tuple[str, RevisionKey]]:
+        found: list[tuple[str, RevisionKey]] = []
+        for chunk in self._chunks(targets):
+            rows = self._all(
+                "SELECT target, record_id, revision FROM citing WHERE namespace = ? "
+                f"AND target IN ({self._marks(len(chunk))}) ORDER BY target, record_id, revision",
+                (namespace, *chunk),
+            )
+            found.extend((row[0], (row[1], int(row[2]))) for row in rows)
+        return found
 
     # -- relations ---------------------------------------------------------------------
     def add_supersede(self, namespace: str, new_id: str, old_id: str) -> None:
