@@ -1,14 +1,22 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+MEM0V1_VENV ?= .venv-mem0v1
+MEM0V1_STAMP := $(MEM0V1_VENV)/.installed
 
-.PHONY: run demo test lint bench clean
+.PHONY: run demo test test-mem0v1 lint bench clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[test]"
 	touch $(STAMP)
+
+$(MEM0V1_STAMP): pyproject.toml
+	python3 -m venv $(MEM0V1_VENV)
+	$(MEM0V1_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(MEM0V1_VENV)/bin/python -m pip install --quiet -e ".[test]" "mem0ai==1.0.11"
+	touch $(MEM0V1_STAMP)
 
 run: $(STAMP)
 	$(VENV)/bin/branchbench run --split test --out results/latest
@@ -24,10 +32,14 @@ lint: $(STAMP)
 test: $(STAMP) lint
 	$(VENV)/bin/pytest -q -n 2
 
+# Mem0 1.0.x (ADD/UPDATE/DELETE/NONE) in its own venv; the main venv runs mem0ai 2.x.
+test-mem0v1: $(MEM0V1_STAMP)
+	$(MEM0V1_VENV)/bin/pytest -q -n 2 tests/test_mem0_integration.py tests/test_mem0_systems.py
+
 bench: $(STAMP)
 	BRANCHMEM_BENCH_SCALE=10 $(VENV)/bin/pytest -q -n 2 -k differential tests
 	BRANCHMEM_BENCH_SCALE=10 $(VENV)/bin/pytest -q tests/test_importers_fuzz.py tests/test_importers_stream.py
 	$(PY) bench/visibility.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(MEM0V1_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,149 @@
+"""Real Mem0 as branchbench systems (optional: needs the ``mem0ai`` package).
+
+Every message goes through Mem0's own ``add`` pipeline in arrival order, abandoned
+branches included. Mem0's LLM is the scripted one from ``branchmem.integrations.mem0.offline``
+answering from the facts the run's extractor derived (oracle or LLM), so Mem0 stores the
+same lines every other system derives (``fact_line(fact)``) and the comparison measures
+memory management, not extraction. With an endpoint and the option ``mem0_llm=endpoint``
+(or ``BRANCHMEM_MEM0_LLM=endpoint``), the endpoint's model drives Mem0 itself and the facts
+are ignored. Retrieval is Mem0's ``search`` with the probe's question.
+
+- ``mem0``: Mem0's memories plus the raw history in arrival order;
+- ``mem0_rawfilter``: the same memories, raw messages filtered to the anchor's branch;
+- ``mem0_branchmem``: Mem0 wrapped by ``BranchMem0`` (memories visible at the anchor)
+  plus the anchor's branch.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from branchbench.context import Context, fit
+from branchbench.scenario import Fact, Message
+from branchbench.systems.base import Conversation, Setup, fact_line
+from branchmem import Memory
+from branchmem.integrations.mem0 import BranchMem0
+from branchmem.integrations.mem0.offline import (
+    AnnotatedFact,
+    offline_memory,
+    openai_compatible_llm,
+)
+
+USER = "branchbench"
+# Mem0 2.x's default top_k; scenarios derive fewer facts, so every memory is ranked and
+# the token budget, not the retrieval cut, decides what reaches the context.
+TOP_K = 20
+_MEM0_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "tool": "assistant"}
+
+
+def annotated(fact: Fact) -> AnnotatedFact:
+    """The memory text Mem0 stores for a fact: the line every system derives. A retraction
+    is phrased so that Mem0 1.x's resolver DELETEs the key's memory."""
+    if fact.op == "retract":
+        target = f"[{fact.scope}] {fact.key}" if fact.scope else fact.key
+        return AnnotatedFact(fact.key, f"(retracted) {target}", fact.scope, "retract")
+    return AnnotatedFact(fact.key, fact_line(fact), fact.scope, "assert")
+
+
+class _Mem0Base:
+    """Shared ingest: one Mem0 ``add`` per message."""
+
+    name = "mem0"
+
+    def __init__(self, setup: Setup) -> None:
+        self.language = setup.language
+        self.conversation = Conversation()
+        llm = None
+        wanted = setup.options.get("mem0_llm") or os.environ.get("BRANCHMEM_MEM0_LLM")
+        if wanted == "endpoint" and setup.endpoint and setup.model:
+            llm = openai_compatible_llm(setup.endpoint, setup.model)
+        self.top_k = int(setup.options.get("mem0_top_k", TOP_K))
+        self.memory: Any = offline_memory(llm=llm)  # in memory: one per scenario
+        self.scripted = llm is None
+
+    def _message(self, message: Message, facts: Sequence[Fact]) -> list[dict[str, str]]:
+        if self.scripted:
+            self.memory.llm.annotate(message.content, [annotated(f) for f in facts])
+        return [{"role": _MEM0_ROLES.get(message.role, "user"), "content": message.content}]
+
+    def ingest(self, message: Message, facts: Sequence[Fact]) -> None:
+        self.conversation.add(message)
+        self.memory.add(self._message(message, facts), user_id=USER)
+
+    def memory_lines(self, question: str) -> list[str]:
+        """Mem0's search for the question, best first (threshold 0: rank, do not cut)."""
+        if "top_k" in inspect.signature(self.memory.search).parameters:
+            found = self.memory.search(
+                question, top_k=self.top_k, filters={"user_id": USER}, threshold=0.0
+            )
+        else:
+            found = self.memory.search(question, user_id=USER, limit=self.top_k)
+        return [str(m["memory"]) for m in found["results"]]
+
+    def close(self) -> None:
+        close = getattr(self.memory, "close", None)
+        if callable(close):
+            close()
+
+
+class Mem0(_Mem0Base):
+    """Plain Mem0: its memories plus the whole raw history in arrival order."""
+
+    name = "mem0"
+
+    def context(self, anchor: str, question: str, budget: int) -> Context:
+        turns = self.conversation.arrival_turns()
+        return fit(self.memory_lines(question), turns, budget, self.language)
+
+
+class Mem0RawFilter(_Mem0Base):
+    """Plain Mem0's memories, raw messages filtered to the anchor's branch: the raw leak
+    is gone, what Mem0 extracted on other branches is not."""
+
+    name = "mem0_rawfilter"
+
+    def context(self, anchor: str, question: str, budget: int) -> Context:
+        turns = self.conversation.path_turns(anchor)
+        return fit(self.memory_lines(question), turns, budget, self.language)
+
+
+class Mem0Branchmem(_Mem0Base):
+    """Mem0 wrapped by ``BranchMem0``: memories visible at the anchor (strict mode) plus
+    the anchor's branch."""
+
+    name = "mem0_branchmem"
+
+    def __init__(self, setup: Setup) -> None:
+        super().__init__(setup)
+        self.store = Memory(mode="strict")
+        self.wrapped = BranchMem0(self.memory, store=self.store)
+
+    def ingest(self, message: Message, facts: Sequence[Fact]) -> None:
+        self.conversation.add(message)
+        self.store.add_event(message.id, message.parent, role=message.role, content=message.content)
+        # Mem0 cannot tell "forget this everywhere" from a change of mind on one branch;
+        # the extracted facts can, and every system receives them.
+        forget = any(f.op == "retract" and f.retract_scope == "tree" for f in facts)
+        self.wrapped.add(
+            self._message(message, facts),
+            event_ids=[message.id],
+            user_id=USER,
+            delete_scope="tree" if forget else "branch",
+        )
+
+    def context(self, anchor: str, question: str, budget: int) -> Context:
+        found = self.wrapped.search(
+            question, anchor=anchor, user_id=USER, limit=self.top_k, threshold=0.0
+        )
+        lines = [str(m["memory"]) for m in found["results"]]
+        return fit(lines, self.conversation.path_turns(anchor), budget, self.language)
+
+
+SYSTEMS = {
+    "mem0": Mem0,
+    "mem0_rawfilter": Mem0RawFilter,
+    "mem0_branchmem": Mem0Branchmem,
+}

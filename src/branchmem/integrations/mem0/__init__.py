@@ -1,0 +1,16 @@
+"""Make a real ``mem0.Memory`` branch-aware: ``BranchMem0(memory, store=Memory())``.
+
+The wrapper itself does not import ``mem0`` (it drives whatever instance it is given);
+``branchmem.integrations.mem0.offline`` does, and builds an offline Mem0 for tests and
+branchbench. See docs/mem0.md.
+"""
+
+from branchmem.integrations.mem0.wrapper import (
+    MEM0_KIND,
+    SCOPE_CHANGE_KIND,
+    AddOutcome,
+    BranchMem0,
+    record_id_for,
+)
+
+__all__ = ["MEM0_KIND", "SCOPE_CHANGE_KIND", "AddOutcome", "BranchMem0", "record_id_for"]
