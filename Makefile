@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 $(MEM0V1_STAMP): pyproject.toml
 	python3 -m venv $(MEM0V1_VENV)
 	$(MEM0V1_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(MEM0V1_VENV)/bin/python -m pip install --quiet -e ".[test]" "mem0ai==1.0.11"
+	$(MEM0V1_VENV)/bin/python -m pip install --quiet -e ".[test-core,bench]" "mem0ai==1.0.11"
 	touch $(MEM0V1_STAMP)
 
 run: $(STAMP)
