@@ -429,6 +429,37 @@ class BackendConformance:
             mem.get_event("a2b", namespace="other")
         assert mem.audit(namespace="other")[0].ids == ("u1",)
 
+    def test_no_public_method_reads_across_namespaces(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.set_head("a2b")
+        mem.add_event("x", namespace="other")
+        other = {"namespace": "other"}
+        assert mem.visible("x", **other) == []
+        assert mem.visible("x", cross_tree=True, mode="compat", **other) == []
+        assert mem.visible(None, mode="compat", **other) == []
+        assert mem.stale("x", **other) == []
+        assert mem.current("city", "x", **other) is None
+        assert mem.heads(**other) == {}
+        assert mem.head("u1", **other) is None
+        assert [e.ids for e in mem.audit(**other)] == [("x",)]
+        assert mem.report(**other)["store"]["records"] == 0
+        for call in (
+            lambda: mem.get_event("u1", **other),
+            lambda: mem.path("a2b", **other),
+            lambda: mem.get_record("f-chengdu", **other),
+            lambda: mem.explain("f-chengdu", "x", **other),
+            lambda: mem.history("f-chengdu", **other),
+            lambda: mem.dependents("u2", **other),
+            lambda: mem.withdraw("f-chengdu", **other),
+            lambda: mem.supersede("f-hangzhou", "f-chengdu", **other),
+            lambda: mem.retract("r", sources=["x"], targets=["f-chengdu"], **other),
+            lambda: mem.revise("f-chengdu", content="x", sources=["x"], **other),
+        ):
+            with pytest.raises(NotFoundError):
+                call()
+        mem.add_record("borrowed", sources=["u2b"], **other)  # u2b lives in another namespace
+        assert mem.explain("borrowed", "x", **other).reason == "unknown_source"
+
     def test_errors_are_one_tree(self) -> None:
         for error in (ConflictError, CycleError, InvalidInput, NotFoundError):
             assert issubclass(error, BranchmemError)

@@ -82,3 +82,23 @@ def test_an_empty_database_is_migrated_to_the_current_version(tmp_path: Path) ->
         store = mem.store
         assert isinstance(store, SQLiteStore)
         assert store.schema_version() == SCHEMA_VERSION
+
+
+def test_a_store_at_the_previous_version_needs_migrate_and_then_works(tmp_path: Path) -> None:
+    from branchmem.cli import main
+    from branchmem.store.schema import MIGRATIONS
+
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as db:
+        for statement in MIGRATIONS[0]:
+            db.execute(statement.format(bigint="INTEGER", double="REAL"))
+        db.execute("INSERT INTO branchmem_schema (version) VALUES (1)")
+    with pytest.raises(SchemaVersionError, match="branchmem migrate"):
+        Memory.open(path)
+    assert main(["migrate", str(path)]) == 0
+    with Memory.open(path) as mem:
+        chengdu(mem)
+        assert [r.id for r in mem.visible("a2b")] == ["f-planning", "f-hangzhou"]
+        store = mem.store
+        assert isinstance(store, SQLiteStore)
+        assert store.schema_version() == SCHEMA_VERSION

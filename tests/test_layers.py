@@ -1,0 +1,31 @@
+"""The architecture the layout shows: the core imports no storage, service or adapter."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).parent.parent / "src" / "branchmem"
+CORE = ["topology", "provenance", "visibility", "invalidation", "audit", "model", "errors"]
+OUTSIDE = ("store", "server", "integrations", "importers", "memory", "cli")
+
+
+@pytest.mark.parametrize("module", CORE)
+def test_core_modules_import_nothing_outside_the_core(module: str) -> None:
+    tree = ast.parse((PACKAGE / f"{module}.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level > 0:
+            name = (node.module or "").split(".")[0]
+            assert name not in OUTSIDE, f"{module} imports .{node.module}"
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            assert not node.module.startswith("branchmem."), f"{module} imports {node.module}"
+
+
+def test_backends_do_not_import_the_api_layer() -> None:
+    for path in (PACKAGE / "store").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 2:
+                assert node.module not in ("memory", "cli"), f"{path.name} imports {node.module}"
