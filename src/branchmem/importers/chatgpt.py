@@ -14,7 +14,7 @@ from typing import Any
 from .content import part_text, placeholder
 from .jsonpath import Cursor
 from .plan import ConversationPlan, conversation_plan
-from .tree import Message, event_id
+from .tree import Message, event_id, keyed_nodes
 
 FORMAT = "chatgpt"
 
@@ -34,25 +34,9 @@ def parse(conversation: Cursor, index: int, name: str | None = None) -> Conversa
     title = title if isinstance(title, str) else None
     label = f"{conversation_id!r} ({title!r})" if title else repr(conversation_id)
     conversation = conversation.named(label)
-    mapping = conversation.get("mapping")
 
-    sibling_rank: dict[str, int] = {}
-    nodes: list[tuple[str, Cursor]] = []
-    for key, node in mapping.items():
-        node.object()
-        node_id = node.get("id").opt_ident() or key
-        if node_id != key:
-            raise node.get("id").fail(f"node id {node_id!r} differs from its mapping key")
-        children = node.get("children")
-        for rank, child in enumerate(() if children.is_null() else children.elements()):
-            sibling_rank.setdefault(child.ident(), rank)
-        nodes.append((key, node))
-    # order_tree keeps input order among siblings, and the app orders them as the parent's
-    # ``children`` list does (the mapping order is arbitrary: children may precede parents).
-    order = sorted(
-        range(len(nodes)), key=lambda at: (sibling_rank.get(nodes[at][0], len(nodes)), at)
-    )
-    messages = [_message(conversation_id, *nodes[at]) for at in order]
+    nodes = keyed_nodes(conversation.get("mapping"), "children")
+    messages = [_message(conversation_id, key, node) for key, node in nodes]
 
     current = conversation.get("current_node")
     source_head = current.opt_ident()

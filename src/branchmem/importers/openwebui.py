@@ -12,7 +12,7 @@ from typing import Any
 from .content import any_text
 from .jsonpath import Cursor
 from .plan import ConversationPlan, conversation_plan
-from .tree import Message, event_id
+from .tree import Message, event_id, keyed_nodes
 
 FORMAT = "openwebui"
 
@@ -44,21 +44,8 @@ def parse(conversation: Cursor, index: int, name: str | None = None) -> Conversa
     history = chat.named(label).get("history")
     entries = history.get("messages")
 
-    sibling_rank: dict[str, int] = {}
-    nodes: list[tuple[str, Cursor]] = []
-    for key, node in entries.items():
-        node.object()
-        node_id = node.get("id").opt_ident() or key
-        if node_id != key:
-            raise node.get("id").fail(f"message id {node_id!r} differs from its key")
-        children = node.get("childrenIds")
-        for rank, child in enumerate(() if children.is_null() else children.elements()):
-            sibling_rank.setdefault(child.ident(), rank)
-        nodes.append((key, node))
-    order = sorted(
-        range(len(nodes)), key=lambda at: (sibling_rank.get(nodes[at][0], len(nodes)), at)
-    )
-    messages = [_message(chat_id, *nodes[at]) for at in order]
+    nodes = keyed_nodes(entries, "childrenIds")
+    messages = [_message(chat_id, key, node) for key, node in nodes]
 
     current = history.get("currentId")
     source_head = current.opt_ident()

@@ -68,6 +68,29 @@ def event_id(conversation_id: str, source_id: str) -> str:
     return source_id if is_uuid(source_id) else f"{conversation_id}:{source_id}"
 
 
+def keyed_nodes(entries: Cursor, children_field: str) -> list[tuple[str, Cursor]]:
+    """The ``{id: node}`` map of a tree export, siblings in their parent's children order.
+
+    The map's own order is arbitrary (a child may precede its parent); the app shows
+    siblings in the order of the parent's ``children_field`` list, so that order is kept.
+    """
+    sibling_rank: dict[str, int] = {}
+    nodes: list[tuple[str, Cursor]] = []
+    for key, node in entries.items():
+        node.object()
+        node_id = node.get("id").opt_ident() or key
+        if node_id != key:
+            raise node.get("id").fail(f"node id {node_id!r} differs from its key")
+        children = node.get(children_field)
+        for rank, child in enumerate(() if children.is_null() else children.elements()):
+            sibling_rank.setdefault(child.ident(), rank)
+        nodes.append((key, node))
+    order = sorted(
+        range(len(nodes)), key=lambda at: (sibling_rank.get(nodes[at][0], len(nodes)), at)
+    )
+    return [nodes[at] for at in order]
+
+
 def order_tree(messages: Iterable[Message], conversation: str) -> list[Message]:
     """Messages with every parent before its children, siblings in input order."""
     by_id: dict[str, Message] = {}
