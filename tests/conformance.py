@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from branchmem import ConflictError, CycleError, InvalidInput, Memory, NotFoundError
+from branchmem import ConflictError, CycleError, ErasedError, InvalidInput, Memory, NotFoundError
 from branchmem.errors import BranchmemError
 from differential import run_scenario
 
@@ -361,6 +361,23 @@ class BackendConformance:
         mem.withdraw("u2b")
         assert mem.explain("f-hangzhou", "a2b").reason == "stale"
         assert mem.dependents("u2b") == {"f-hangzhou"}
+
+    def test_erase_removes_the_text_of_the_target_and_its_dependents(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.add_record("summary", sources=["f-hangzhou", "f-planning"], kind="summary")
+        erased = mem.erase("u2b", reason="user asked")
+        assert erased == {"u2b", "f-hangzhou", "summary"}
+        assert mem.get_event("u2b").content == ""
+        assert mem.explain("f-hangzhou", "a2b").reason == "erased"
+        assert ids(mem.visible("a2b")) == ["f-planning"]
+        assert [e.op for e in mem.audit(id="summary")][-1] == "erase"
+        with pytest.raises(ErasedError):
+            mem.get_record("summary")
+        with pytest.raises(ErasedError):
+            mem.restore("f-hangzhou")
+        assert mem.erase("u2b") == set()  # again: nothing left to erase
+        mem.add_event("u2b", "a1", content="I'm moving to Hangzhou next month.")  # re-import
+        assert mem.get_event("u2b").content == ""
 
     def test_dependents_are_transitive(self, mem: Memory) -> None:
         chengdu(mem)

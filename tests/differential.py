@@ -87,6 +87,8 @@ def random_history(rng: random.Random) -> list[Op]:
             ops.append(("restore", {"id": item}))
     for _ in range(rng.randint(0, 3)):
         ops.append(("head", {"id": rng.choice(ids)}))
+    if rng.random() < 0.2:
+        ops.append(("erase", {"id": rng.choice(ids + record_ids)}))
     rng.shuffle(ops)
     return ops
 
@@ -165,6 +167,10 @@ def apply(mem: Memory, oracle: Oracle, op: Op, namespace: str) -> None:
             lambda: mem.restore(args["id"], namespace=namespace),
             lambda: oracle.restore(args["id"]),
         ),
+        "erase": (
+            lambda: mem.erase(args["id"], namespace=namespace),
+            lambda: oracle.erase(args["id"]),
+        ),
         "head": (
             lambda: mem.set_head(args["id"], namespace=namespace),
             lambda: oracle.set_head(args["id"]),
@@ -191,7 +197,16 @@ def _not_found() -> None:
 
 
 def compare(mem: Memory, oracle: Oracle, namespace: str) -> int:
-    """Compare every decision at every anchor; return how many were compared."""
+    """Compare every decision at every anchor; return how many were compared.
+
+    One read snapshot for all of it, as one public call would have: backends with round
+    trips serve the repeated lookups from their per-call cache.
+    """
+    with mem._read(namespace):
+        return _compare(mem, oracle, namespace)
+
+
+def _compare(mem: Memory, oracle: Oracle, namespace: str) -> int:
     compared = 0
     anchors: list[str | None] = [None, *sorted(oracle.events)]
     record_ids = sorted(oracle.records)

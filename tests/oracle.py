@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from branchmem.errors import ConflictError, CycleError, InvalidInput, NotFoundError
+from branchmem.errors import ConflictError, CycleError, ErasedError, InvalidInput, NotFoundError
 
 PIN = re.compile(r"^(.+)@([1-9][0-9]*)$")
 
@@ -96,6 +96,10 @@ class Oracle:
         if event.parent == event.id:
             raise CycleError(event.id)
         old = self.events.get(event.id)
+        if old is not None and self.status.get(event.id) == "erased":
+            if old.parent != event.parent:
+                raise ConflictError(event.id)
+            return
         if old is not None:
             same = (old.parent, old.role, old.content) == (event.parent, event.role, event.content)
             if not same or (event.tree is not None and event.tree != self.tree_of(event.id)):
@@ -195,6 +199,8 @@ class Oracle:
     ) -> None:  # fmt: skip
         if record_id in self.events:
             raise ConflictError(record_id)
+        if record_id in self.records and self.status.get(record_id) == "erased":
+            raise ErasedError(record_id)
         if record_id in self.records:
             first = self.records[record_id][0]
             if (first.sources, first.kind, first.key, first.scope) == (sources, kind, key, scope):
@@ -204,17 +210,23 @@ class Oracle:
         for old in supersedes:
             self.supersede(record_id, old)
 
-    def revise(self, record_id: str, sources: list[str] | None) -> None:
+    def live(self, record_id: str) -> None:
+        """The checks every call naming an existing record makes."""
         if record_id not in self.records:
             raise NotFoundError(record_id)
+        if self.status.get(record_id) == "erased":
+            raise ErasedError(record_id)
+
+    def revise(self, record_id: str, sources: list[str] | None) -> None:
+        self.live(record_id)
         first = self.records[record_id][0]
         if first.kind == "retraction":
             raise InvalidInput(record_id)
         self.write_revision(record_id, first.kind, sources, first.key, first.scope)
 
     def supersede(self, new: str, old: str) -> None:
-        if new not in self.records or old not in self.records:
-            raise NotFoundError(new)
+        self.live(new)
+        self.live(old)
         if new == old:
             raise CycleError(new)
         stack, seen = [old], set()
@@ -234,8 +246,7 @@ class Oracle:
         key: str | None, key_scope: str | None, scope: str,
     ) -> None:  # fmt: skip
         for target in targets:
-            if target not in self.records:
-                raise NotFoundError(target)
+            self.live(target)
             if self.records[target][0].kind == "retraction":
                 raise InvalidInput(target)
         if record_id in self.records or record_id in self.events:
@@ -247,14 +258,49 @@ class Oracle:
     def withdraw(self, item: str) -> None:
         if item not in self.events and item not in self.records:
             raise NotFoundError(item)
+        if self.status.get(item) == "erased":
+            raise ErasedError(item)
         self.status[item] = "withdrawn"
         self.seq += 1
 
     def restore(self, item: str) -> None:
         if item not in self.events and item not in self.records:
             raise NotFoundError(item)
+        if self.status.get(item) == "erased":
+            raise ErasedError(item)
         if self.status.pop(item, None) is not None:
             self.seq += 1
+
+    def names(self, revision: ORevision) -> set[str]:
+        """Every id a revision's sources name, resolved or not (what dependents follow)."""
+        found: set[str] = set(revision.sources or ())
+        for kind, target, _ in revision.resolved:
+            found.add(target)
+            pin = PIN.match(target)
+            if kind == "unknown" and pin:
+                found.add(pin.group(1))
+        return found
+
+    def dependents(self, item: str) -> set[str]:
+        found: set[str] = set()
+        stack = [item]
+        while stack:
+            current = stack.pop()
+            for record_id, revisions in self.records.items():
+                if record_id not in found and any(current in self.names(r) for r in revisions):
+                    found.add(record_id)
+                    stack.append(record_id)
+        found.discard(item)
+        return found
+
+    def erase(self, item: str) -> None:
+        if item not in self.events and item not in self.records:
+            raise NotFoundError(item)
+        if self.status.get(item) == "erased":
+            return
+        for gone in {item} | self.dependents(item):
+            self.status[gone] = "erased"
+        self.seq += 1
 
     def set_head(self, event_id: str) -> None:
         tree = self.tree_of(event_id)
@@ -297,13 +343,11 @@ class Oracle:
         return paths
 
     def source_status(self, source: str, paths: dict[str | None, list[str]], main_tree: Any) -> str:
-        for path in paths.values():
-            if self.attached(path[-1]):
-                continue
-            if source in path:
-                return "on"
-            if set(self.chain(source)) & set(path):
-                return "off_path"
+        partial = [path for path in paths.values() if not self.attached(path[-1])]
+        if any(source in path for path in partial):
+            return "on"
+        if any(set(self.chain(source)) & set(path) for path in partial):
+            return "off_path"
         tree = self.tree_of(source)
         if tree is not None and tree in paths:
             path = paths[tree]

@@ -102,3 +102,21 @@ def test_a_store_at_the_previous_version_needs_migrate_and_then_works(tmp_path: 
         store = mem.store
         assert isinstance(store, SQLiteStore)
         assert store.schema_version() == SCHEMA_VERSION
+
+
+def test_no_byte_of_erased_text_is_left_in_the_files(tmp_path: Path) -> None:
+    marker = "ZX-marker-搬去成都-7f3a"
+    path = tmp_path / "erase.db"
+    with Memory.open(path) as mem:
+        chengdu(mem)
+        mem.add_event("secret", "a2", content=f"my passport number is {marker}")
+        mem.add_record("fact", sources=["secret"], content=f"passport {marker}", key="passport")
+        mem.add_record("summary", sources=["fact"], content=f"summary: {marker}")
+        mem.revise("fact", content=f"passport (checked) {marker}", sources=["secret"])
+        mem.erase("secret", reason="user asked")
+        files = [p for p in tmp_path.iterdir() if p.name.startswith("erase.db")]
+        assert files
+        for file in files:  # the database and its WAL, while the store is open
+            assert marker.encode() not in file.read_bytes(), file.name
+            assert "搬去成都".encode() not in file.read_bytes(), file.name
+        assert [r.id for r in mem.visible("a2")] == ["f-planning", "f-chengdu"]

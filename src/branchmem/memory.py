@@ -281,6 +281,10 @@ class Memory:
         checked_meta = _check_meta(meta, f"event {event_id!r}")
         existing = store.get_event(namespace, event_id)
         if existing is not None:
+            if store.statuses(namespace, [event_id]).get(event_id) == ERASED:
+                if existing.parent != parent:  # its text is gone; its place in the tree is not
+                    raise ConflictError(f"erased event {event_id!r} had another parent")
+                return []
             same_event(existing, event_id, parent, tree, role, content)
             return []
         if store.get_revisions(namespace, event_id):
@@ -444,6 +448,8 @@ class Memory:
         checked_meta = _check_meta(meta, what)
         store = self._store
         existing = store.get_revisions(namespace, record_id)
+        if existing and store.statuses(namespace, [record_id]).get(record_id) == ERASED:
+            raise ErasedError(f"record {record_id!r} was erased; its id cannot be reused")
         if existing:
             first = existing[0]
             same = (first.content, first.sources, first.kind, first.key, first.scope) == (
@@ -737,6 +743,28 @@ class Memory:
             self._store.set_status(namespace, id, WITHDRAWN)
             self._audit(namespace, "withdraw", (id,), reason=reason)
 
+    def erase(self, id: str, *, reason: str = "", namespace: str = DEFAULT_NAMESPACE) -> set[str]:
+        """Irreversibly remove the text of ``id`` and of every record built on it.
+
+        Ids, parents and sources stay as a tombstone (the audit log never held text); the
+        erased items leave every view. Returns the ids erased. Erasing again is a no-op.
+        """
+        with self._write(namespace):
+            if self._status_of(namespace, id) == ERASED:
+                return set()
+            erased = {id} | self._dependents(namespace, id)
+            store = self._store
+            gone = store.statuses(namespace, erased)
+            erased = {item for item in erased if gone.get(item) != ERASED}
+            events = {item for item in erased if store.get_event(namespace, item) is not None}
+            store.erase_content(namespace, events, erased - events)
+            for item in sorted(erased):
+                store.set_status(namespace, item, ERASED)
+            self._audit(namespace, "erase", sorted(erased), reason=reason)
+        with self._lock:
+            self._store.scrub()
+        return erased
+
     def restore(self, id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
         """Undo ``withdraw``; a no-op for an item that is not withdrawn."""
         with self._write(namespace):
@@ -760,15 +788,18 @@ class Memory:
         """Every record built, directly or transitively, on the event or record ``id``."""
         with self._read(namespace):
             self._status_of(namespace, id)
-            found: set[str] = set()
-            stack = [id]
-            while stack:
-                for record_id, _ in self._store.citing(namespace, stack.pop()):
-                    if record_id not in found:
-                        found.add(record_id)
-                        stack.append(record_id)
-            found.discard(id)
-            return found
+            return self._dependents(namespace, id)
+
+    def _dependents(self, namespace: str, item_id: str) -> set[str]:
+        found: set[str] = set()
+        stack = [item_id]
+        while stack:
+            for record_id, _ in self._store.citing(namespace, stack.pop()):
+                if record_id not in found:
+                    found.add(record_id)
+                    stack.append(record_id)
+        found.discard(item_id)
+        return found
 
     # -- views -------------------------------------------------------------------------
     def _view(self, namespace: str, anchor: str | None, cross_tree: bool, mode: str | None) -> View:

@@ -211,16 +211,15 @@ class View:
         """ON, OFF_PATH, NO_VIEW or DETACHED (undecided) for a source whose ancestry is open."""
         node = self.lookup(event_id)
         assert node is not None
-        chain: set[str] | None = None
-        for path in self.paths.values():
-            if path.attached:
-                continue  # an open chain can never meet a path that reaches a root
+        partial = [path for path in self.paths.values() if not path.attached]
+        for path in partial:  # an open chain can never meet a path that reaches a root
             if event_id in path.position:
                 return VISIBLE, path
-            if chain is None:
-                chain = {n.id for n in walk_up(node, self.lookup)}
-            if not chain.isdisjoint(path.position):
-                return OFF_PATH, path
+        if partial:  # on no partial path: off it if its chain meets one (sibling evidence)
+            chain = {n.id for n in walk_up(node, self.lookup)}
+            for path in partial:
+                if not chain.isdisjoint(path.position):
+                    return OFF_PATH, path
         assert self.main is not None
         if node.tree is None or node.tree in self.paths or self.main.tree is None:
             return DETACHED, None

@@ -143,6 +143,18 @@ class Store(ABC):
     def statuses(self, namespace: str, ids: Collection[str]) -> dict[str, str]:
         """id -> status for the ids that have one."""
 
+    @abstractmethod
+    def erase_content(
+        self, namespace: str, event_ids: Collection[str], record_ids: Collection[str]
+    ) -> None:
+        """Blank the text of these events and of every revision of these records: content,
+        meta, key and scope. Ids, parents and sources (ids too) stay as the tombstone."""
+
+    @abstractmethod
+    def scrub(self) -> None:
+        """After an erasure has committed: leave no copy of erased bytes in the store's files
+        (write-ahead logs, caches). Runs outside any transaction."""
+
     # -- audit and gauges --------------------------------------------------------------
     @abstractmethod
     def append_audit(self, entry: AuditEntry) -> None: ...

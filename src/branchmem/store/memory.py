@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..audit import AuditEntry
@@ -268,6 +268,22 @@ class InMemoryStore(Store):
     def statuses(self, namespace: str, ids: Collection[str]) -> dict[str, str]:
         known = self._space(namespace).statuses
         return {item: known[item] for item in ids if item in known}
+
+    def erase_content(
+        self, namespace: str, event_ids: Collection[str], record_ids: Collection[str]
+    ) -> None:
+        space = self._space(namespace)
+        for event_id in event_ids:
+            node = space.events.get(event_id)
+            if node is not None:
+                self._dict_set(space.events, event_id, replace(node, content="", meta={}))
+        for record_id in record_ids:
+            for revision in list(space.revisions.get(record_id, ())):
+                blank = replace(revision, content="", meta={}, key=None, scope=None)
+                self.put_revision(namespace, blank)
+
+    def scrub(self) -> None:
+        """Nothing outlives the objects here; erased text is garbage once unreferenced."""
 
     # -- audit and gauges --------------------------------------------------------------
     def append_audit(self, entry: AuditEntry) -> None:

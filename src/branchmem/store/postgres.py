@@ -16,7 +16,7 @@ happens before the body's first statement is retried, with jittered exponential 
 checkout, ``BEGIN`` and the lock, when the connection was lost (e.g. a server restart or an
 idle connection killed by a proxy) or the server reports a serialization failure or a deadlock.
 A failure later in a call rolls the call back entirely and surfaces as ``StorageError``;
-callers may repeat the call, since an identical re-add is a no-op.
+callers may repeat an add, since an identical re-add is a no-op (see docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import ConflictError, InvalidInput, StorageError
-from ..provenance import RevisionNode
-from .base import RevisionKey
 from .sql import SQLStore
 
 try:
@@ -113,7 +111,11 @@ class PostgresStore(SQLStore):
         min_size: int = 1,
         max_size: int = 4,
         timeout: float = 30.0,
+        prepare_threshold: int | None = 5,
     ) -> None:
+        """``min_size``/``max_size``: the pool; ``timeout``: seconds to wait for a connection;
+        ``prepare_threshold=None`` turns server-side prepared statements off (for a pooler
+        that cannot carry them)."""
         super().__init__()
         self.url = url
         self.timeout = timeout
@@ -124,7 +126,7 @@ class PostgresStore(SQLStore):
                 url,
                 min_size=min_size,
                 max_size=max(max_size, min_size, 1),
-                kwargs={"autocommit": True},
+                kwargs={"autocommit": True, "prepare_threshold": prepare_threshold},
                 configure=self._configure,
                 open=False,
                 timeout=timeout,
@@ -267,15 +269,6 @@ class PostgresStore(SQLStore):
     # -- orders SQL cannot promise under every collation ---------------------------------
     # The shared queries order some results by id; PostgreSQL sorts text by the database's
     # collation, SQLite and the engine by code point. These sort in Python instead.
-    def ungated_revisions(self, namespace: str) -> list[RevisionNode]:
-        found = super().ungated_revisions(namespace)
-        return sorted(found, key=lambda node: (node.record_id, node.revision))
-
-    def citing(self, namespace: str, target: str) -> list[RevisionKey]:
-        return sorted(super().citing(namespace, target))
-
-    def pending_on(self, namespace: str, event_id: str) -> list[RevisionKey]:
-        return sorted(super().pending_on(namespace, event_id))
 
     # -- lifecycle ---------------------------------------------------------------------
     def close(self) -> None:

@@ -415,11 +415,13 @@ class SQLStore(Store):
         rows = self._all(
             f"SELECT {', '.join('r.' + c for c in codec.REVISION_COLUMNS.split(', '))} "
             "FROM ungated x JOIN revisions r ON r.namespace = x.namespace "
-            "AND r.record_id = x.record_id AND r.revision = x.revision WHERE x.namespace = ? "
-            "ORDER BY r.record_id, r.revision",
+            "AND r.record_id = x.record_id AND r.revision = x.revision WHERE x.namespace = ?",
             (namespace,),
         )
-        return [codec.revision_node(row) for row in rows]
+        # ids sort in Python: a database collation may order text differently
+        return sorted(
+            (codec.revision_node(row) for row in rows), key=lambda n: (n.record_id, n.revision)
+        )
 
     def record_ids(self, namespace: str) -> list[str]:
         rows = self._all(
@@ -430,41 +432,39 @@ class SQLStore(Store):
 
     def citing(self, namespace: str, target: str) -> list[RevisionKey]:
         rows = self._all(
-            "SELECT record_id, revision FROM citing WHERE namespace = ? AND target = ? "
-            "ORDER BY record_id, revision",
+            "SELECT record_id, revision FROM citing WHERE namespace = ? AND target = ?",
             (namespace, target),
         )
-        return [(row[0], int(row[1])) for row in rows]
+        return sorted((row[0], int(row[1])) for row in rows)
 
     def pending_on(self, namespace: str, event_id: str) -> list[RevisionKey]:
         rows = self._all(
-            "SELECT record_id, revision FROM pending WHERE namespace = ? AND event_id = ? "
-            "ORDER BY record_id, revision",
+            "SELECT record_id, revision FROM pending WHERE namespace = ? AND event_id = ?",
             (namespace, event_id),
         )
-        return [(row[0], int(row[1])) for row in rows]
+        return sorted((row[0], int(row[1])) for row in rows)
 
     def pending_on_any(self, namespace: str, event_ids: Collection[str]) -> list[RevisionKey]:
         found: list[RevisionKey] = []
         for chunk in self._chunks(event_ids):
             rows = self._all(
                 "SELECT DISTINCT record_id, revision FROM pending WHERE namespace = ? "
-                f"AND event_id IN ({self._marks(len(chunk))}) ORDER BY record_id, revision",
+                f"AND event_id IN ({self._marks(len(chunk))})",
                 (namespace, *chunk),
             )
             found.extend((row[0], int(row[1])) for row in rows)
-        return found
+        return sorted(set(found))
 
     def citing_any(self, namespace: str, targets: Collection[str]) -> list[tuple[str, RevisionKey]]:
         found: list[tuple[str, RevisionKey]] = []
         for chunk in self._chunks(targets):
             rows = self._all(
                 "SELECT target, record_id, revision FROM citing WHERE namespace = ? "
-                f"AND target IN ({self._marks(len(chunk))}) ORDER BY target, record_id, revision",
+                f"AND target IN ({self._marks(len(chunk))})",
                 (namespace, *chunk),
             )
             found.extend((row[0], (row[1], int(row[2]))) for row in rows)
-        return found
+        return sorted(found)
 
     # -- relations ---------------------------------------------------------------------
     def add_supersede(self, namespace: str, new_id: str, old_id: str) -> None:
@@ -546,6 +546,28 @@ class SQLStore(Store):
             )
             found.update({row[0]: row[1] for row in rows})
         return found
+
+    def erase_content(
+        self, namespace: str, event_ids: Collection[str], record_ids: Collection[str]
+    ) -> None:
+        for chunk in self._chunks(event_ids):
+            self._run(
+                "UPDATE events SET content = '', meta = '{}' WHERE namespace = ? "
+                f"AND id IN ({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+        for chunk in self._chunks(record_ids):
+            marks = self._marks(len(chunk))
+            self._run(
+                "UPDATE revisions SET content = '', meta = '{}', key_name = NULL, "
+                f"key_scope = NULL WHERE namespace = ? AND record_id IN ({marks})",
+                (namespace, *chunk),
+            )
+        self._forget()
+
+    def scrub(self) -> None:
+        """Updated rows are rewritten in place by the database; a backend with a log of old
+        page images (SQLite's WAL) overrides this to flush it."""
 
     # -- audit and gauges --------------------------------------------------------------
     def append_audit(self, entry: AuditEntry) -> None:
