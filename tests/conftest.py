@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+pytest_plugins = ["pg"]  # the PostgreSQL server fixture (pg_dsn) for every test module
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
