@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).parent.parent / "src" / "branchmem"
-CORE = ["topology", "provenance", "visibility", "invalidation", "audit", "model", "errors"]
+CORE = [
+    "topology", "provenance", "visibility", "invalidation", "audit", "model", "errors",
+    "tokens", "lexical", "embedding", "context",
+]  # fmt: skip
 OUTSIDE = ("store", "server", "integrations", "importers", "memory", "cli")
 
 

