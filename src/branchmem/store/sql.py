@@ -238,11 +238,11 @@ class SQLStore(Store):
                 )
             }
             children: dict[str, list[str]] = {i: [] for i in chunk}
-            for child, parent in self._all(
-                f"SELECT id, parent FROM events WHERE namespace = ? AND parent IN ({marks}) "
-                "ORDER BY seq",
+            rows = self._all(  # no ORDER BY: a planner may answer it by scanning seq order
+                f"SELECT id, parent, seq FROM events WHERE namespace = ? AND parent IN ({marks})",
                 (namespace, *chunk),
-            ):
+            )
+            for child, parent, _ in sorted(rows, key=lambda row: int(row[2])):
                 children[parent].append(child)
             records: dict[str, list[RevisionNode]] = {i: [] for i in chunk}
             for row in self._all(
