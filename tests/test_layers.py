@@ -9,6 +9,7 @@ import pytest
 
 PACKAGE = Path(__file__).parent.parent / "src" / "branchmem"
 CORE = [
+    "resolution", "validation",
     "topology", "provenance", "visibility", "invalidation", "audit", "model", "errors",
     "tokens", "lexical", "embedding", "context",
 ]  # fmt: skip

@@ -3,7 +3,6 @@ store's primitives with the core rules, and appends to the audit log."""
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -24,7 +23,6 @@ from .errors import (
 from .invalidation import BRANCH, RETRACTION_SCOPES, RetractionNode
 from .model import (
     ERASED,
-    MODES,
     RETRACTION_KIND,
     WITHDRAWN,
     Event,
@@ -32,18 +30,13 @@ from .model import (
     Record,
 )
 from .provenance import (
-    EVENT,
-    RECORD,
-    UNKNOWN,
-    Gate,
     RevisionNode,
-    SourceRef,
-    compute_gate,
-    parse_pin,
 )
-from .store.base import RevisionKey, Store
+from .resolution import Resolution
+from .store.base import Store
 from .store.memory import InMemoryStore
 from .topology import EventNode, Lookup, attach_below, check_event_input, same_event, walk_up
+from .validation import check_id, check_meta, check_mode, check_optional_str, check_sources
 from .visibility import Decision, View
 
 if TYPE_CHECKING:
@@ -52,62 +45,11 @@ if TYPE_CHECKING:
 DEFAULT_NAMESPACE = "default"
 
 
-def _check_id(value: object, what: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise InvalidInput(f"{what} must be a non-empty string, got {value!r}")
-    return value
-
-
-def _check_optional_str(value: object, what: str) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise InvalidInput(f"{what} must be a string or None, got {type(value).__name__}")
-    return value
-
-
-def _check_meta(meta: object, what: str) -> dict[str, Any]:
-    if meta is None:
-        return {}
-    if not isinstance(meta, Mapping):
-        raise InvalidInput(f"{what}: meta must be a JSON object, got {type(meta).__name__}")
-    try:
-        return dict(json.loads(json.dumps(dict(meta))))
-    except (TypeError, ValueError) as error:
-        raise InvalidInput(f"{what}: meta is not JSON-serialisable ({error})") from error
-
-
-def _check_sources(sources: object, what: str) -> tuple[str, ...] | None:
-    if sources is None:
-        return None
-    if isinstance(sources, str | bytes) or not isinstance(sources, Iterable):
-        raise InvalidInput(f"{what}: sources must be a list of ids or None, got {sources!r}")
-    checked = tuple(sources)
-    for source in checked:
-        if not isinstance(source, str) or not source:
-            raise InvalidInput(f"{what}: every source must be a non-empty string, got {source!r}")
-    return checked
-
-
-def _names_revision(ref: SourceRef, record_id: str, number: int) -> bool:
-    """Does an unresolved reference name this (just written) revision?"""
-    if ref.kind != UNKNOWN:
-        return False
-    if ref.text == record_id:  # an unpinned name pins to the revision that first exists
-        return number == 1
-    return ref.explicit_pin and ref.target == record_id and ref.revision == number
-
-
-def _check_mode(mode: object) -> str:
-    if mode not in MODES:
-        raise InvalidInput(f"mode must be one of {MODES}, got {mode!r}")
-    assert isinstance(mode, str)
-    return mode
-
-
 class Memory:
     """Branch-aware memory over one store. Thread-safe; every public call is atomic."""
 
     def __init__(self, mode: str = "strict", *, store: Store | None = None) -> None:
-        self.mode = _check_mode(mode)
+        self.mode = check_mode(mode)
         self._store: Store = store if store is not None else InMemoryStore()
         self._lock = threading.RLock()
         self._counts: dict[str, Counter[str]] = {}
@@ -142,13 +84,13 @@ class Memory:
 
     @contextmanager
     def _write(self, namespace: str) -> Iterator[None]:
-        _check_id(namespace, "namespace")
+        check_id(namespace, "namespace")
         with self._lock, self._store.transaction(namespace):
             yield
 
     @contextmanager
     def _read(self, namespace: str) -> Iterator[None]:
-        _check_id(namespace, "namespace")
+        check_id(namespace, "namespace")
         with self._lock, self._store.reading(namespace):
             yield
 
@@ -175,6 +117,9 @@ class Memory:
             )
         )
 
+    def _resolution(self, namespace: str) -> Resolution:
+        return Resolution(self._store, namespace)
+
     def _lookup(self, namespace: str) -> Lookup:
         store = self._store
 
@@ -197,12 +142,12 @@ class Memory:
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Event:
         """Add one event; a child may arrive before its parent (it stays detached)."""
-        _check_id(namespace, "namespace")
+        check_id(namespace, "namespace")
         with self._write(namespace):
             arrived = self._add_event(namespace, id, parent, tree, role, content, meta, ts)
             if arrived:
                 self._audit(namespace, "add_event", (id,))
-                self._refresh_for_events(namespace, arrived)
+                self._resolution(namespace).events_arrived(arrived)
             node = self._event_node(namespace, id)
         return node.to_event(namespace)
 
@@ -210,7 +155,7 @@ class Memory:
         self, events: Iterable[Mapping[str, Any] | Event], *, namespace: str = DEFAULT_NAMESPACE
     ) -> list[Event]:
         """Add many events in one all-or-nothing call, in any order."""
-        _check_id(namespace, "namespace")
+        check_id(namespace, "namespace")
         specs = [self._event_spec(item, index) for index, item in enumerate(events)]
         with self._write(namespace):
             self._store.prefetch(
@@ -227,7 +172,7 @@ class Memory:
                     arrived.extend(settled)
             if added:
                 self._audit(namespace, "add_events", added)
-                self._refresh_for_events(namespace, arrived)
+                self._resolution(namespace).events_arrived(arrived)
             nodes = [self._event_node(namespace, spec["event_id"]) for spec in specs]
         return [node.to_event(namespace) for node in nodes]
 
@@ -278,7 +223,7 @@ class Memory:
             raise InvalidInput(f"event {event_id!r}: ts must be a number or None")
         store = self._store
         lookup = self._lookup(namespace)
-        checked_meta = _check_meta(meta, f"event {event_id!r}")
+        checked_meta = check_meta(meta, f"event {event_id!r}")
         existing = store.get_event(namespace, event_id)
         if existing is not None:
             if store.statuses(namespace, [event_id]).get(event_id) == ERASED:
@@ -357,7 +302,7 @@ class Memory:
             return self._event_node(namespace, id).to_event(namespace)
 
     def _event_node(self, namespace: str, event_id: str) -> EventNode:
-        _check_id(event_id, "event id")
+        check_id(event_id, "event id")
         node = self._store.get_event(namespace, event_id)
         if node is None:
             raise NotFoundError(f"event {event_id!r} not found in namespace {namespace!r}")
@@ -383,7 +328,7 @@ class Memory:
 
     def head(self, tree: str, *, namespace: str = DEFAULT_NAMESPACE) -> str | None:
         with self._read(namespace):
-            return self._store.heads(namespace).get(_check_id(tree, "tree"))
+            return self._store.heads(namespace).get(check_id(tree, "tree"))
 
     def heads(self, *, namespace: str = DEFAULT_NAMESPACE) -> dict[str, str]:
         with self._read(namespace):
@@ -415,7 +360,7 @@ class Memory:
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Record:
         """Add a derived memory built from ``sources`` (None marks it legacy)."""
-        _check_id(kind, "kind")
+        check_id(kind, "kind")
         if kind == RETRACTION_KIND:
             raise InvalidInput("kind 'retraction' is reserved: use retract()")
         if isinstance(supersedes, str):
@@ -438,14 +383,14 @@ class Memory:
         meta: object,
         supersedes: tuple[str, ...],
     ) -> RevisionNode:
-        _check_id(record_id, "record id")
+        check_id(record_id, "record id")
         what = f"record {record_id!r}"
-        checked_sources = _check_sources(sources, what)
+        checked_sources = check_sources(sources, what)
         if not isinstance(content, str):
             raise InvalidInput(f"{what}: content must be a string")
-        checked_key = _check_optional_str(key, f"{what}: key")
-        checked_scope = _check_optional_str(scope, f"{what}: scope")
-        checked_meta = _check_meta(meta, what)
+        checked_key = check_optional_str(key, f"{what}: key")
+        checked_scope = check_optional_str(scope, f"{what}: scope")
+        checked_meta = check_meta(meta, what)
         store = self._store
         existing = store.get_revisions(namespace, record_id)
         if existing and store.statuses(namespace, [record_id]).get(record_id) == ERASED:
@@ -464,8 +409,8 @@ class Memory:
             raise ConflictError(f"{what} already exists with different fields; use revise()")
         if store.get_event(namespace, record_id) is not None:
             raise ConflictError(f"id {record_id!r} is already an event in namespace {namespace!r}")
-        refs = self._resolve(namespace, checked_sources)
-        self._check_record_cycle(namespace, record_id, refs)
+        refs = self._resolution(namespace).refs(checked_sources)
+        self._resolution(namespace).check_cycle(record_id, refs)
         node = RevisionNode(
             record_id=record_id,
             revision=1,
@@ -477,116 +422,14 @@ class Memory:
             scope=checked_scope,
             meta=checked_meta,
             seq=store.next_seq(namespace),
-            gate=self._gate(namespace, refs),
+            gate=self._resolution(namespace).gate(refs),
         )
         store.put_revision(namespace, node)
         self._audit(namespace, "add_record", (record_id,), revision=1)
         for old_id in supersedes:
             self._supersede(namespace, record_id, old_id)
-        self._resolve_waiting(namespace, record_id, 1)
+        self._resolution(namespace).record_arrived(record_id, 1)
         return node
-
-    def _resolve(
-        self, namespace: str, sources: tuple[str, ...] | None
-    ) -> tuple[SourceRef, ...] | None:
-        if sources is None:
-            return None
-        return tuple(self._resolve_one(namespace, text) for text in sources)
-
-    def _resolve_one(self, namespace: str, text: str) -> SourceRef:
-        store = self._store
-        if store.get_event(namespace, text) is not None:
-            return SourceRef(text, EVENT, text)
-        revisions = store.get_revisions(namespace, text)
-        if revisions:
-            return SourceRef(text, RECORD, text, revisions[-1].revision)
-        pin = parse_pin(text)
-        if pin is not None:
-            record_id, number = pin
-            if len(store.get_revisions(namespace, record_id)) >= number:
-                return SourceRef(text, RECORD, record_id, number, explicit_pin=True)
-            return SourceRef(text, UNKNOWN, record_id, number, explicit_pin=True)
-        return SourceRef(text, UNKNOWN, text)
-
-    def _gate(self, namespace: str, refs: tuple[SourceRef, ...] | None) -> Gate:
-        store = self._store
-
-        def revision_gate(record_id: str, number: int) -> Gate | None:
-            revisions = store.get_revisions(namespace, record_id)
-            return revisions[number - 1].gate if len(revisions) >= number else None
-
-        return compute_gate(refs, self._lookup(namespace), revision_gate)
-
-    def _check_record_cycle(
-        self, namespace: str, record_id: str, refs: tuple[SourceRef, ...] | None
-    ) -> None:
-        """Records may not be built, even transitively, on themselves."""
-        stack = [ref.target for ref in refs or () if ref.kind != EVENT]
-        seen: set[str] = set()
-        while stack:
-            target = stack.pop()
-            if target == record_id:
-                raise CycleError(f"record {record_id!r} would be built on itself")
-            if target in seen:
-                continue
-            seen.add(target)
-            for revision in self._store.get_revisions(namespace, target):
-                stack.extend(ref.target for ref in revision.refs or () if ref.kind != EVENT)
-
-    def _resolve_waiting(self, namespace: str, record_id: str, number: int) -> None:
-        """Pin references that named this record before it (or this revision) existed."""
-        store = self._store
-        changed: list[RevisionKey] = []
-        for key in store.citing(namespace, record_id):
-            node = store.get_revisions(namespace, key[0])[key[1] - 1]
-            assert node.refs is not None
-            refs = tuple(
-                SourceRef(ref.text, RECORD, record_id, number, ref.explicit_pin)
-                if _names_revision(ref, record_id, number)
-                else ref
-                for ref in node.refs
-            )
-            if refs != node.refs:
-                store.put_revision(namespace, replace(node, refs=refs))
-                changed.append(key)
-        self._refresh(namespace, changed)
-
-    def _refresh_for_events(self, namespace: str, event_ids: list[str]) -> None:
-        """Late topology: resolve references to new events and re-gate waiting revisions."""
-        store = self._store
-        keys: list[RevisionKey] = list(store.pending_on_any(namespace, event_ids))
-        for event_id, key in store.citing_any(namespace, event_ids):
-            node = store.get_revisions(namespace, key[0])[key[1] - 1]
-            assert node.refs is not None
-            refs = tuple(
-                SourceRef(ref.text, EVENT, ref.text)
-                if ref.kind == UNKNOWN and ref.text == event_id
-                else ref
-                for ref in node.refs
-            )
-            if refs != node.refs:
-                store.put_revision(namespace, replace(node, refs=refs))
-            keys.append(key)
-        self._refresh(namespace, keys)
-
-    def _refresh(self, namespace: str, keys: Iterable[RevisionKey]) -> None:
-        """Recompute gates and push every change on to the revisions that cite it."""
-        store = self._store
-        work = list(dict.fromkeys(keys))
-        while work:
-            record_id, number = work.pop(0)
-            node = store.get_revisions(namespace, record_id)[number - 1]
-            gate = self._gate(namespace, node.refs)
-            if gate == node.gate:
-                continue
-            store.put_revision(namespace, replace(node, gate=gate))
-            for key in store.citing(namespace, record_id):
-                citer = store.get_revisions(namespace, key[0])[key[1] - 1]
-                if any(
-                    ref.kind == RECORD and ref.target == record_id and ref.revision == number
-                    for ref in citer.refs or ()
-                ):
-                    work.append(key)
 
     def revise(
         self,
@@ -603,28 +446,28 @@ class Memory:
             if latest.kind == RETRACTION_KIND:
                 raise InvalidInput(f"retraction {id!r} cannot be revised; withdraw it instead")
             what = f"record {id!r}"
-            checked_sources = _check_sources(sources, what)
+            checked_sources = check_sources(sources, what)
             if not isinstance(content, str):
                 raise InvalidInput(f"{what}: content must be a string")
-            refs = self._resolve(namespace, checked_sources)
-            self._check_record_cycle(namespace, id, refs)
+            refs = self._resolution(namespace).refs(checked_sources)
+            self._resolution(namespace).check_cycle(id, refs)
             node = replace(
                 latest,
                 revision=latest.revision + 1,
                 content=content,
                 sources=checked_sources,
                 refs=refs,
-                meta=latest.meta if meta is None else _check_meta(meta, what),
+                meta=latest.meta if meta is None else check_meta(meta, what),
                 seq=self._store.next_seq(namespace),
-                gate=self._gate(namespace, refs),
+                gate=self._resolution(namespace).gate(refs),
             )
             self._store.put_revision(namespace, node)
             self._audit(namespace, "revise", (id,), revision=node.revision)
-            self._resolve_waiting(namespace, id, node.revision)
+            self._resolution(namespace).record_arrived(id, node.revision)
         return self._to_record(namespace, node)
 
     def _latest(self, namespace: str, record_id: str) -> RevisionNode:
-        _check_id(record_id, "record id")
+        check_id(record_id, "record id")
         revisions = self._store.get_revisions(namespace, record_id)
         if not revisions:
             raise NotFoundError(f"record {record_id!r} not found in namespace {namespace!r}")
@@ -700,8 +543,8 @@ class Memory:
         if isinstance(targets, str):
             raise InvalidInput("targets must be a list of record ids")
         target_ids = tuple(targets)
-        _check_optional_str(key, "key")
-        _check_optional_str(key_scope, "key_scope")
+        check_optional_str(key, "key")
+        check_optional_str(key_scope, "key_scope")
         if not isinstance(reason, str):
             raise InvalidInput("reason must be a string")
         if not target_ids and key is None:
@@ -776,7 +619,7 @@ class Memory:
                 self._audit(namespace, "restore", (id,))
 
     def _status_of(self, namespace: str, item_id: str) -> str | None:
-        _check_id(item_id, "id")
+        check_id(item_id, "id")
         store = self._store
         if store.get_event(namespace, item_id) is None and not store.get_revisions(
             namespace, item_id
@@ -803,14 +646,14 @@ class Memory:
 
     # -- views -------------------------------------------------------------------------
     def _view(self, namespace: str, anchor: str | None, cross_tree: bool, mode: str | None) -> View:
-        _check_id(namespace, "namespace")
+        check_id(namespace, "namespace")
         if anchor is not None:
             self._event_node(namespace, anchor)
         return View(
             self._store,
             namespace,
             anchor,
-            self.mode if mode is None else _check_mode(mode),
+            self.mode if mode is None else check_mode(mode),
             cross_tree=bool(cross_tree),
         )
 
@@ -872,7 +715,7 @@ class Memory:
     ) -> Explanation:
         """Why ``record_id`` is or is not visible at ``anchor``."""
         with self._read(namespace):
-            _check_id(record_id, "record id")
+            check_id(record_id, "record id")
             if not self._store.get_revisions(namespace, record_id):
                 raise NotFoundError(f"record {record_id!r} not found in namespace {namespace!r}")
             view = self._view(namespace, anchor, cross_tree, mode)
@@ -902,7 +745,7 @@ class Memory:
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Record | None:
         """The value of ``(scope, key)`` that holds at ``anchor``, or None."""
-        _check_id(key, "key")
+        check_id(key, "key")
         found = self.visible(
             anchor, key=key, scope=scope, cross_tree=cross_tree, mode=mode, namespace=namespace
         )
@@ -954,7 +797,7 @@ class Memory:
     ) -> list[dict[str, Any]]:
         """A record's revisions and everything that happened to it, oldest first."""
         with self._read(namespace):
-            _check_id(record_id, "record id")
+            check_id(record_id, "record id")
             if not self._store.get_revisions(namespace, record_id):
                 raise NotFoundError(f"record {record_id!r} not found in namespace {namespace!r}")
             return [

@@ -14,9 +14,10 @@ from contextlib import AbstractContextManager
 from ..audit import AuditEntry
 from ..invalidation import RetractionNode
 from ..provenance import RevisionNode
+from ..resolution import RevisionKey
 from ..topology import EventNode
 
-RevisionKey = tuple[str, int]
+__all__ = ["RevisionKey", "Store"]
 
 
 class Store(ABC):
