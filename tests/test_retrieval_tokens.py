@@ -6,10 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from branchbench.tokens import count_tokens as bench_count_tokens
 from branchmem.errors import InvalidInput
 from branchmem.tokens import (
-    DEFAULT_COUNTER,
     CjkAwareCounter,
     TokenCounter,
     count_tokens,
@@ -42,11 +40,6 @@ def test_other_words_cost_one_token_per_started_four_characters() -> None:
 
 def test_mixed_text_counts_cjk_and_words_separately() -> None:
     assert count_tokens("I live in 杭州 now") == 1 + 1 + 1 + 2 + 1
-
-
-@given(MIXED)
-def test_the_default_counter_agrees_with_branchbench(text: str) -> None:
-    assert DEFAULT_COUNTER.count(text) == bench_count_tokens(text)
 
 
 @given(MIXED, MIXED)
