@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 from ..audit import AuditEntry
@@ -31,6 +32,9 @@ def event_row(node: EventNode) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
+# Decoding is a pure function of the row, and the values are immutable, so equal rows can
+# share one decoded value: a view re-reads the same revisions on every call.
+@lru_cache(maxsize=100_000)
 def event_node(row: tuple[Any, ...]) -> EventNode:
     return EventNode(
         id=row[0], parent=row[1], tree=row[2], explicit_tree=row[3], role=row[4],
@@ -75,6 +79,7 @@ def revision_row(node: RevisionNode) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
+@lru_cache(maxsize=100_000)
 def revision_node(row: tuple[Any, ...]) -> RevisionNode:
     refs = (
         None
