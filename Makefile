@@ -39,7 +39,9 @@ test-mem0v1: $(MEM0V1_STAMP)
 bench: $(STAMP)
 	BRANCHMEM_BENCH_SCALE=10 $(VENV)/bin/pytest -q -n 2 -k differential tests
 	BRANCHMEM_BENCH_SCALE=10 $(VENV)/bin/pytest -q tests/test_importers_fuzz.py tests/test_importers_stream.py
+	BRANCHMEM_BENCH_SCALE=1 $(VENV)/bin/pytest -q tests/test_reliability.py
 	$(PY) bench/visibility.py
+	$(PY) bench/storage.py
 
 clean:
 	rm -rf $(VENV) $(MEM0V1_VENV) .pytest_cache .mypy_cache .ruff_cache

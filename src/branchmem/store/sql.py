@@ -338,14 +338,15 @@ class SQLStore(Store):
 
     def put_revision(self, namespace: str, node: RevisionNode) -> None:
         cached = self._revisions.get((namespace, node.record_id))
+        known_new = cached is not None and node.revision > len(cached)
         if cached is not None:
             if node.revision <= len(cached):
                 cached[node.revision - 1] = node
             else:
                 cached.append(node)
         key = (namespace, node.record_id, node.revision)
-        for table in ("frontiers", "ungated", "citing", "pending"):
-            self._run(
+        for table in () if known_new else ("frontiers", "ungated", "citing", "pending"):
+            self._run(  # a replaced revision: its old index rows go first
                 f"DELETE FROM {table} WHERE namespace = ? AND record_id = ? AND revision = ?",
                 key,
             )
@@ -471,8 +472,15 @@ class SQLStore(Store):
         self._run(
             "INSERT INTO supersedes (namespace, old_id, new_id, seq) VALUES (?, ?, ?, ?) "
             "ON CONFLICT DO NOTHING",
-            (namespace, old_id, new_id, self.next_seq(namespace)),
+            (namespace, old_id, new_id, self._current_seq(namespace)),
         )
+
+    def _current_seq(self, namespace: str) -> int:
+        """The last arrival number drawn, without drawing one (every backend numbers alike)."""
+        if namespace in self._seqs:
+            return self._seqs[namespace]
+        row = self._one("SELECT seq FROM namespaces WHERE namespace = ?", (namespace,))
+        return int(row[0]) if row else 0
 
     def superseders(self, namespace: str, old_ids: Collection[str]) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {}

@@ -1,0 +1,279 @@
+"""Durable storage: ingest throughput and visible() latency at 10k, 100k and 1M records.
+
+For SQLite, and for PostgreSQL when a server is given (``--pg-dsn`` or the environment variable
+``BRANCHMEM_TEST_PG_DSN``), one store is grown through the sizes on chat-like histories
+(bench/chatlike.py). At each size it measures, in this run:
+
+- events/s batched (``add_events``, one call per conversation) and one-by-one (``add_event``);
+- records/s one-by-one (``add_record``, one transaction each);
+- ``visible()`` median and p95 at depth ~200 (an anchor 200 turns down a conversation).
+
+It prints a table, the ratio of ``visible()`` at the largest to the smallest size (goals:
+<= 1.5 SQLite, <= 2 PostgreSQL) and batched ingest against its goal (>= 20,000 events/s on
+SQLite), and writes JSON to bench/results/storage.json. Machine load is recorded with it: on a
+shared machine the figures move with it.
+
+    python bench/storage.py [--sizes 10000,100000,1000000] [--queries 200] [--pg-dsn URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import gc
+import json
+import os
+import platform
+import pstats
+import random
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from branchmem import Memory
+from chatlike import Conversation, conversations
+
+NAMESPACE = "bench"
+GOALS = {"sqlite": 1.5, "postgresql": 2.0}
+BATCHED_EVENTS_GOAL = 20_000  # events/s on SQLite
+ONE_BY_ONE_EVENTS = 1_000  # events added one call each at every size
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+@dataclass
+class Tally:
+    """Work done and wall time spent, per kind of ingest, since the last size."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    items: dict[str, int] = field(default_factory=dict)
+
+    def add(self, kind: str, items: int, seconds: float) -> None:
+        self.items[kind] = self.items.get(kind, 0) + items
+        self.seconds[kind] = self.seconds.get(kind, 0.0) + seconds
+
+    def rate(self, kind: str) -> float | None:
+        seconds = self.seconds.get(kind, 0.0)
+        return self.items[kind] / seconds if seconds > 0 else None
+
+
+def add_records(mem: Memory, conv: Conversation) -> None:
+    for record in conv.records:
+        mem.add_record(
+            str(record["id"]),
+            sources=record["sources"],  # type: ignore[arg-type]
+            content=str(record["content"]),
+            kind=str(record.get("kind", "fact")),
+            key=record.get("key"),  # type: ignore[arg-type]
+            namespace=NAMESPACE,
+        )
+
+
+def ingest(mem: Memory, conv: Conversation, tally: Tally, *, one_by_one: bool = False) -> None:
+    started = time.perf_counter()
+    if one_by_one:
+        for event in conv.events:
+            mem.add_event(
+                str(event["id"]), event["parent"],  # type: ignore[arg-type]
+                content=str(event["content"]), namespace=NAMESPACE,
+            )  # fmt: skip
+        tally.add("events_one_by_one", len(conv.events), time.perf_counter() - started)
+    else:
+        mem.add_events(conv.events, namespace=NAMESPACE)
+        tally.add("events_batched", len(conv.events), time.perf_counter() - started)
+    started = time.perf_counter()
+    add_records(mem, conv)
+    tally.add("records_one_by_one", len(conv.records), time.perf_counter() - started)
+
+
+def grow(mem: Memory, sizes: list[int], queries: int, backend: str) -> Iterator[dict[str, Any]]:
+    """Grow one store through ``sizes``; yield a row of measurements at each."""
+    stream = conversations(sizes[-1] + 10 * len(sizes) * 600, seed=7)
+    anchors: list[str] = []
+    records = events = 0
+    for size in sizes:
+        tally = Tally()
+        started = time.perf_counter()
+        while records < size:
+            conv = next(stream)
+            ingest(mem, conv, tally)
+            records += len(conv.records)
+            events += len(conv.events)
+            anchors.append(conv.main_line[200])
+        while tally.items.get("events_one_by_one", 0) < ONE_BY_ONE_EVENTS:
+            conv = next(stream)  # the same kind of history, one call per event
+            ingest(mem, conv, tally, one_by_one=True)
+            records += len(conv.records)
+            events += len(conv.events)
+            anchors.append(conv.main_line[200])
+        build_s = time.perf_counter() - started
+        gc.collect()
+        rng = random.Random(size)
+        timings = []
+        results = 0
+        for anchor in (rng.choice(anchors) for _ in range(queries)):
+            began = time.perf_counter()
+            results += len(mem.visible(anchor, namespace=NAMESPACE))
+            timings.append(time.perf_counter() - began)
+        yield {
+            "backend": backend,
+            "records": records,
+            "events": events,
+            "build_s": build_s,
+            "events_per_s_batched": tally.rate("events_batched"),
+            "events_per_s_one_by_one": tally.rate("events_one_by_one"),
+            "records_per_s_one_by_one": tally.rate("records_one_by_one"),
+            "visible_median_ms": statistics.median(timings) * 1000,
+            "visible_p95_ms": percentile(timings, 0.95) * 1000,
+            "results_per_query": results / queries,
+            "load_average": os.getloadavg()[0],
+        }
+
+
+@contextlib.contextmanager
+def sqlite_store(directory: Path | None, keep: bool) -> Iterator[tuple[Memory, str]]:
+    folder = Path(tempfile.mkdtemp(prefix="branchmem-bench-", dir=directory))
+    path = folder / "storage.db"
+    try:
+        with Memory.open(path) as mem:
+            yield mem, f"SQLite {sqlite3.sqlite_version} at {path}"
+    finally:
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def postgres_store(dsn: str) -> Iterator[tuple[Memory, str]]:
+    """A throwaway database on the server (needs CREATEDB), dropped afterwards."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    name = f"branchmem_bench_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        params = {k: str(v) for k, v in conninfo_to_dict(dsn).items() if v}
+        params["dbname"] = name
+        url = "postgresql:///?" + urlencode(params)  # libpq reads every keyword from the query
+        with Memory.open(url) as mem:
+            yield mem, f"PostgreSQL, throwaway database {name}"
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def print_row(row: dict[str, Any]) -> None:
+    def rate(value: float | None) -> str:
+        return f"{value:>10,.0f}" if value is not None else f"{'-':>10}"
+
+    print(
+        f"{row['backend']:<10} {row['records']:>9,} {row['events']:>9,} {row['build_s']:>8.1f} "
+        f"{rate(row['events_per_s_batched'])} {rate(row['events_per_s_one_by_one'])} "
+        f"{rate(row['records_per_s_one_by_one'])} {row['visible_median_ms']:>9.2f} "
+        f"{row['visible_p95_ms']:>8.2f} {row['results_per_query']:>7.0f} "
+        f"{row['load_average']:>5.1f}",
+        flush=True,
+    )
+
+
+def run_backend(
+    backend: str, opened: contextlib.AbstractContextManager[tuple[Memory, str]], args: Any
+) -> tuple[list[dict[str, Any]], str]:
+    with opened as (mem, where):
+        print(f"{backend}: {where}", flush=True)
+        if args.profile:
+            profile = cProfile.Profile()
+            profile.enable()
+        rows = []
+        for row in grow(mem, args.sizes, args.queries, backend):
+            print_row(row)
+            rows.append(row)
+        if args.profile:
+            profile.disable()
+            stats = pstats.Stats(profile)
+            stats.sort_stats("tottime").print_stats(25)
+    return rows, where
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000", help="records, ascending")
+    parser.add_argument("--queries", type=int, default=200, help="visible() calls per size")
+    parser.add_argument(
+        "--pg-dsn", default=os.environ.get("BRANCHMEM_TEST_PG_DSN", ""),
+        help="a PostgreSQL server whose user may create databases (default: "
+        "$BRANCHMEM_TEST_PG_DSN); without one PostgreSQL is skipped",
+    )  # fmt: skip
+    parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument("--dir", type=Path, default=None, help="where the SQLite file goes")
+    parser.add_argument("--keep", action="store_true", help="keep the SQLite file")
+    parser.add_argument("--profile", action="store_true", help="print cProfile's top costs")
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "storage.json"))
+    args = parser.parse_args()
+    args.sizes = sorted(int(size) for size in args.sizes.split(","))
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+
+    print(
+        f"{'backend':<10} {'records':>9} {'events':>9} {'build s':>8} {'ev/s batch':>10} "
+        f"{'ev/s 1by1':>10} {'rec/s 1by1':>10} {'vis med ms':>9} {'p95 ms':>8} "
+        f"{'results':>7} {'load':>5}"
+    )
+    results: dict[str, Any] = {
+        "sizes": args.sizes,
+        "queries": args.queries,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "backends": {},
+        "skipped": {},
+    }
+    for backend in backends:
+        if backend == "sqlite":
+            opened: Any = sqlite_store(args.dir, args.keep)
+        elif backend == "postgresql":
+            if not args.pg_dsn:
+                reason = "no server given (--pg-dsn or BRANCHMEM_TEST_PG_DSN)"
+                print(f"postgresql: skipped, {reason}")
+                results["skipped"][backend] = reason
+                continue
+            opened = postgres_store(args.pg_dsn)
+        else:
+            raise SystemExit(f"unknown backend {backend!r}")
+        rows, where = run_backend(backend, opened, args)
+        ratio = rows[-1]["visible_median_ms"] / rows[0]["visible_median_ms"]
+        results["backends"][backend] = {"where": where, "rows": rows, "ratio": ratio}
+
+    print()
+    for backend, found in results["backends"].items():
+        rows = found["rows"]
+        print(
+            f"{backend}: median visible() at {rows[-1]['records']:,} / at {rows[0]['records']:,} "
+            f"records: {found['ratio']:.2f} (goal <= {GOALS[backend]})"
+        )
+        if backend == "sqlite":
+            batched = min(row["events_per_s_batched"] for row in rows)
+            verdict = "met" if batched >= BATCHED_EVENTS_GOAL else "NOT met"
+            print(
+                f"sqlite: batched ingest, slowest size: {batched:,.0f} events/s "
+                f"(goal >= {BATCHED_EVENTS_GOAL:,}: {verdict})"
+            )
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
