@@ -13,6 +13,8 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from branchmem import Memory
+
 KEYS = [f"k{i}" for i in range(40)]
 
 
@@ -82,3 +84,15 @@ def conversations(records: int, seed: int = 7) -> Iterator[Conversation]:
         produced += len(conv.records)
         tree += 1
         yield conv
+
+
+def add_record(mem: Memory, record: dict[str, object], namespace: str = "default") -> None:
+    """Write one generated record through the public API."""
+    mem.add_record(
+        str(record["id"]),
+        sources=record["sources"],  # type: ignore[arg-type]
+        content=str(record["content"]),
+        kind=str(record.get("kind", "fact")),
+        key=record.get("key"),  # type: ignore[arg-type]
+        namespace=namespace,
+    )

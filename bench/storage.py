@@ -43,7 +43,7 @@ from urllib.parse import urlencode
 sys.path.insert(0, str(Path(__file__).parent))
 
 from branchmem import Memory
-from chatlike import Conversation, conversations
+from chatlike import Conversation, add_record, conversations
 
 NAMESPACE = "bench"
 GOALS = {"sqlite": 1.5, "postgresql": 2.0}
@@ -74,14 +74,7 @@ class Tally:
 
 def add_records(mem: Memory, conv: Conversation) -> None:
     for record in conv.records:
-        mem.add_record(
-            str(record["id"]),
-            sources=record["sources"],  # type: ignore[arg-type]
-            content=str(record["content"]),
-            kind=str(record.get("kind", "fact")),
-            key=record.get("key"),  # type: ignore[arg-type]
-            namespace=NAMESPACE,
-        )
+        add_record(mem, record, NAMESPACE)
 
 
 def ingest(mem: Memory, conv: Conversation, tally: Tally, *, one_by_one: bool = False) -> None:

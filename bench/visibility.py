@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from branchmem import Memory
-from chatlike import conversations
+from chatlike import add_record, conversations
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -64,13 +64,7 @@ def build(size: int) -> tuple[Memory, NaiveOracle, list[str], float]:
         for event in conv.events:
             naive.add_event(event)
         for record in conv.records:
-            mem.add_record(
-                str(record["id"]),
-                sources=record["sources"],  # type: ignore[arg-type]
-                content=str(record["content"]),
-                kind=str(record.get("kind", "fact")),
-                key=record.get("key"),  # type: ignore[arg-type]
-            )
+            add_record(mem, record)
             naive.add_record(record)
         anchors.append(conv.main_line[200])
         gc.freeze()  # a large, long-lived heap: keep the cyclic collector off what is built
