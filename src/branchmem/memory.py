@@ -35,7 +35,15 @@ from .provenance import (
 from .resolution import Resolution
 from .store.base import Store
 from .store.memory import InMemoryStore
-from .topology import EventNode, Lookup, attach_below, check_event_input, same_event, walk_up
+from .topology import (
+    EventNode,
+    Lookup,
+    attach_below,
+    check_event_input,
+    placement,
+    same_event,
+    walk_up,
+)
 from .validation import check_id, check_meta, check_mode, check_optional_str, check_sources
 from .visibility import Decision, View
 
@@ -234,36 +242,30 @@ class Memory:
             return []
         if store.get_revisions(namespace, event_id):
             raise ConflictError(f"id {event_id!r} is already a record in namespace {namespace!r}")
-        node = EventNode(
-            id=event_id,
-            parent=parent,
-            tree=tree,
-            explicit_tree=tree,
-            role=role,
-            content=content,
-            meta=checked_meta,
-            ts=None if ts is None else float(ts),
-            seq=store.next_seq(namespace),
-        )
         parent_node = store.get_event(namespace, parent) if parent is not None else None
-        if parent is None:
-            node = attach_below(node, None, lookup)
-        elif parent_node is not None:
-            if tree is not None and parent_node.tree not in (None, tree):
-                raise ConflictError(
-                    f"event {event_id!r}: tree {tree!r} differs from its parent "
-                    f"{parent!r}'s tree {parent_node.tree!r}"
-                )
-            if parent_node.attached:
-                node = attach_below(node, parent_node, lookup)
-            else:
+        if parent_node is not None and tree is not None and parent_node.tree not in (None, tree):
+            raise ConflictError(
+                f"event {event_id!r}: tree {tree!r} differs from its parent "
+                f"{parent!r}'s tree {parent_node.tree!r}"
+            )
+        attached = parent is None or (parent_node is not None and parent_node.attached)
+        if attached:
+            placed_tree, depth, jump = placement(event_id, tree, parent_node, lookup)
+            where: tuple[str | None, int | None, str | None] = (placed_tree, depth, jump)
+        else:
+            if parent_node is not None:
                 for ancestor in walk_up(parent_node, lookup):
                     if ancestor.parent == event_id:
                         raise CycleError(
                             f"event {event_id!r} with parent {parent!r} closes a cycle "
                             f"through {ancestor.id!r}"
                         )
-                node = replace(node, tree=tree or parent_node.tree)
+            where = (tree or (parent_node.tree if parent_node else None), None, None)
+        node = EventNode(
+            event_id, parent, where[0], tree, role, content, checked_meta,
+            None if ts is None else float(ts), store.next_seq(namespace), attached, where[1],
+            where[2],
+        )  # fmt: skip
         store.put_event(namespace, node)
         return [event_id, *self._settle_descendants(namespace, node)]
 

@@ -64,11 +64,14 @@ def _need(lookup: Lookup, event_id: str) -> EventNode:
     return node
 
 
-def attach_below(node: EventNode, parent: EventNode | None, lookup: Lookup) -> EventNode:
-    """Return ``node`` attached under an attached ``parent`` (or as a root)."""
+def placement(
+    event_id: str, tree: str | None, parent: EventNode | None, lookup: Lookup
+) -> tuple[str, int, str]:
+    """(tree, depth, jump) of an event attached under an attached ``parent`` (or as a root)."""
     if parent is None:
-        return node.placed(node.tree or node.id, 0, node.id)
+        return tree or event_id, 0, event_id
     assert parent.attached and parent.depth is not None and parent.jump is not None
+    assert parent.tree is not None
     jump = parent.id
     first = _need(lookup, parent.jump)
     if first.jump is not None and first.depth is not None:
@@ -76,8 +79,12 @@ def attach_below(node: EventNode, parent: EventNode | None, lookup: Lookup) -> E
         assert second.depth is not None
         if parent.depth - first.depth == first.depth - second.depth:
             jump = second.id
-    assert parent.tree is not None
-    return node.placed(parent.tree, parent.depth + 1, jump)
+    return parent.tree, parent.depth + 1, jump
+
+
+def attach_below(node: EventNode, parent: EventNode | None, lookup: Lookup) -> EventNode:
+    """Return ``node`` attached under an attached ``parent`` (or as a root)."""
+    return node.placed(*placement(node.id, node.tree, parent, lookup))
 
 
 def level_ancestor(node: EventNode, depth: int, lookup: Lookup) -> EventNode:
