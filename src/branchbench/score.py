@@ -18,19 +18,12 @@ from typing import Any
 
 from branchbench.errors import BenchError
 from branchbench.keywords import contains
+from branchbench.scenario import OPERATIONS
 
 Row = dict[str, Any]
 Rates = dict[str, Any]
 
-OPERATION_ORDER = (
-    "edit_user",
-    "regenerate",
-    "fork_checkpoint",
-    "switch_back",
-    "correct_in_branch",
-    "invalidation",
-    "long_history",
-)
+OPERATION_ORDER = OPERATIONS  # tables list operations in the order scenarios declare them
 
 
 def _rate(rows: Sequence[Row], hit: Callable[[Row], bool]) -> float | None:
