@@ -157,8 +157,9 @@ def test_every_table_leads_its_primary_key_with_namespace(fresh: Any) -> None:
             row[0]
             for row in db.execute(
                 "SELECT table_name FROM information_schema.tables "
-                "WHERE table_schema = current_schema() AND table_name <> 'branchmem_schema'"
-            )
+                "WHERE table_schema = current_schema() "
+                "AND table_name NOT IN ('branchmem_schema', 'api_keys')"  # global by design:
+            )  # a service key names the namespaces it may use
         ]
         first = dict(
             db.execute(  # type: ignore[arg-type]
@@ -208,6 +209,11 @@ def _exercise_every_public_method(memory: Memory, namespace: str) -> None:
     memory.withdraw("f-plan", namespace=namespace)
     memory.restore("f-plan", namespace=namespace)
     memory.add_events([{"id": "z1"}, {"id": "z2", "parent": "z1"}], namespace=namespace)
+    memory.context("a2b", query="budget", session="s1", namespace=namespace)
+    memory.revise("f-hangzhou", content="moving to Hangzhou in May", sources=["a2"],
+                  namespace=namespace)  # fmt: skip
+    memory.repair(lambda record, view: (record.content, ["a2b"]), namespace=namespace)
+    memory.erase("z2", reason="test", namespace=namespace)
     _read_everything(memory, namespace)
 
 
@@ -261,6 +267,14 @@ def _read_everything(memory: Memory, namespace: str) -> dict[str, Any]:
         )
         out[f"dependents {record_id}"] = attempt(lambda r=record_id: memory.dependents(r, **ns))
     out["visible none"] = [r.id for r in memory.visible(None, mode="compat", **ns)]
+    for event_id in ("a2", "a2b"):
+        out[f"search {event_id}"] = attempt(
+            lambda e=event_id: [h.record.id for h in memory.search("budget", e, **ns)]
+        )
+        out[f"context {event_id}"] = attempt(lambda e=event_id: memory.context(e, **ns).items)
+    out["deliveries"] = [d.items for d in memory.deliveries("s1", **ns)]
+    out["stale_deliveries"] = [d.record_id for d in memory.stale_deliveries("s1", **ns)]
+    out["repair_queue"] = [i.record_id for i in memory.repair_queue(**ns)]
     return out
 
 

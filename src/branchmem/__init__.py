@@ -4,6 +4,8 @@ A derived memory is visible only when every one of its source events lies on the
 path of the current anchor.
 """
 
+from .context import Context
+from .corrections import Delivery, RepairItem, RepairResult, RepairView, StaleDelivery
 from .errors import (
     BranchmemError,
     ConflictError,
@@ -13,18 +15,25 @@ from .errors import (
     NotFoundError,
 )
 from .memory import Memory
-from .model import Event, Explanation, Record
+from .model import Event, Explanation, Hit, Record
 
 __all__ = [
     "BranchmemError",
     "ConflictError",
+    "Context",
     "CycleError",
+    "Delivery",
     "ErasedError",
     "Event",
     "Explanation",
+    "Hit",
     "InvalidInput",
     "Memory",
     "NotFoundError",
     "Record",
+    "RepairItem",
+    "RepairResult",
+    "RepairView",
+    "StaleDelivery",
 ]
 __version__ = "0.1.0"

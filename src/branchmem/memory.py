@@ -13,6 +13,18 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .audit import AuditEntry
+from .context import Context, assemble_context
+from .corrections import (
+    Delivery,
+    Deriver,
+    RepairItem,
+    RepairResult,
+    RepairView,
+    StaleDelivery,
+    happened,
+    stale_reason,
+)
+from .embedding import Embedder, hybrid_rank
 from .errors import (
     ConflictError,
     CycleError,
@@ -21,12 +33,16 @@ from .errors import (
     NotFoundError,
 )
 from .invalidation import BRANCH, RETRACTION_SCOPES, RetractionNode
+from .lexical import check_k, normalize, rank
 from .model import (
     ERASED,
+    RETRACTED,
     RETRACTION_KIND,
+    SUPERSEDED,
     WITHDRAWN,
     Event,
     Explanation,
+    Hit,
     Record,
 )
 from .provenance import (
@@ -35,6 +51,7 @@ from .provenance import (
 from .resolution import Resolution
 from .store.base import Store
 from .store.memory import InMemoryStore
+from .tokens import DEFAULT_COUNTER, TokenCounter, check_budget
 from .topology import (
     EventNode,
     Lookup,
@@ -51,20 +68,40 @@ if TYPE_CHECKING:
     from .importers import ImportPlan, ImportSummary, ProgressCallback
 
 DEFAULT_NAMESPACE = "default"
+DEFAULT_BUDGET = 2000  # tokens of context when the caller names no budget
+REVISED = "revised"
 
 
 class Memory:
     """Branch-aware memory over one store. Thread-safe; every public call is atomic."""
 
-    def __init__(self, mode: str = "strict", *, store: Store | None = None) -> None:
+    def __init__(
+        self,
+        mode: str = "strict",
+        *,
+        store: Store | None = None,
+        embedder: Embedder | None = None,
+        counter: TokenCounter | None = None,
+    ) -> None:
+        """``embedder`` turns on vector search (every record written is embedded once);
+        ``counter`` measures context budgets (default: ``tokens.count_tokens``)."""
         self.mode = check_mode(mode)
         self._store: Store = store if store is not None else InMemoryStore()
+        self.embedder = embedder
+        self.counter: TokenCounter = counter if counter is not None else DEFAULT_COUNTER
         self._lock = threading.RLock()
         self._counts: dict[str, Counter[str]] = {}
+        self._actor = threading.local()
 
     @classmethod
     def open(
-        cls, url: str | os.PathLike[str], mode: str = "strict", *, migrate: bool = False
+        cls,
+        url: str | os.PathLike[str],
+        mode: str = "strict",
+        *,
+        migrate: bool = False,
+        embedder: Embedder | None = None,
+        counter: TokenCounter | None = None,
     ) -> Memory:
         """Open a durable store: a path or ``sqlite:///...`` (SQLite), ``postgresql://...``.
 
@@ -73,7 +110,19 @@ class Memory:
         """
         from .store import open_store
 
-        return cls(mode, store=open_store(os.fspath(url), migrate=migrate))
+        store = open_store(os.fspath(url), migrate=migrate)
+        return cls(mode, store=store, embedder=embedder, counter=counter)
+
+    @contextmanager
+    def acting_as(self, actor: str) -> Iterator[None]:
+        """Attribute the mutations of this thread to ``actor`` in the audit log."""
+        check_id(actor, "actor")
+        previous = getattr(self._actor, "name", None)
+        self._actor.name = actor
+        try:
+            yield
+        finally:
+            self._actor.name = previous
 
     @property
     def store(self) -> Store:
@@ -119,7 +168,7 @@ class Memory:
                 namespace=namespace,
                 op=op,
                 ids=tuple(ids),
-                actor=actor,
+                actor=actor if actor is not None else getattr(self._actor, "name", None),
                 reason=reason,
                 revision=revision,
             )
@@ -427,10 +476,16 @@ class Memory:
             gate=self._resolution(namespace).gate(refs),
         )
         store.put_revision(namespace, node)
+        self._index(namespace, node)
         self._audit(namespace, "add_record", (record_id,), revision=1)
         for old_id in supersedes:
             self._supersede(namespace, record_id, old_id)
         self._resolution(namespace).record_arrived(record_id, 1)
+        if checked_key is not None and kind != RETRACTION_KIND:
+            home = self._home(node)
+            for other in store.records_with_key(namespace, checked_key):
+                if other != record_id:
+                    self._mark_stale(namespace, other, SUPERSEDED, cause_anchor=home)
         return node
 
     def revise(
@@ -463,10 +518,23 @@ class Memory:
                 seq=self._store.next_seq(namespace),
                 gate=self._resolution(namespace).gate(refs),
             )
-            self._store.put_revision(namespace, node)
-            self._audit(namespace, "revise", (id,), revision=node.revision)
-            self._resolution(namespace).record_arrived(id, node.revision)
+            self._put_new_revision(namespace, node, "revise")
         return self._to_record(namespace, node)
+
+    def _put_new_revision(self, namespace: str, node: RevisionNode, op: str) -> None:
+        """Store, index and announce a revision; what cited the old one goes stale."""
+        self._store.put_revision(namespace, node)
+        self._index(namespace, node)
+        self._audit(namespace, op, (node.record_id,), revision=node.revision)
+        self._resolution(namespace).record_arrived(node.record_id, node.revision)
+        self._mark_stale(namespace, node.record_id, REVISED)
+
+    def _index(self, namespace: str, node: RevisionNode) -> None:
+        vector = None
+        if self.embedder is not None and node.content:
+            vector = self.embedder.embed([node.content])[0]
+        key = (node.record_id, node.revision)
+        self._store.put_search(namespace, key, normalize(node.content), vector)
 
     def _latest(self, namespace: str, record_id: str) -> RevisionNode:
         check_id(record_id, "record id")
@@ -526,6 +594,9 @@ class Memory:
                 stack.extend(self._store.superseded_by(namespace, current))
         self._store.add_supersede(namespace, new_id, old_id)
         self._audit(namespace, "supersede", (new_id, old_id))
+        self._mark_stale(
+            namespace, old_id, SUPERSEDED, cause_anchor=self._home_of(namespace, new_id)
+        )
 
     def retract(
         self,
@@ -576,6 +647,12 @@ class Memory:
                 RetractionNode(id, scope, target_ids, key, key_scope, node.seq),
             )
             self._audit(namespace, "retract", (id, *target_ids), reason=reason)
+            hit = set(target_ids)
+            if key is not None:
+                hit.update(self._store.records_with_key(namespace, key))
+            home = self._home(node)
+            for target in sorted(hit - {id}):
+                self._mark_stale(namespace, target, RETRACTED, cause_anchor=home)
         return self._to_record(namespace, node)
 
     # -- corrections -------------------------------------------------------------------
@@ -587,6 +664,7 @@ class Memory:
                 raise ErasedError(f"{id!r} was erased and cannot be withdrawn")
             self._store.set_status(namespace, id, WITHDRAWN)
             self._audit(namespace, "withdraw", (id,), reason=reason)
+            self._mark_stale(namespace, id, WITHDRAWN)
 
     def erase(self, id: str, *, reason: str = "", namespace: str = DEFAULT_NAMESPACE) -> set[str]:
         """Irreversibly remove the text of ``id`` and of every record built on it.
@@ -618,6 +696,7 @@ class Memory:
                 raise ErasedError(f"{id!r} was erased and cannot be restored")
             if status == WITHDRAWN:
                 self._store.set_status(namespace, id, None)
+                self._store.remove_repairs(namespace, cause=id)
                 self._audit(namespace, "restore", (id,))
 
     def _status_of(self, namespace: str, item_id: str) -> str | None:
@@ -775,10 +854,16 @@ class Memory:
         """Decision counts by reason (every case of missing information) and store gauges."""
         with self._read(namespace):
             counts = self._counts.get(namespace, Counter())
+            pending = self._pending_repairs(namespace)
+            counters = self._store.counters(namespace)
             return {
                 "mode": self.mode,
                 "decisions": {reason: counts[reason] for reason in sorted(counts)},
                 "store": self._store.gauges(namespace),
+                "repairs": {
+                    "pending": len({item.record_id for item, _ in pending}),
+                    **{name: counters.get(name, 0) for name in ("repaired", "dropped", "failed")},
+                },
             }
 
     def audit(
@@ -797,19 +882,372 @@ class Memory:
     def history(
         self, record_id: str, *, namespace: str = DEFAULT_NAMESPACE
     ) -> list[dict[str, Any]]:
-        """A record's revisions and everything that happened to it, oldest first."""
+        """What happened to a record, oldest first: one entry per audit row naming it, with
+        ``happened`` (added, revised, superseded, retracted, withdrawn, went_stale, repaired,
+        delivered, erased, ...) and the revision it happened to."""
         with self._read(namespace):
             check_id(record_id, "record id")
-            if not self._store.get_revisions(namespace, record_id):
+            revisions = self._store.get_revisions(namespace, record_id)
+            if not revisions:
                 raise NotFoundError(f"record {record_id!r} not found in namespace {namespace!r}")
-            return [
-                {
-                    "seq": entry.seq,
-                    "time": entry.time,
-                    "op": entry.op,
-                    "revision": entry.revision,
-                    "ids": list(entry.ids),
-                    "reason": entry.reason,
-                }
-                for entry in self._store.audit(namespace, id=record_id)
-            ]
+            entries = []
+            for entry in self._store.audit(namespace, id=record_id):
+                revision = entry.revision if entry.ids[:1] == (record_id,) else None
+                if revision is None:  # the revision that held when it happened
+                    held = [r.revision for r in revisions if r.seq <= entry.seq]
+                    revision = held[-1] if held else None
+                entries.append(
+                    {
+                        "seq": entry.seq,
+                        "time": entry.time,
+                        "op": entry.op,
+                        "happened": happened(entry.op, entry.ids, record_id),
+                        "revision": revision,
+                        "ids": list(entry.ids),
+                        "reason": entry.reason,
+                        "actor": entry.actor,
+                    }
+                )
+            return entries
+
+    # -- repair ------------------------------------------------------------------------
+    @staticmethod
+    def _home(node: RevisionNode) -> str | None:
+        """The deepest source event of a revision: the view it was written for."""
+        frontiers = node.gate.frontiers
+        return max(frontiers, key=lambda f: (f.depth, f.event)).event if frontiers else None
+
+    def _home_of(self, namespace: str, record_id: str) -> str | None:
+        return self._home(self._store.get_revisions(namespace, record_id)[-1])
+
+    def _stale_view(
+        self, namespace: str, record_id: str, anchors: Iterable[str | None]
+    ) -> tuple[str | None, View] | None:
+        """The first of ``anchors`` where the record is stale, with that view."""
+        for anchor in dict.fromkeys(anchors):
+            if anchor is None:
+                continue
+            view = View(self._store, namespace, anchor, self.mode)
+            decision = view.decide(record_id)
+            if (
+                decision.revision is not None
+                and decision.stale
+                and not (decision.retracted or decision.superseded)
+            ):
+                return anchor, view
+        return None
+
+    def _mark_stale(
+        self, namespace: str, cause: str, reason: str, *, cause_anchor: str | None = None
+    ) -> None:
+        """Queue every record built on ``cause`` that this change made stale somewhere."""
+        store = self._store
+        dependents = self._dependents(namespace, cause)
+        if not dependents:
+            return
+        erased = store.statuses(namespace, dependents)
+        marked: list[tuple[str, int, str | None]] = []
+        for record_id in sorted(dependents):
+            if erased.get(record_id) == ERASED:
+                continue
+            latest = store.get_revisions(namespace, record_id)[-1]
+            found = self._stale_view(namespace, record_id, (self._home(latest), cause_anchor))
+            if found is not None:
+                marked.append((record_id, latest.revision, found[0]))
+        if not marked:
+            return
+        seq = store.next_seq(namespace)
+        for record_id, revision, anchor in marked:
+            store.put_repair(namespace, RepairItem(record_id, revision, reason, cause, anchor, seq))
+        self._audit(namespace, "mark_stale", (cause, *(m[0] for m in marked)), reason=reason)
+
+    def repair_queue(self, *, namespace: str = DEFAULT_NAMESPACE) -> list[RepairItem]:
+        """Records a correction made stale that are still stale where they went stale,
+        oldest first (entries a later change already settled are left out)."""
+        with self._read(namespace):
+            return [item for item, _ in self._pending_repairs(namespace)]
+
+    def _pending_repairs(self, namespace: str) -> list[tuple[RepairItem, View]]:
+        pending = []
+        for item in self._store.repairs(namespace):
+            found = self._stale_view(namespace, item.record_id, (item.anchor,))
+            if found is not None:
+                pending.append((item, found[1]))
+        return pending
+
+    def repair(
+        self, deriver: Deriver, *, limit: int | None = None, namespace: str = DEFAULT_NAMESPACE
+    ) -> RepairResult:
+        """Rebuild stale records with ``deriver(stale_record, view) -> (content, sources)``.
+
+        Each result becomes a new revision of the stale record, gated like any other. The
+        deriver runs outside any transaction (it may call a model); a record that changed
+        meanwhile is left for the next pass. ``None`` leaves the record hidden and drops its
+        entry; an exception leaves everything as it was but the entry's attempt count.
+        """
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            raise InvalidInput(f"limit must be an int or None, got {limit!r}")
+        result = RepairResult()
+        with self._write(namespace):
+            stored = self._store.repairs(namespace)
+            pending = self._pending_repairs(namespace)
+            settled = {(i.record_id, i.cause) for i in stored} - {
+                (i.record_id, i.cause) for i, _ in pending
+            }
+            for record_id, cause in sorted(settled):
+                self._store.remove_repairs(namespace, record_id=record_id, cause=cause)
+                result.cleared.append(record_id)
+            work: dict[str, tuple[RepairItem, Record, RepairView]] = {}
+            for item, view in pending:
+                if item.record_id in work or (limit is not None and len(work) >= limit):
+                    continue
+                latest = self._store.get_revisions(namespace, item.record_id)[-1]
+                chosen = self._chosen(view, None, None, None, False, False)
+                records = [self._to_record(namespace, d.revision) for d in chosen if d.revision]
+                shown = RepairView(item.anchor, item.reason, item.cause, records)
+                work[item.record_id] = (item, self._to_record(namespace, latest), shown)
+        for record_id, (item, stale_record, shown) in work.items():
+            try:
+                derived = deriver(stale_record, shown)
+            except Exception as error:
+                self._repair_failed(namespace, item, f"{type(error).__name__}: {error}")
+                result.failed[record_id] = f"{type(error).__name__}: {error}"
+                continue
+            self._repair_done(namespace, item, stale_record, derived, result)
+        with self._read(namespace):
+            pending_after = self._pending_repairs(namespace)
+        return replace(result, pending=len({item.record_id for item, _ in pending_after}))
+
+    def _repair_failed(self, namespace: str, item: RepairItem, error: str) -> None:
+        with self._write(namespace):
+            for entry in self._store.repairs(namespace):
+                if entry.record_id == item.record_id:
+                    self._store.put_repair(
+                        namespace, replace(entry, attempts=entry.attempts + 1, last_error=error)
+                    )
+            self._store.bump_counter(namespace, "failed")
+            self._audit(namespace, "repair_failed", (item.record_id,), reason=item.reason)
+
+    def _repair_done(
+        self,
+        namespace: str,
+        item: RepairItem,
+        stale_record: Record,
+        derived: tuple[str, Iterable[str]] | None,
+        result: RepairResult,
+    ) -> None:
+        with self._write(namespace):
+            revisions = self._store.get_revisions(namespace, item.record_id)
+            status = self._store.statuses(namespace, [item.record_id]).get(item.record_id)
+            if status is not None or revisions[-1].revision != stale_record.revision:
+                return  # changed while the deriver ran: the next pass sees the new state
+            if derived is None:
+                self._store.remove_repairs(namespace, record_id=item.record_id)
+                self._store.bump_counter(namespace, "dropped")
+                self._audit(namespace, "repair_dropped", (item.record_id,), reason=item.reason)
+                result.dropped.append(item.record_id)
+                return
+            if not isinstance(derived, tuple) or len(derived) != 2:
+                raise InvalidInput(
+                    f"deriver for {item.record_id!r} must return (content, sources) or None"
+                )
+            content, sources = derived
+            what = f"repair of record {item.record_id!r}"
+            if not isinstance(content, str):
+                raise InvalidInput(f"{what}: content must be a string")
+            checked_sources = check_sources(sources, what)
+            resolution = self._resolution(namespace)
+            refs = resolution.refs(checked_sources)
+            resolution.check_cycle(item.record_id, refs)
+            latest = revisions[-1]
+            node = replace(
+                latest,
+                revision=latest.revision + 1,
+                content=content,
+                sources=checked_sources,
+                refs=refs,
+                seq=self._store.next_seq(namespace),
+                gate=resolution.gate(refs),
+            )
+            self._store.remove_repairs(namespace, record_id=item.record_id)
+            self._put_new_revision(namespace, node, "repair")
+            self._store.bump_counter(namespace, "repaired")
+            result.repaired.append(item.record_id)
+
+    # -- retrieval ---------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        anchor: str | None,
+        *,
+        k: int = 10,
+        kind: str | None = None,
+        key: str | None = None,
+        scope: str | None = None,
+        cross_tree: bool = False,
+        mode: str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> list[Hit]:
+        """The ``k`` records visible at ``anchor`` that best match ``query``.
+
+        Only visible records are candidates, so ``k`` hits come back whenever ``k`` visible
+        records match, and nothing on another branch moves a score. Lexical BM25 over the
+        candidates (docs/retrieval.md); with an embedder, fused with cosine ranking by RRF.
+        """
+        if not isinstance(query, str):
+            raise InvalidInput(f"query must be a string, got {type(query).__name__}")
+        k = check_k(k)
+        query_vector = self.embedder.embed([query])[0] if self.embedder is not None else None
+        with self._read(namespace):
+            view = self._view(namespace, anchor, cross_tree, mode)
+            chosen = self._chosen(view, kind, key, scope, False, False)
+            self._tally(view, chosen)
+            nodes = {d.record_id: d.revision for d in chosen if d.revision is not None}
+            return self._rank(namespace, query, query_vector, nodes, k)
+
+    def _rank(
+        self,
+        namespace: str,
+        query: str,
+        query_vector: list[float] | None,
+        nodes: Mapping[str, RevisionNode],
+        k: int,
+    ) -> list[Hit]:
+        documents = {record_id: node.content for record_id, node in nodes.items()}
+        if query_vector is None:
+            ranked = [(h.doc_id, h.score, h.why) for h in rank(query, documents, k)]
+        else:
+            keys = [(record_id, node.revision) for record_id, node in nodes.items()]
+            stored = self._store.vectors(namespace, keys)
+            vectors = {record_id: vector for (record_id, _), vector in stored.items()}
+            fused = hybrid_rank(query, documents, query_vector, vectors, k)
+            ranked = [(h.doc_id, h.score, h.why) for h in fused]
+        return [
+            Hit(self._to_record(namespace, nodes[doc_id]), score, why)
+            for doc_id, score, why in ranked
+        ]
+
+    def context(
+        self,
+        anchor: str | None,
+        *,
+        query: str | None = None,
+        budget: int | None = None,
+        session: str | None = None,
+        cross_tree: bool = False,
+        mode: str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> Context:
+        """What a prompt at ``anchor`` gets within ``budget`` tokens: the branch's recent
+        messages and the visible records (see docs/retrieval.md). With ``session`` the
+        delivered (record id, revision) pairs are remembered for ``stale_deliveries``."""
+        budget = check_budget(DEFAULT_BUDGET if budget is None else budget)
+        if query is not None and not isinstance(query, str):
+            raise InvalidInput(f"query must be a string or None, got {type(query).__name__}")
+        if session is not None:
+            check_id(session, "session")
+        query_vector = None
+        if query is not None and self.embedder is not None:
+            query_vector = self.embedder.embed([query])[0]
+        with self._write(namespace) if session is not None else self._read(namespace):
+            view = self._view(namespace, anchor, cross_tree, mode)
+            chosen = self._chosen(view, None, None, None, False, False)
+            self._tally(view, chosen)
+            nodes = [d.revision for d in chosen if d.revision is not None]
+            records = [self._to_record(namespace, node) for node in nodes]
+            ranking = None
+            if query is not None:
+                by_id = {node.record_id: node for node in nodes}
+                hits = self._rank(namespace, query, query_vector, by_id, max(1, len(by_id)))
+                ranking = [hit.record.id for hit in hits]
+            events = [] if anchor is None else self._path_events(namespace, anchor)
+            built = assemble_context(
+                anchor=anchor,
+                path_events=events,
+                records=records,
+                query=query,
+                budget=budget,
+                counter=self.counter,
+                ranking=ranking,
+            )
+            if session is not None:
+                delivery = Delivery(
+                    session, self._store.next_seq(namespace), anchor, time.time(), built.items
+                )
+                self._store.add_delivery(namespace, delivery)
+                self._audit(namespace, "deliver", [i for i, _ in built.items], reason=session)
+            return built
+
+    def _path_events(self, namespace: str, anchor: str) -> list[Event]:
+        store = self._store
+        ids = store.path_ids(namespace, anchor)
+        store.prefetch(namespace, ids)
+        nodes = [store.get_event(namespace, event_id) for event_id in ids]
+        statuses = store.statuses(namespace, ids)
+        return [
+            node.to_event(namespace)
+            for node in nodes
+            if node is not None and node.id not in statuses
+        ]
+
+    # -- deliveries --------------------------------------------------------------------
+    def deliveries(self, session: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[Delivery]:
+        """What ``context(..., session=session)`` handed out, oldest first (ids only)."""
+        check_id(session, "session")
+        with self._read(namespace):
+            return self._store.deliveries(namespace, session)
+
+    def stale_deliveries(
+        self, session: str, anchor: str | None = None, *, namespace: str = DEFAULT_NAMESPACE
+    ) -> list[StaleDelivery]:
+        """Every delivered (record, revision) the session would not be given now, and why.
+
+        Judged at ``anchor``; without one, at the head of the tree of the session's latest
+        delivery (so a branch switch made with ``set_head`` shows as ``off_path``), else at
+        that delivery's anchor.
+        """
+        check_id(session, "session")
+        with self._read(namespace):
+            delivered = self._store.deliveries(namespace, session)
+            if not delivered:
+                return []
+            if anchor is None:
+                anchor = self._judging_anchor(namespace, delivered[-1].anchor)
+            view = self._view(namespace, anchor, False, None)
+            found: list[StaleDelivery] = []
+            seen: set[tuple[str, int]] = set()
+            for delivery in reversed(delivered):
+                for item in delivery.items:
+                    if item in seen:
+                        continue
+                    seen.add(item)
+                    record_id, revision = item
+                    decision = view.decide(record_id)
+                    returned = decision.returned(False, False)
+                    now = decision.revision.revision if decision.revision else None
+                    if returned and now == revision:
+                        continue
+                    reason = stale_reason(
+                        returned=returned,
+                        reason=decision.reason,
+                        retracted=decision.retracted,
+                        superseded=decision.superseded,
+                        stale=decision.stale,
+                    )
+                    if not returned and decision.reason == "visible" and now != revision:
+                        reason = REVISED
+                    found.append(
+                        StaleDelivery(
+                            session, record_id, revision, delivery.anchor, anchor, reason,
+                            now if returned else None,
+                        )
+                    )  # fmt: skip
+            return found
+
+    def _judging_anchor(self, namespace: str, delivered_at: str | None) -> str | None:
+        if delivered_at is None:
+            return None
+        node = self._store.get_event(namespace, delivered_at)
+        if node is None or node.tree is None:
+            return delivered_at
+        return self._store.heads(namespace).get(node.tree, delivered_at)

@@ -88,3 +88,12 @@ class Explanation:
     source: str | None = None
     fork: str | None = None
     detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result: a record visible at the anchor, its score and why it matched."""
+
+    record: Record
+    score: float
+    why: str

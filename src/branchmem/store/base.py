@@ -8,10 +8,12 @@ The public ``Memory`` method owns the transaction; these primitives run inside i
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
+from typing import Any
 
 from ..audit import AuditEntry
+from ..corrections import Delivery, RepairItem
 from ..invalidation import RetractionNode
 from ..provenance import RevisionNode
 from ..resolution import RevisionKey
@@ -149,7 +151,74 @@ class Store(ABC):
         self, namespace: str, event_ids: Collection[str], record_ids: Collection[str]
     ) -> None:
         """Blank the text of these events and of every revision of these records: content,
-        meta, key and scope. Ids, parents and sources (ids too) stay as the tombstone."""
+        meta, key and scope; delete their search text, vectors and repair entries. Ids,
+        parents and sources (ids too) stay as the tombstone."""
+
+    @abstractmethod
+    def records_with_key(self, namespace: str, key: str) -> list[str]:
+        """Ids of the records one of whose revisions has ``key`` (any scope)."""
+
+    # -- repair queue ------------------------------------------------------------------
+    @abstractmethod
+    def put_repair(self, namespace: str, item: RepairItem) -> None:
+        """Insert or replace the entry of ``(item.record_id, item.cause)``."""
+
+    @abstractmethod
+    def repairs(self, namespace: str) -> list[RepairItem]:
+        """The queue, oldest entry first."""
+
+    @abstractmethod
+    def remove_repairs(
+        self, namespace: str, *, record_id: str | None = None, cause: str | None = None
+    ) -> None:
+        """Drop the entries of a record, or those a cause put there (both: that one entry)."""
+
+    @abstractmethod
+    def bump_counter(self, namespace: str, name: str) -> None: ...
+
+    @abstractmethod
+    def counters(self, namespace: str) -> dict[str, int]: ...
+
+    # -- search index ------------------------------------------------------------------
+    @abstractmethod
+    def put_search(
+        self, namespace: str, key: RevisionKey, text: str, vector: Sequence[float] | None
+    ) -> None:
+        """Index one revision: its normalised text (``lexical.normalize``) and its vector."""
+
+    @abstractmethod
+    def vectors(
+        self, namespace: str, keys: Collection[RevisionKey]
+    ) -> dict[RevisionKey, list[float]]:
+        """The stored vectors of these revisions (those that have one)."""
+
+    @abstractmethod
+    def lexical_match(self, namespace: str, terms: Sequence[str]) -> list[tuple[RevisionKey, str]]:
+        """Every revision of the namespace whose search text contains one of ``terms``, with
+        that text: the database's own index, ungated (benchmarks and diagnostics)."""
+
+    # -- deliveries --------------------------------------------------------------------
+    @abstractmethod
+    def add_delivery(self, namespace: str, delivery: Delivery) -> None: ...
+
+    @abstractmethod
+    def deliveries(self, namespace: str, session: str) -> list[Delivery]:
+        """A session's deliveries, oldest first."""
+
+    # -- service keys (namespace-free: a key names the namespaces it may use) ----------
+    @abstractmethod
+    def put_api_key(
+        self, key_id: str, secret_hash: str, tenant: str, namespaces: list[str], created: float
+    ) -> None: ...
+
+    @abstractmethod
+    def get_api_key(self, key_id: str) -> dict[str, Any] | None: ...
+
+    @abstractmethod
+    def list_api_keys(self) -> list[dict[str, Any]]: ...
+
+    @abstractmethod
+    def delete_api_key(self, key_id: str) -> bool: ...
 
     @abstractmethod
     def scrub(self) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import struct
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -106,3 +108,22 @@ def audit_entry(namespace: str, row: tuple[Any, ...]) -> AuditEntry:
         seq=int(row[0]), time=float(row[1]), namespace=namespace, op=row[2],
         ids=tuple(json.loads(row[3])), actor=row[4], reason=row[5], revision=row[6],
     )  # fmt: skip
+
+
+def loads(text: str) -> Any:
+    return json.loads(text)
+
+
+def pack_vector(vector: Sequence[float]) -> bytes:
+    """Little-endian float64: stored vectors give the same cosines as the embedder's output."""
+    return struct.pack(f"<{len(vector)}d", *vector)
+
+
+def unpack_vector(blob: bytes) -> list[float]:
+    return list(struct.unpack(f"<{len(blob) // 8}d", blob))
+
+
+def forget() -> None:
+    """Drop decoded rows: after an erasure no erased text may stay in this process's caches."""
+    event_node.cache_clear()
+    revision_node.cache_clear()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..audit import AuditEntry
+from ..corrections import Delivery, RepairItem
+from ..errors import ConflictError
 from ..invalidation import TREE, RetractionNode
 from ..provenance import RevisionNode
 from ..topology import EventNode
@@ -32,6 +34,11 @@ class _Namespace:
     retractions: dict[str, RetractionNode] = field(default_factory=dict)
     statuses: dict[str, str] = field(default_factory=dict)
     audit: list[AuditEntry] = field(default_factory=list)
+    search_text: dict[RevisionKey, str] = field(default_factory=dict)
+    vectors: dict[RevisionKey, list[float]] = field(default_factory=dict)
+    repairs: dict[tuple[str, str], RepairItem] = field(default_factory=dict)
+    counters: dict[str, int] = field(default_factory=dict)
+    deliveries: dict[str, list[Delivery]] = field(default_factory=dict)
 
 
 class InMemoryStore(Store):
@@ -39,6 +46,7 @@ class InMemoryStore(Store):
 
     def __init__(self) -> None:
         self._spaces: dict[str, _Namespace] = {}
+        self._api_keys: dict[str, dict[str, Any]] = {}
         self._journal: list[Callable[[], None]] | None = None
 
     # -- journal -----------------------------------------------------------------------
@@ -281,6 +289,92 @@ class InMemoryStore(Store):
             for revision in list(space.revisions.get(record_id, ())):
                 blank = replace(revision, content="", meta={}, key=None, scope=None)
                 self.put_revision(namespace, blank)
+                key = (record_id, revision.revision)
+                self._dict_pop(space.search_text, key)
+                self._dict_pop(space.vectors, key)
+            self.remove_repairs(namespace, record_id=record_id)
+
+    def records_with_key(self, namespace: str, key: str) -> list[str]:
+        revisions = self._space(namespace).revisions
+        return sorted(rid for rid, revs in revisions.items() if any(r.key == key for r in revs))
+
+    # -- repair queue ------------------------------------------------------------------
+    def put_repair(self, namespace: str, item: RepairItem) -> None:
+        self._dict_set(self._space(namespace).repairs, (item.record_id, item.cause), item)
+
+    def repairs(self, namespace: str) -> list[RepairItem]:
+        items = self._space(namespace).repairs.values()
+        return sorted(items, key=lambda item: (item.seq, item.record_id, item.cause))
+
+    def remove_repairs(
+        self, namespace: str, *, record_id: str | None = None, cause: str | None = None
+    ) -> None:
+        queue = self._space(namespace).repairs
+        for key in list(queue):
+            if (record_id is None or key[0] == record_id) and (cause is None or key[1] == cause):
+                self._dict_pop(queue, key)
+
+    def bump_counter(self, namespace: str, name: str) -> None:
+        counters = self._space(namespace).counters
+        self._dict_set(counters, name, counters.get(name, 0) + 1)
+
+    def counters(self, namespace: str) -> dict[str, int]:
+        return dict(self._space(namespace).counters)
+
+    # -- search index ------------------------------------------------------------------
+    def put_search(
+        self, namespace: str, key: RevisionKey, text: str, vector: Sequence[float] | None
+    ) -> None:
+        space = self._space(namespace)
+        self._dict_set(space.search_text, key, text)
+        if vector is None:
+            self._dict_pop(space.vectors, key)
+        else:
+            self._dict_set(space.vectors, key, [float(x) for x in vector])
+
+    def vectors(
+        self, namespace: str, keys: Collection[RevisionKey]
+    ) -> dict[RevisionKey, list[float]]:
+        stored = self._space(namespace).vectors
+        return {key: list(stored[key]) for key in keys if key in stored}
+
+    def lexical_match(self, namespace: str, terms: Sequence[str]) -> list[tuple[RevisionKey, str]]:
+        texts = self._space(namespace).search_text
+        return sorted(
+            (key, text) for key, text in texts.items() if any(term in text for term in terms)
+        )
+
+    # -- deliveries --------------------------------------------------------------------
+    def add_delivery(self, namespace: str, delivery: Delivery) -> None:
+        sessions = self._space(namespace).deliveries
+        if delivery.session not in sessions:
+            self._dict_set(sessions, delivery.session, [])
+        self._append(sessions[delivery.session], delivery)
+
+    def deliveries(self, namespace: str, session: str) -> list[Delivery]:
+        return list(self._space(namespace).deliveries.get(session, ()))
+
+    # -- service keys ------------------------------------------------------------------
+    def put_api_key(
+        self, key_id: str, secret_hash: str, tenant: str, namespaces: list[str], created: float
+    ) -> None:
+        if key_id in self._api_keys:
+            raise ConflictError(f"api key {key_id!r} already exists")
+        self._api_keys[key_id] = {
+            "key_id": key_id, "secret_hash": secret_hash, "tenant": tenant,
+            "namespaces": list(namespaces), "created": created,
+        }  # fmt: skip
+
+    def get_api_key(self, key_id: str) -> dict[str, Any] | None:
+        found = self._api_keys.get(key_id)
+        return None if found is None else {**found, "namespaces": list(found["namespaces"])}
+
+    def list_api_keys(self) -> list[dict[str, Any]]:
+        keys = sorted(self._api_keys.values(), key=lambda k: (k["created"], k["key_id"]))
+        return [{**k, "namespaces": list(k["namespaces"])} for k in keys]
+
+    def delete_api_key(self, key_id: str) -> bool:
+        return self._api_keys.pop(key_id, None) is not None
 
     def scrub(self) -> None:
         """Nothing outlives the objects here; erased text is garbage once unreferenced."""

@@ -1,8 +1,10 @@
 """Append-only numbered migrations shared by every SQL backend.
 
-Each migration is a list of statements in a portable subset of SQL; ``{bigint}`` and
-``{double}`` are filled in per dialect. Every table carries ``namespace`` first in its
-primary key: the shape a sharded PostgreSQL (Citus) distributes by.
+Each migration is a list of statements in a portable subset of SQL; ``{bigint}``,
+``{double}`` and ``{blob}`` are filled in per dialect. What only one database has (SQLite's
+FTS5 table, PostgreSQL's trigram index) is created by the backend after migrating. Every
+table carries ``namespace`` first in its primary key: the shape a sharded PostgreSQL (Citus)
+distributes by.
 """
 
 from __future__ import annotations
@@ -73,6 +75,32 @@ MIGRATIONS: Final[list[list[str]]] = [
         "CREATE INDEX frontiers_by_revision ON frontiers (namespace, record_id, revision)",
         "CREATE INDEX citing_by_revision ON citing (namespace, record_id, revision)",
         "CREATE INDEX pending_by_revision ON pending (namespace, record_id, revision)",
+    ],
+    # 3: search index, vectors, repair queue, deliveries, service keys
+    [
+        "CREATE INDEX revisions_by_key ON revisions (namespace, key_name)",
+        """CREATE TABLE search_docs (
+            namespace TEXT NOT NULL, record_id TEXT NOT NULL, revision INTEGER NOT NULL,
+            search_text TEXT NOT NULL, PRIMARY KEY (namespace, record_id, revision))""",
+        """CREATE TABLE vectors (
+            namespace TEXT NOT NULL, record_id TEXT NOT NULL, revision INTEGER NOT NULL,
+            vector {blob} NOT NULL, PRIMARY KEY (namespace, record_id, revision))""",
+        """CREATE TABLE repairs (
+            namespace TEXT NOT NULL, record_id TEXT NOT NULL, cause TEXT NOT NULL,
+            revision INTEGER NOT NULL, reason TEXT NOT NULL, anchor TEXT, seq {bigint} NOT NULL,
+            attempts INTEGER NOT NULL, last_error TEXT NOT NULL,
+            PRIMARY KEY (namespace, record_id, cause))""",
+        "CREATE INDEX repairs_by_seq ON repairs (namespace, seq)",
+        """CREATE TABLE counters (
+            namespace TEXT NOT NULL, name TEXT NOT NULL, value {bigint} NOT NULL,
+            PRIMARY KEY (namespace, name))""",
+        """CREATE TABLE deliveries (
+            namespace TEXT NOT NULL, session TEXT NOT NULL, seq {bigint} NOT NULL,
+            anchor TEXT, time {double} NOT NULL, items TEXT NOT NULL,
+            PRIMARY KEY (namespace, session, seq))""",
+        """CREATE TABLE api_keys (
+            key_id TEXT NOT NULL PRIMARY KEY, secret_hash TEXT NOT NULL, tenant TEXT NOT NULL,
+            namespaces TEXT NOT NULL, created {double} NOT NULL)""",
     ],
 ]
 

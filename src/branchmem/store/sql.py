@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from typing import Any
 
 from ..audit import AuditEntry
+from ..corrections import Delivery, RepairItem
 from ..errors import SchemaVersionError
 from ..invalidation import TREE, RetractionNode
 from ..provenance import RevisionNode
@@ -30,6 +31,7 @@ class SQLStore(Store):
 
     bigint = "INTEGER"
     double = "REAL"
+    blob = "BLOB"
 
     def __init__(self) -> None:
         self._depth = 0
@@ -183,9 +185,15 @@ class SQLStore(Store):
             current = self._locked_version()
             for version in range(current + 1, SCHEMA_VERSION + 1):
                 for statement in MIGRATIONS[version - 1]:
-                    self._run(statement.format(bigint=self.bigint, double=self.double))
+                    self._run(
+                        statement.format(bigint=self.bigint, double=self.double, blob=self.blob)
+                    )
+                self._after_migration(version)
                 self._run("INSERT INTO branchmem_schema (version) VALUES (?)", (version,))
         return SCHEMA_VERSION
+
+    def _after_migration(self, version: int) -> None:
+        """Create what only this database has, once the portable schema is at ``version``."""
 
     def _locked_version(self) -> int:
         if not self._table_exists("branchmem_schema"):
@@ -571,7 +579,191 @@ class SQLStore(Store):
                 f"key_scope = NULL WHERE namespace = ? AND record_id IN ({marks})",
                 (namespace, *chunk),
             )
+            for table in ("search_docs", "vectors", "repairs"):
+                self._run(
+                    f"DELETE FROM {table} WHERE namespace = ? AND record_id IN ({marks})",
+                    (namespace, *chunk),
+                )
         self._forget()
+        codec.forget()
+
+    def records_with_key(self, namespace: str, key: str) -> list[str]:
+        rows = self._all(
+            "SELECT DISTINCT record_id FROM revisions WHERE namespace = ? AND key_name = ?",
+            (namespace, key),
+        )
+        return sorted(str(row[0]) for row in rows)
+
+    # -- repair queue ------------------------------------------------------------------
+    def put_repair(self, namespace: str, item: RepairItem) -> None:
+        self._run(
+            "INSERT INTO repairs (namespace, record_id, cause, revision, reason, anchor, seq, "
+            "attempts, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (namespace, record_id, cause) DO UPDATE SET "
+            "revision = excluded.revision, reason = excluded.reason, anchor = excluded.anchor, "
+            "seq = excluded.seq, attempts = excluded.attempts, last_error = excluded.last_error",
+            (
+                namespace, item.record_id, item.cause, item.revision, item.reason, item.anchor,
+                item.seq, item.attempts, item.last_error,
+            ),
+        )  # fmt: skip
+
+    def repairs(self, namespace: str) -> list[RepairItem]:
+        rows = self._all(
+            "SELECT record_id, revision, reason, cause, anchor, seq, attempts, last_error "
+            "FROM repairs WHERE namespace = ? ORDER BY seq, record_id, cause",
+            (namespace,),
+        )
+        return [
+            RepairItem(str(r[0]), int(r[1]), str(r[2]), str(r[3]), r[4], int(r[5]), int(r[6]), r[7])
+            for r in rows
+        ]
+
+    def remove_repairs(
+        self, namespace: str, *, record_id: str | None = None, cause: str | None = None
+    ) -> None:
+        where, params = ["namespace = ?"], [namespace]
+        for column, value in (("record_id", record_id), ("cause", cause)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        self._run(f"DELETE FROM repairs WHERE {' AND '.join(where)}", params)
+
+    def bump_counter(self, namespace: str, name: str) -> None:
+        self._run(
+            "INSERT INTO counters (namespace, name, value) VALUES (?, ?, 1) "
+            "ON CONFLICT (namespace, name) DO UPDATE SET value = counters.value + 1",
+            (namespace, name),
+        )
+
+    def counters(self, namespace: str) -> dict[str, int]:
+        rows = self._all("SELECT name, value FROM counters WHERE namespace = ?", (namespace,))
+        return {str(name): int(value) for name, value in rows}
+
+    # -- search index ------------------------------------------------------------------
+    def put_search(
+        self, namespace: str, key: RevisionKey, text: str, vector: Sequence[float] | None
+    ) -> None:
+        record_id, revision = key
+        self._run(
+            "DELETE FROM search_docs WHERE namespace = ? AND record_id = ? AND revision = ?",
+            (namespace, record_id, revision),
+        )
+        self._run(
+            "INSERT INTO search_docs (namespace, record_id, revision, search_text) "
+            "VALUES (?, ?, ?, ?)",
+            (namespace, record_id, revision, text),
+        )
+        self._run(
+            "DELETE FROM vectors WHERE namespace = ? AND record_id = ? AND revision = ?",
+            (namespace, record_id, revision),
+        )
+        if vector is not None:
+            self._run(
+                "INSERT INTO vectors (namespace, record_id, revision, vector) VALUES (?, ?, ?, ?)",
+                (namespace, record_id, revision, codec.pack_vector(vector)),
+            )
+
+    def vectors(
+        self, namespace: str, keys: Collection[RevisionKey]
+    ) -> dict[RevisionKey, list[float]]:
+        wanted = set(keys)
+        found: dict[RevisionKey, list[float]] = {}
+        for chunk in self._chunks(sorted({record_id for record_id, _ in wanted})):
+            rows = self._all(
+                "SELECT record_id, revision, vector FROM vectors WHERE namespace = ? "
+                f"AND record_id IN ({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+            for record_id, revision, blob in rows:
+                key = (str(record_id), int(revision))
+                if key in wanted:
+                    found[key] = codec.unpack_vector(bytes(blob))
+        return found
+
+    def _term_condition(self, term: str) -> tuple[str, list[Any]]:
+        """SQL that is true when ``search_text`` contains ``term``, with its parameters."""
+        return "instr(search_text, ?) > 0", [term]
+
+    def lexical_match(self, namespace: str, terms: Sequence[str]) -> list[tuple[RevisionKey, str]]:
+        if not terms:
+            return []
+        conditions, params = [], [namespace]
+        for term in dict.fromkeys(terms):
+            condition, values = self._term_condition(term)
+            conditions.append(condition)
+            params.extend(values)
+        rows = self._all(
+            "SELECT record_id, revision, search_text FROM search_docs WHERE namespace = ? "
+            f"AND ({' OR '.join(conditions)}) ORDER BY record_id, revision",
+            params,
+        )
+        return [((str(r[0]), int(r[1])), str(r[2])) for r in rows]
+
+    # -- deliveries --------------------------------------------------------------------
+    def add_delivery(self, namespace: str, delivery: Delivery) -> None:
+        self._run(
+            "INSERT INTO deliveries (namespace, session, seq, anchor, time, items) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                namespace, delivery.session, delivery.seq, delivery.anchor, delivery.time,
+                codec.dumps([list(item) for item in delivery.items]),
+            ),
+        )  # fmt: skip
+
+    def deliveries(self, namespace: str, session: str) -> list[Delivery]:
+        rows = self._all(
+            "SELECT seq, anchor, time, items FROM deliveries WHERE namespace = ? "
+            "AND session = ? ORDER BY seq",
+            (namespace, session),
+        )
+        return [
+            Delivery(
+                session, int(seq), anchor, float(when),
+                tuple((str(i), int(r)) for i, r in codec.loads(items)),
+            )
+            for seq, anchor, when, items in rows
+        ]  # fmt: skip
+
+    # -- service keys ------------------------------------------------------------------
+    def put_api_key(
+        self, key_id: str, secret_hash: str, tenant: str, namespaces: list[str], created: float
+    ) -> None:
+        with self.transaction(None):
+            self._run(
+                "INSERT INTO api_keys (key_id, secret_hash, tenant, namespaces, created) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (key_id, secret_hash, tenant, codec.dumps(list(namespaces)), created),
+            )
+
+    def _api_key_rows(self, key_id: str | None) -> list[dict[str, Any]]:
+        where, params = ("WHERE key_id = ?", (key_id,)) if key_id is not None else ("", ())
+        with self.reading("") if self._depth == 0 else nullcontext():
+            rows = self._all(
+                "SELECT key_id, secret_hash, tenant, namespaces, created FROM api_keys "
+                f"{where} ORDER BY created, key_id",
+                params,
+            )
+        return [
+            {
+                "key_id": r[0], "secret_hash": r[1], "tenant": r[2],
+                "namespaces": list(codec.loads(r[3])), "created": float(r[4]),
+            }
+            for r in rows
+        ]  # fmt: skip
+
+    def get_api_key(self, key_id: str) -> dict[str, Any] | None:
+        rows = self._api_key_rows(key_id)
+        return rows[0] if rows else None
+
+    def list_api_keys(self) -> list[dict[str, Any]]:
+        return self._api_key_rows(None)
+
+    def delete_api_key(self, key_id: str) -> bool:
+        with self.transaction(None):
+            found = self._one("SELECT 1 FROM api_keys WHERE key_id = ?", (key_id,)) is not None
+            self._run("DELETE FROM api_keys WHERE key_id = ?", (key_id,))
+        return found
 
     def scrub(self) -> None:
         """Updated rows are rewritten in place by the database; a backend with a log of old

@@ -8,13 +8,27 @@ SQLite overwrite freed pages with zeros, which erasure relies on.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConflictError, StorageError
+from .base import RevisionKey
 from .sql import SQLStore
+
+# The lexical index: FTS5 over search_docs (external content, so the text is stored once),
+# trigram tokens, no case folding (search_text is already lexical.normalize()d).
+FTS_SCHEMA = (
+    """CREATE VIRTUAL TABLE search_fts USING fts5(
+        search_text, content = 'search_docs', content_rowid = 'rowid',
+        tokenize = 'trigram case_sensitive 1')""",
+    """CREATE TRIGGER search_docs_indexed AFTER INSERT ON search_docs BEGIN
+        INSERT INTO search_fts (rowid, search_text) VALUES (new.rowid, new.search_text); END""",
+    """CREATE TRIGGER search_docs_unindexed AFTER DELETE ON search_docs BEGIN
+        INSERT INTO search_fts (search_fts, rowid, search_text)
+        VALUES ('delete', old.rowid, old.search_text); END""",
+)
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -73,10 +87,48 @@ class SQLiteStore(SQLStore):
         row = self._one("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
         return row is not None
 
+    def _after_migration(self, version: int) -> None:
+        if version == 3:
+            for statement in FTS_SCHEMA:
+                self._run(statement)
+
+    def lexical_match(self, namespace: str, terms: Sequence[str]) -> list[tuple[RevisionKey, str]]:
+        """Terms of three or more characters through the trigram index (a quoted FTS5 phrase
+        matches exactly the rows containing it); shorter CJK terms by ``instr``."""
+        if not terms:
+            return []
+        unique = list(dict.fromkeys(terms))
+        long_terms = [term for term in unique if len(term) >= 3]
+        conditions: list[str] = []
+        params: list[Any] = [namespace]
+        if long_terms:
+            conditions.append("rowid IN (SELECT rowid FROM search_fts WHERE search_fts MATCH ?)")
+            params.append(" OR ".join('"' + term.replace('"', '""') + '"' for term in long_terms))
+        for term in unique:
+            if len(term) < 3:
+                conditions.append("instr(search_text, ?) > 0")
+                params.append(term)
+        rows = self._all(
+            "SELECT record_id, revision, search_text FROM search_docs WHERE namespace = ? "
+            f"AND ({' OR '.join(conditions)}) ORDER BY record_id, revision",
+            params,
+        )
+        return [((str(r[0]), int(r[1])), str(r[2])) for r in rows]
+
+    def erase_content(self, namespace: str, event_ids: Any, record_ids: Any) -> None:
+        super().erase_content(namespace, event_ids, record_ids)
+        self._fts_dirty = True
+
     def scrub(self) -> None:
-        """Copy the WAL into the database file and truncate it: with ``secure_delete`` the
-        freed cells were zeroed, so no erased byte is left in either file."""
+        """Leave no erased byte in the files. Deleted FTS5 entries live on in older index
+        segments until a merge, so the index is merged into one segment first; then the WAL
+        is copied into the database file and truncated. With ``secure_delete`` every freed
+        cell and page was zeroed on the way."""
         if self._depth == 0 and self._conn is not None:
+            if getattr(self, "_fts_dirty", False):
+                with self.transaction(None):
+                    self._run("INSERT INTO search_fts (search_fts) VALUES ('optimize')")
+                self._fts_dirty = False
             self._run("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def query_plan(self, text: str, params: tuple[Any, ...] = ()) -> list[str]:
