@@ -11,9 +11,9 @@ PACKAGE = Path(__file__).parent.parent / "src" / "branchmem"
 CORE = [
     "resolution", "validation",
     "topology", "provenance", "visibility", "invalidation", "audit", "model", "errors",
-    "tokens", "lexical", "embedding", "context",
+    "tokens", "lexical", "embedding", "context", "corrections",
 ]  # fmt: skip
-OUTSIDE = ("store", "server", "integrations", "importers", "memory", "cli")
+OUTSIDE = ("store", "server", "integrations", "importers", "memory", "cli", "client", "propagation")
 
 
 @pytest.mark.parametrize("module", CORE)

@@ -26,6 +26,7 @@ from .corrections import (
 )
 from .embedding import Embedder, hybrid_rank
 from .errors import (
+    BranchmemError,
     ConflictError,
     CycleError,
     ErasedError,
@@ -45,9 +46,7 @@ from .model import (
     Hit,
     Record,
 )
-from .provenance import (
-    RevisionNode,
-)
+from .provenance import RevisionNode, SourceRef
 from .resolution import Resolution
 from .store.base import Store
 from .store.memory import InMemoryStore
@@ -462,6 +461,7 @@ class Memory:
             raise ConflictError(f"id {record_id!r} is already an event in namespace {namespace!r}")
         refs = self._resolution(namespace).refs(checked_sources)
         self._resolution(namespace).check_cycle(record_id, refs)
+        self._check_not_built_on_erased(namespace, what, refs)
         node = RevisionNode(
             record_id=record_id,
             revision=1,
@@ -481,12 +481,26 @@ class Memory:
         for old_id in supersedes:
             self._supersede(namespace, record_id, old_id)
         self._resolution(namespace).record_arrived(record_id, 1)
-        if checked_key is not None and kind != RETRACTION_KIND:
-            home = self._home(node)
-            for other in store.records_with_key(namespace, checked_key):
-                if other != record_id:
-                    self._mark_stale(namespace, other, SUPERSEDED, cause_anchor=home)
+        if checked_key is not None:
+            self._mark_key_competitors(namespace, node)
         return node
+
+    def _mark_key_competitors(self, namespace: str, node: RevisionNode) -> None:
+        """A newer keyed record supersedes the key's records above it on its path: queue
+        what was built on those (records elsewhere never compete with it in one view)."""
+        home = self._home(node)
+        if home is None or node.key is None:
+            return
+        store = self._store
+        others = [r for r in store.records_with_key(namespace, node.key) if r != node.record_id]
+        cited = {target for target, _ in store.citing_any(namespace, others)} if others else set()
+        if not cited:
+            return
+        path = set(store.path_ids(namespace, home))
+        for other in sorted(cited):
+            latest = store.get_revisions(namespace, other)[-1]
+            if latest.scope == node.scope and self._home(latest) in path:
+                self._mark_stale(namespace, other, SUPERSEDED, cause_anchor=home)
 
     def revise(
         self,
@@ -508,6 +522,7 @@ class Memory:
                 raise InvalidInput(f"{what}: content must be a string")
             refs = self._resolution(namespace).refs(checked_sources)
             self._resolution(namespace).check_cycle(id, refs)
+            self._check_not_built_on_erased(namespace, what, refs)
             node = replace(
                 latest,
                 revision=latest.revision + 1,
@@ -535,6 +550,15 @@ class Memory:
             vector = self.embedder.embed([node.content])[0]
         key = (node.record_id, node.revision)
         self._store.put_search(namespace, key, normalize(node.content), vector)
+
+    def _check_not_built_on_erased(
+        self, namespace: str, what: str, refs: tuple[SourceRef, ...] | None
+    ) -> None:
+        """What is built on erased content would be erased with it: refuse to write it."""
+        targets = [ref.target for ref in refs or ()]
+        for target, status in self._store.statuses(namespace, targets).items():
+            if status == ERASED:
+                raise ErasedError(f"{what}: source {target!r} was erased")
 
     def _latest(self, namespace: str, record_id: str) -> RevisionNode:
         check_id(record_id, "record id")
@@ -650,8 +674,10 @@ class Memory:
             hit = set(target_ids)
             if key is not None:
                 hit.update(self._store.records_with_key(namespace, key))
-            home = self._home(node)
-            for target in sorted(hit - {id}):
+            hit.discard(id)
+            cited = {t for t, _ in self._store.citing_any(namespace, hit)} if hit else set()
+            home = self._home(node) if scope == BRANCH else None
+            for target in sorted(cited):
                 self._mark_stale(namespace, target, RETRACTED, cause_anchor=home)
         return self._to_record(namespace, node)
 
@@ -921,13 +947,22 @@ class Memory:
         return self._home(self._store.get_revisions(namespace, record_id)[-1])
 
     def _stale_view(
-        self, namespace: str, record_id: str, anchors: Iterable[str | None]
-    ) -> tuple[str | None, View] | None:
-        """The first of ``anchors`` where the record is stale, with that view."""
+        self,
+        namespace: str,
+        record_id: str,
+        anchors: Iterable[str | None],
+        views: dict[str, View],
+    ) -> tuple[str, View] | None:
+        """The first of ``anchors`` where the record is stale, with that view (``views``
+        caches one view per anchor for the length of a call)."""
         for anchor in dict.fromkeys(anchors):
             if anchor is None:
                 continue
-            view = View(self._store, namespace, anchor, self.mode)
+            view = views.get(anchor)
+            if view is None:
+                if self._store.get_event(namespace, anchor) is None:
+                    continue
+                view = views[anchor] = View(self._store, namespace, anchor, self.mode)
             decision = view.decide(record_id)
             if (
                 decision.revision is not None
@@ -940,39 +975,51 @@ class Memory:
     def _mark_stale(
         self, namespace: str, cause: str, reason: str, *, cause_anchor: str | None = None
     ) -> None:
-        """Queue every record built on ``cause`` that this change made stale somewhere."""
+        """Queue every record built on ``cause``. Whether, and in which view, each went stale
+        is decided when the queue is read: a write pays for an index lookup, not a view."""
         store = self._store
         dependents = self._dependents(namespace, cause)
         if not dependents:
             return
         erased = store.statuses(namespace, dependents)
-        marked: list[tuple[str, int, str | None]] = []
-        for record_id in sorted(dependents):
-            if erased.get(record_id) == ERASED:
-                continue
-            latest = store.get_revisions(namespace, record_id)[-1]
-            found = self._stale_view(namespace, record_id, (self._home(latest), cause_anchor))
-            if found is not None:
-                marked.append((record_id, latest.revision, found[0]))
+        marked = [record_id for record_id in sorted(dependents) if erased.get(record_id) != ERASED]
         if not marked:
             return
         seq = store.next_seq(namespace)
-        for record_id, revision, anchor in marked:
-            store.put_repair(namespace, RepairItem(record_id, revision, reason, cause, anchor, seq))
-        self._audit(namespace, "mark_stale", (cause, *(m[0] for m in marked)), reason=reason)
+        for record_id in marked:
+            latest = store.get_revisions(namespace, record_id)[-1]
+            anchor = cause_anchor if cause_anchor is not None else self._home(latest)
+            item = RepairItem(record_id, latest.revision, reason, cause, anchor, seq)
+            store.put_repair(namespace, item)
+        self._audit(namespace, "mark_stale", (cause, *marked), reason=reason)
+
+    def _where_stale(
+        self, namespace: str, item: RepairItem, views: dict[str, View]
+    ) -> tuple[RepairItem, View] | None:
+        """Where a queued record is stale now: at its own deepest source event, or else at
+        the anchor the cause acted from; None once nothing there leaves it stale."""
+        revisions = self._store.get_revisions(namespace, item.record_id)
+        if not revisions:
+            return None
+        home = self._home(revisions[-1])
+        found = self._stale_view(namespace, item.record_id, (home, item.anchor), views)
+        if found is None:
+            return None
+        return replace(item, anchor=found[0]), found[1]
 
     def repair_queue(self, *, namespace: str = DEFAULT_NAMESPACE) -> list[RepairItem]:
-        """Records a correction made stale that are still stale where they went stale,
-        oldest first (entries a later change already settled are left out)."""
+        """Records a correction made stale that are still stale, oldest first, each with
+        the anchor of a view where it is (entries a later change settled are left out)."""
         with self._read(namespace):
             return [item for item, _ in self._pending_repairs(namespace)]
 
     def _pending_repairs(self, namespace: str) -> list[tuple[RepairItem, View]]:
+        views: dict[str, View] = {}
         pending = []
         for item in self._store.repairs(namespace):
-            found = self._stale_view(namespace, item.record_id, (item.anchor,))
+            found = self._where_stale(namespace, item, views)
             if found is not None:
-                pending.append((item, found[1]))
+                pending.append(found)
         return pending
 
     def repair(
@@ -1013,7 +1060,11 @@ class Memory:
                 self._repair_failed(namespace, item, f"{type(error).__name__}: {error}")
                 result.failed[record_id] = f"{type(error).__name__}: {error}"
                 continue
-            self._repair_done(namespace, item, stale_record, derived, result)
+            try:
+                self._repair_done(namespace, item, stale_record, derived, result)
+            except BranchmemError as error:  # an unusable result: counted like a failure
+                self._repair_failed(namespace, item, f"{type(error).__name__}: {error}")
+                result.failed[record_id] = f"{type(error).__name__}: {error}"
         with self._read(namespace):
             pending_after = self._pending_repairs(namespace)
         return replace(result, pending=len({item.record_id for item, _ in pending_after}))
@@ -1059,6 +1110,7 @@ class Memory:
             resolution = self._resolution(namespace)
             refs = resolution.refs(checked_sources)
             resolution.check_cycle(item.record_id, refs)
+            self._check_not_built_on_erased(namespace, what, refs)
             latest = revisions[-1]
             node = replace(
                 latest,
@@ -1200,7 +1252,8 @@ class Memory:
     def stale_deliveries(
         self, session: str, anchor: str | None = None, *, namespace: str = DEFAULT_NAMESPACE
     ) -> list[StaleDelivery]:
-        """Every delivered (record, revision) the session would not be given now, and why.
+        """Every delivered record the session would not be given now, and why (each record
+        judged by the revision it was given last).
 
         Judged at ``anchor``; without one, at the head of the tree of the session's latest
         delivery (so a branch switch made with ``set_head`` shows as ``off_path``), else at
@@ -1215,13 +1268,12 @@ class Memory:
                 anchor = self._judging_anchor(namespace, delivered[-1].anchor)
             view = self._view(namespace, anchor, False, None)
             found: list[StaleDelivery] = []
-            seen: set[tuple[str, int]] = set()
-            for delivery in reversed(delivered):
-                for item in delivery.items:
-                    if item in seen:
+            seen: set[str] = set()
+            for delivery in reversed(delivered):  # a record's newest delivery is what counts
+                for record_id, revision in delivery.items:
+                    if record_id in seen:
                         continue
-                    seen.add(item)
-                    record_id, revision = item
+                    seen.add(record_id)
                     decision = view.decide(record_id)
                     returned = decision.returned(False, False)
                     now = decision.revision.revision if decision.revision else None

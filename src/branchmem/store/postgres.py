@@ -271,6 +271,7 @@ class PostgresStore(SQLStore):
     def _after_migration(self, version: int) -> None:
         """A trigram index for ``LIKE '%term%'`` when pg_trgm can be had; without it (no
         privilege to create the extension) lexical lookups scan, with the same results."""
+        super()._after_migration(version)
         if version != 3:
             return
         with suppress(StorageError), self.transaction(None):

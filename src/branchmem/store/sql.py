@@ -17,6 +17,7 @@ from ..audit import AuditEntry
 from ..corrections import Delivery, RepairItem
 from ..errors import SchemaVersionError
 from ..invalidation import TREE, RetractionNode
+from ..lexical import normalize
 from ..provenance import RevisionNode
 from ..topology import EventNode
 from . import codec
@@ -193,7 +194,18 @@ class SQLStore(Store):
         return SCHEMA_VERSION
 
     def _after_migration(self, version: int) -> None:
-        """Create what only this database has, once the portable schema is at ``version``."""
+        """Create what only this database has, once the portable schema is at ``version``;
+        a subclass adds its own objects first, then calls this."""
+        if version == 3:  # index what was written before there was a search index
+            rows = self._all("SELECT namespace, record_id, revision, content FROM revisions")
+            self._many(
+                "INSERT INTO search_docs (namespace, record_id, revision, search_text) "
+                "VALUES (?, ?, ?, ?)",
+                [
+                    (ns, record_id, revision, normalize(text))
+                    for ns, record_id, revision, text in rows
+                ],
+            )
 
     def _locked_version(self) -> int:
         if not self._table_exists("branchmem_schema"):

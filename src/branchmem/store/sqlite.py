@@ -91,6 +91,7 @@ class SQLiteStore(SQLStore):
         if version == 3:
             for statement in FTS_SCHEMA:
                 self._run(statement)
+        super()._after_migration(version)
 
     def lexical_match(self, namespace: str, terms: Sequence[str]) -> list[tuple[RevisionKey, str]]:
         """Terms of three or more characters through the trigram index (a quoted FTS5 phrase
