@@ -39,6 +39,7 @@ from .model import (
     ERASED,
     RETRACTED,
     RETRACTION_KIND,
+    STALE,
     SUPERSEDED,
     WITHDRAWN,
     Event,
@@ -481,26 +482,7 @@ class Memory:
         for old_id in supersedes:
             self._supersede(namespace, record_id, old_id)
         self._resolution(namespace).record_arrived(record_id, 1)
-        if checked_key is not None:
-            self._mark_key_competitors(namespace, node)
         return node
-
-    def _mark_key_competitors(self, namespace: str, node: RevisionNode) -> None:
-        """A newer keyed record supersedes the key's records above it on its path: queue
-        what was built on those (records elsewhere never compete with it in one view)."""
-        home = self._home(node)
-        if home is None or node.key is None:
-            return
-        store = self._store
-        others = [r for r in store.records_with_key(namespace, node.key) if r != node.record_id]
-        cited = {target for target, _ in store.citing_any(namespace, others)} if others else set()
-        if not cited:
-            return
-        path = set(store.path_ids(namespace, home))
-        for other in sorted(cited):
-            latest = store.get_revisions(namespace, other)[-1]
-            if latest.scope == node.scope and self._home(latest) in path:
-                self._mark_stale(namespace, other, SUPERSEDED, cause_anchor=home)
 
     def revise(
         self,
@@ -1023,12 +1005,19 @@ class Memory:
         return pending
 
     def repair(
-        self, deriver: Deriver, *, limit: int | None = None, namespace: str = DEFAULT_NAMESPACE
+        self,
+        deriver: Deriver,
+        *,
+        anchor: str | None = None,
+        limit: int | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
     ) -> RepairResult:
         """Rebuild stale records with ``deriver(stale_record, view) -> (content, sources)``.
 
-        Each result becomes a new revision of the stale record, gated like any other. The
-        deriver runs outside any transaction (it may call a model); a record that changed
+        Works through the repair queue; with ``anchor``, through every record stale in that
+        view instead, queued or not (a newer keyed record outcompeting an older one is not
+        queued). Each result becomes a new revision of the stale record, gated like any other.
+        The deriver runs outside any transaction (it may call a model); a record that changed
         meanwhile is left for the next pass. ``None`` leaves the record hidden and drops its
         entry; an exception leaves everything as it was but the entry's attempt count.
         """
@@ -1037,10 +1026,11 @@ class Memory:
         result = RepairResult()
         with self._write(namespace):
             stored = self._store.repairs(namespace)
-            pending = self._pending_repairs(namespace)
+            queued = self._pending_repairs(namespace)
             settled = {(i.record_id, i.cause) for i in stored} - {
-                (i.record_id, i.cause) for i, _ in pending
+                (i.record_id, i.cause) for i, _ in queued
             }
+            pending = queued if anchor is None else self._stale_at(namespace, anchor, queued)
             for record_id, cause in sorted(settled):
                 self._store.remove_repairs(namespace, record_id=record_id, cause=cause)
                 result.cleared.append(record_id)
@@ -1069,13 +1059,32 @@ class Memory:
             pending_after = self._pending_repairs(namespace)
         return replace(result, pending=len({item.record_id for item, _ in pending_after}))
 
+    def _stale_at(
+        self, namespace: str, anchor: str, queued: list[tuple[RepairItem, View]]
+    ) -> list[tuple[RepairItem, View]]:
+        """Every record stale at ``anchor``, with its queue entry when it has one."""
+        view = self._view(namespace, anchor, False, None)
+        entries = {item.record_id: item for item, _ in reversed(queued)}
+        found = []
+        for decision in self._chosen(view, None, None, None, False, True):
+            if not decision.stale or decision.revision is None:
+                continue
+            node = decision.revision
+            item = entries.get(node.record_id) or RepairItem(
+                node.record_id, node.revision, STALE, "", anchor, 0
+            )
+            found.append((replace(item, anchor=anchor), view))
+        return found
+
     def _repair_failed(self, namespace: str, item: RepairItem, error: str) -> None:
         with self._write(namespace):
-            for entry in self._store.repairs(namespace):
-                if entry.record_id == item.record_id:
-                    self._store.put_repair(
-                        namespace, replace(entry, attempts=entry.attempts + 1, last_error=error)
-                    )
+            entries = [e for e in self._store.repairs(namespace) if e.record_id == item.record_id]
+            if not entries:  # found by anchor, not queued: queue it with the failure
+                entries = [replace(item, cause=item.cause, seq=self._store.next_seq(namespace))]
+            for entry in entries:
+                self._store.put_repair(
+                    namespace, replace(entry, attempts=entry.attempts + 1, last_error=error)
+                )
             self._store.bump_counter(namespace, "failed")
             self._audit(namespace, "repair_failed", (item.record_id,), reason=item.reason)
 

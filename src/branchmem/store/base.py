@@ -184,7 +184,8 @@ class Store(ABC):
     def put_search(
         self, namespace: str, key: RevisionKey, text: str, vector: Sequence[float] | None
     ) -> None:
-        """Index one revision: its normalised text (``lexical.normalize``) and its vector."""
+        """Index a new revision (once): its normalised text (``lexical.normalize``) and its
+        vector."""
 
     @abstractmethod
     def vectors(

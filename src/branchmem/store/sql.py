@@ -658,17 +658,9 @@ class SQLStore(Store):
     ) -> None:
         record_id, revision = key
         self._run(
-            "DELETE FROM search_docs WHERE namespace = ? AND record_id = ? AND revision = ?",
-            (namespace, record_id, revision),
-        )
-        self._run(
             "INSERT INTO search_docs (namespace, record_id, revision, search_text) "
             "VALUES (?, ?, ?, ?)",
             (namespace, record_id, revision, text),
-        )
-        self._run(
-            "DELETE FROM vectors WHERE namespace = ? AND record_id = ? AND revision = ?",
-            (namespace, record_id, revision),
         )
         if vector is not None:
             self._run(
