@@ -4,7 +4,7 @@ STAMP := $(VENV)/.installed
 MEM0V1_VENV ?= .venv-mem0v1
 MEM0V1_STAMP := $(MEM0V1_VENV)/.installed
 
-.PHONY: run demo test test-mem0v1 lint bench clean
+.PHONY: run demo test test-mem0v1 lint bench propagation-report clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -42,6 +42,9 @@ bench: $(STAMP)
 	BRANCHMEM_BENCH_SCALE=1 $(VENV)/bin/pytest -q tests/test_reliability.py
 	$(PY) bench/visibility.py
 	$(PY) bench/storage.py
+
+propagation-report: $(STAMP)
+	$(VENV)/bin/branchmem propagation-report docs/propagation-report.md
 
 clean:
 	rm -rf $(VENV) $(MEM0V1_VENV) .pytest_cache .mypy_cache .ruff_cache
