@@ -42,6 +42,8 @@ bench: $(STAMP)
 	BRANCHMEM_BENCH_SCALE=1 $(VENV)/bin/pytest -q tests/test_reliability.py
 	$(PY) bench/visibility.py
 	$(PY) bench/storage.py
+	$(PY) bench/search.py
+	$(PY) bench/load.py
 
 propagation-report: $(STAMP)
 	$(VENV)/bin/branchmem propagation-report docs/propagation-report.md

@@ -19,6 +19,7 @@ from .model import Event, Explanation, Hit, Record
 
 __all__ = [
     "BranchmemError",
+    "Client",
     "ConflictError",
     "Context",
     "CycleError",
@@ -37,3 +38,12 @@ __all__ = [
     "StaleDelivery",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    """``branchmem.Client`` needs httpx (the ``server`` extra): import it on first use."""
+    if name == "Client":
+        from .client import Client
+
+        return Client
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

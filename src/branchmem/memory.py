@@ -462,7 +462,6 @@ class Memory:
             raise ConflictError(f"id {record_id!r} is already an event in namespace {namespace!r}")
         refs = self._resolution(namespace).refs(checked_sources)
         self._resolution(namespace).check_cycle(record_id, refs)
-        self._check_not_built_on_erased(namespace, what, refs)
         node = RevisionNode(
             record_id=record_id,
             revision=1,
@@ -504,7 +503,6 @@ class Memory:
                 raise InvalidInput(f"{what}: content must be a string")
             refs = self._resolution(namespace).refs(checked_sources)
             self._resolution(namespace).check_cycle(id, refs)
-            self._check_not_built_on_erased(namespace, what, refs)
             node = replace(
                 latest,
                 revision=latest.revision + 1,
@@ -536,7 +534,9 @@ class Memory:
     def _check_not_built_on_erased(
         self, namespace: str, what: str, refs: tuple[SourceRef, ...] | None
     ) -> None:
-        """What is built on erased content would be erased with it: refuse to write it."""
+        """A repair derived while its sources were being erased would write erased text back
+        (erasure cascades only over what existed when it ran): refuse it. A caller's own
+        add_record/revise citing an erased id is allowed; the record is simply never shown."""
         targets = [ref.target for ref in refs or ()]
         for target, status in self._store.statuses(namespace, targets).items():
             if status == ERASED:

@@ -1,0 +1,177 @@
+"""API keys: one tenant each, bound to namespaces, stored as a hash.
+
+A key reads ``bm_<key_id>_<secret>``. The store keeps the key id, ``sha256:<hex>`` of the
+secret, the tenant and the namespaces; the secret itself is shown once, at creation. The
+secret is 256 random bits, so a fast hash is as strong as a slow one here: nobody can
+enumerate the inputs. Comparison is constant-time.
+
+A namespace binding is an exact name (``alice``) or a prefix ending in ``*`` (``acme/*``:
+every namespace starting with ``acme/``; ``*`` alone: every namespace, for a single-tenant
+server). Two tenants may never hold overlapping bindings,
+so no namespace is ever reachable from two tenants.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ..errors import ConflictError, InvalidInput, NotFoundError
+from ..memory import Memory
+
+PREFIX: Final = "bm_"
+CACHE_SECONDS: Final = 2.0  # a deleted key stops working within this long on every worker
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """What a presented key grants (never the secret)."""
+
+    key_id: str
+    tenant: str
+    namespaces: tuple[str, ...]
+    created: float
+
+    def allows(self, namespace: str) -> bool:
+        return any(binding_covers(binding, namespace) for binding in self.namespaces)
+
+    @property
+    def actor(self) -> str:
+        """How the audit log names mutations made with this key."""
+        return f"key:{self.key_id}"
+
+
+def binding_covers(binding: str, namespace: str) -> bool:
+    if binding.endswith("*"):
+        return namespace.startswith(binding[:-1])
+    return namespace == binding
+
+
+def bindings_overlap(a: str, b: str) -> bool:
+    """True when some namespace is covered by both bindings."""
+    if a.endswith("*") and b.endswith("*"):
+        return a[:-1].startswith(b[:-1]) or b[:-1].startswith(a[:-1])
+    if a.endswith("*"):
+        return binding_covers(a, b)
+    if b.endswith("*"):
+        return binding_covers(b, a)
+    return a == b
+
+
+def check_binding(binding: object) -> str:
+    if not isinstance(binding, str) or not binding:
+        raise InvalidInput(f"a namespace binding must be a name or a 'prefix*', got {binding!r}")
+    if "*" in binding[:-1]:
+        raise InvalidInput(f"namespace binding {binding!r}: '*' may only end a prefix")
+    return binding
+
+
+def hash_secret(secret: str) -> str:
+    return "sha256:" + hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def split_key(presented: str) -> tuple[str, str] | None:
+    """``(key_id, secret)`` of a well-formed key, else None."""
+    if not presented.startswith(PREFIX):
+        return None
+    key_id, sep, secret = presented[len(PREFIX) :].partition("_")
+    if not sep or not key_id or not secret or not key_id.isalnum():
+        return None
+    return key_id, secret
+
+
+class KeyRing:
+    """Keys over a ``Memory``'s store, with a short cache so a request costs no query."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        self._cache: dict[str, tuple[float, dict[str, Any] | None]] = {}
+        self._cache_lock = threading.Lock()
+
+    def _store_call(self, method: str, *args: Any) -> Any:
+        store = self.memory.store
+        call = getattr(store, method, None)
+        if call is None:
+            raise InvalidInput(
+                f"this store ({type(store).__name__}) does not keep API keys; "
+                "upgrade it with `branchmem migrate`"
+            )
+        # the store serves one caller at a time: Memory's lock is what serialises it
+        with self.memory._lock:
+            return call(*args)
+
+    # -- administration (the CLI) ----------------------------------------------------------
+    def create(self, tenant: str, namespaces: list[str]) -> tuple[str, ApiKey]:
+        """A new key for ``tenant`` bound to ``namespaces``: the full key (shown once) and
+        what it grants. Refuses bindings that overlap another tenant's."""
+        if not isinstance(tenant, str) or not tenant:
+            raise InvalidInput(f"tenant must be a non-empty string, got {tenant!r}")
+        bindings = [check_binding(b) for b in namespaces]
+        if not bindings:
+            raise InvalidInput("a key needs at least one namespace binding")
+        for other in self.list():
+            if other.tenant == tenant:
+                continue
+            for mine in bindings:
+                for theirs in other.namespaces:
+                    if bindings_overlap(mine, theirs):
+                        raise ConflictError(
+                            f"namespace binding {mine!r} overlaps {theirs!r} of tenant "
+                            f"{other.tenant!r} (key {other.key_id!r})"
+                        )
+        key_id = secrets.token_hex(6)
+        secret = secrets.token_urlsafe(32)
+        created = time.time()
+        self._store_call("put_api_key", key_id, hash_secret(secret), tenant, bindings, created)
+        return f"{PREFIX}{key_id}_{secret}", ApiKey(key_id, tenant, tuple(bindings), created)
+
+    def list(self) -> list[ApiKey]:
+        rows = self._store_call("list_api_keys")
+        return [self._granted(row) for row in rows]
+
+    def delete(self, key_id: str) -> None:
+        if not self._store_call("delete_api_key", key_id):
+            raise NotFoundError(f"API key {key_id!r} not found")
+        with self._cache_lock:
+            self._cache.pop(key_id, None)
+
+    # -- per request -----------------------------------------------------------------------
+    def verify(self, presented: str) -> ApiKey | None:
+        """The key's grant when ``presented`` is a live key, else None."""
+        parts = split_key(presented)
+        if parts is None:
+            return None
+        key_id, secret = parts
+        row = self._row(key_id)
+        if row is None:
+            return None
+        if not hmac.compare_digest(str(row["secret_hash"]), hash_secret(secret)):
+            return None
+        return self._granted(row)
+
+    def _row(self, key_id: str) -> dict[str, Any] | None:
+        now = time.monotonic()
+        with self._cache_lock:
+            cached = self._cache.get(key_id)
+            if cached is not None and now - cached[0] < CACHE_SECONDS:
+                return cached[1]
+        row = self._store_call("get_api_key", key_id)
+        with self._cache_lock:
+            if len(self._cache) > 10_000:
+                self._cache.clear()
+            self._cache[key_id] = (now, row)
+        return row  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _granted(row: dict[str, Any]) -> ApiKey:
+        return ApiKey(
+            key_id=str(row["key_id"]),
+            tenant=str(row["tenant"]),
+            namespaces=tuple(row["namespaces"]),
+            created=float(row["created"]),
+        )

@@ -1,0 +1,199 @@
+"""``branchmem mcp``: memory as tools for an agent, over MCP (stdio).
+
+Four tools, bound to one namespace and one conversation tree:
+
+- ``remember(content, key?, kind?, message?, event?)``: a record whose source is the
+  conversation's current event (after adding ``message`` as a new event below it);
+- ``recall(query?, k?, event?)``: the records visible at the current event, best match first;
+- ``forget(record_id? | key?, reason?, everywhere?)``: a retraction sourced at the current
+  event (this branch), or with ``everywhere`` a tree-scope one (every branch);
+- ``explain(record_id, event?)``: why a record is or is not visible at the current event.
+
+The current event is the conversation tree's head. ``event`` moves it (the host edited a
+message or switched branch: memory written on the abandoned branch stops showing), and
+``message`` extends it with the user's words, so every record has real provenance.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from ..errors import BranchmemError, NotFoundError
+
+
+class Conversation:
+    """The agent's side: one namespace, one tree, a current event (the tree's head)."""
+
+    def __init__(self, memory: Any, namespace: str, tree: str) -> None:
+        self.memory = memory
+        self.namespace = namespace
+        self.tree = tree
+
+    def current(self, event: str | None = None) -> str:
+        """The event the conversation is at; ``event`` moves it there first."""
+        ns = self.namespace
+        if event is not None:
+            found = self.memory.get_event(event, namespace=ns)
+            if found.tree != self.tree:
+                raise NotFoundError(f"event {event!r} is not in conversation {self.tree!r}")
+            self.memory.set_head(event, namespace=ns)
+            return event
+        head: str | None = self.memory.head(self.tree, namespace=ns)
+        if head is not None:
+            return head
+        self.memory.add_event(self.tree, tree=self.tree, role="system", namespace=ns)
+        self.memory.set_head(self.tree, namespace=ns)
+        return self.tree
+
+    def said(self, message: str, event: str | None = None) -> str:
+        """Add ``message`` below the current event; it becomes the current event."""
+        parent = self.current(event)
+        new_id = f"{self.tree}:{uuid.uuid4().hex[:12]}"
+        self.memory.add_event(new_id, parent, content=message, namespace=self.namespace)
+        self.memory.set_head(new_id, namespace=self.namespace)
+        return new_id
+
+    def remember(
+        self,
+        content: str,
+        key: str | None = None,
+        kind: str = "fact",
+        message: str | None = None,
+        event: str | None = None,
+    ) -> dict[str, Any]:
+        at = self.said(message, event) if message else self.current(event)
+        record = self.memory.add_record(
+            f"m:{uuid.uuid4().hex[:12]}", sources=[at], content=content, kind=kind, key=key,
+            namespace=self.namespace,
+        )  # fmt: skip
+        return {"id": record.id, "event": at, "content": record.content, "key": record.key}
+
+    def recall(self, query: str = "", k: int = 10, event: str | None = None) -> dict[str, Any]:
+        at = self.current(event)
+        if query.strip():
+            hits = self.memory.search(query, at, k=k, namespace=self.namespace)
+            found = [
+                {"id": h.record.id, "content": h.record.content, "key": h.record.key,
+                 "kind": h.record.kind, "score": h.score}
+                for h in hits
+            ]  # fmt: skip
+        else:
+            records = self.memory.visible(at, namespace=self.namespace)[-k:]
+            found = [
+                {"id": r.id, "content": r.content, "key": r.key, "kind": r.kind, "score": None}
+                for r in records
+                if r.kind != "retraction"
+            ]
+        return {"event": at, "records": found}
+
+    def forget(
+        self,
+        record_id: str | None = None,
+        key: str | None = None,
+        reason: str = "",
+        everywhere: bool = False,
+        event: str | None = None,
+    ) -> dict[str, Any]:
+        at = self.current(event)
+        retraction = self.memory.retract(
+            f"x:{uuid.uuid4().hex[:12]}", sources=[at],
+            targets=[record_id] if record_id else [], key=key,
+            scope="tree" if everywhere else "branch", reason=reason, namespace=self.namespace,
+        )  # fmt: skip
+        return {"retraction": retraction.id, "event": at, "everywhere": everywhere}
+
+    def explain(self, record_id: str, event: str | None = None) -> dict[str, Any]:
+        at = self.current(event)
+        why = self.memory.explain(record_id, at, namespace=self.namespace)
+        return {
+            "record_id": why.record_id, "event": at, "visible": why.visible,
+            "reason": why.reason, "source": why.source, "fork": why.fork,
+        }  # fmt: skip
+
+
+def build_server(conversation: Conversation) -> Any:
+    """The MCP server exposing ``conversation``'s four tools."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    server = MCPServer(
+        name="branchmem",
+        instructions=(
+            "Long-term memory that follows the conversation's branch. remember() facts the "
+            "user states (pass the user's message as `message`), recall() before answering, "
+            "forget() when asked to, explain() when a memory seems missing."
+        ),
+    )
+
+    def guarded(call: Any, *args: Any) -> dict[str, Any]:
+        try:
+            return call(*args)  # type: ignore[no-any-return]
+        except BranchmemError as error:  # a tool error the model can read and act on
+            raise ToolError(f"{error.code}: {error}") from error
+
+    @server.tool()
+    def remember(
+        content: str,
+        key: str | None = None,
+        kind: str = "fact",
+        message: str | None = None,
+        event: str | None = None,
+    ) -> dict[str, Any]:
+        """Store a memory derived from the current message. `key` groups values that
+        replace each other (e.g. "city"); `message` is the user's text it came from."""
+        return guarded(conversation.remember, content, key, kind, message, event)
+
+    @server.tool()
+    def recall(query: str = "", k: int = 10, event: str | None = None) -> dict[str, Any]:
+        """Memories valid on the current branch, best match to `query` first."""
+        return guarded(conversation.recall, query, k, event)
+
+    @server.tool()
+    def forget(
+        record_id: str | None = None,
+        key: str | None = None,
+        reason: str = "",
+        everywhere: bool = False,
+        event: str | None = None,
+    ) -> dict[str, Any]:
+        """Stop using a memory (by id or key) from here on this branch; `everywhere` for
+        every branch of the conversation."""
+        return guarded(conversation.forget, record_id, key, reason, everywhere, event)
+
+    @server.tool()
+    def explain(record_id: str, event: str | None = None) -> dict[str, Any]:
+        """Why a memory is or is not available at the current message."""
+        return guarded(conversation.explain, record_id, event)
+
+    return server
+
+
+def run_stdio(
+    *,
+    db: str | None,
+    url: str | None,
+    api_key: str | None,
+    namespace: str,
+    conversation: str,
+) -> None:
+    """Serve over stdin/stdout until the host closes the pipe."""
+    import anyio
+
+    from ..errors import InvalidInput
+
+    if url:
+        from ..client import Client
+
+        memory: Any = Client(url, api_key)
+    elif db:
+        from ..memory import Memory
+
+        memory = Memory.open(db)
+    else:
+        raise InvalidInput("branchmem mcp needs --db URL or --url URL --api-key KEY")
+    try:
+        server = build_server(Conversation(memory, namespace, conversation))
+        anyio.run(server.run_stdio_async)
+    finally:
+        memory.close()
