@@ -34,7 +34,7 @@ from .errors import (
     NotFoundError,
 )
 from .invalidation import BRANCH, RETRACTION_SCOPES, RetractionNode
-from .lexical import check_k, normalize, rank
+from .lexical import check_k, normalize, query_terms, rank
 from .model import (
     ERASED,
     RETRACTED,
@@ -51,7 +51,7 @@ from .provenance import RevisionNode, SourceRef
 from .resolution import Resolution
 from .store.base import Store
 from .store.memory import InMemoryStore
-from .tokens import DEFAULT_COUNTER, TokenCounter, check_budget
+from .tokens import DEFAULT_COUNTER, TokenCounter, check_budget, count_tokens
 from .topology import (
     EventNode,
     Lookup,
@@ -68,6 +68,16 @@ if TYPE_CHECKING:
     from .importers import ImportPlan, ImportSummary, ProgressCallback
 
 DEFAULT_NAMESPACE = "default"
+
+
+def forget_text() -> None:
+    """Empty the process's caches keyed by text, so an erased text is not kept in memory.
+    (The store's decoded-row caches are emptied by the store itself.)"""
+    normalize.cache_clear()
+    query_terms.cache_clear()
+    count_tokens.cache_clear()
+
+
 DEFAULT_BUDGET = 2000  # tokens of context when the caller names no budget
 REVISED = "revised"
 
@@ -694,6 +704,7 @@ class Memory:
             self._audit(namespace, "erase", sorted(erased), reason=reason)
         with self._lock:
             self._store.scrub()
+        forget_text()
         return erased
 
     def restore(self, id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
@@ -765,10 +776,29 @@ class Memory:
     ) -> list[Record]:
         """Records visible at ``anchor``, in path order. No anchor: nothing (strict)."""
         with self._read(namespace):
-            view = self._view(namespace, anchor, cross_tree, mode)
-            chosen = self._chosen(view, kind, key, scope, include_superseded, include_stale)
-            self._tally(view, chosen)
-            return [self._to_record(namespace, d.revision) for d in chosen if d.revision]
+            nodes = self._visible_nodes(
+                namespace, anchor, cross_tree, mode, kind, key, scope,
+                include_superseded, include_stale,
+            )  # fmt: skip
+            return [self._to_record(namespace, node) for node in nodes]
+
+    def _visible_nodes(
+        self,
+        namespace: str,
+        anchor: str | None,
+        cross_tree: bool,
+        mode: str | None,
+        kind: str | None = None,
+        key: str | None = None,
+        scope: str | None = None,
+        include_superseded: bool = False,
+        include_stale: bool = False,
+    ) -> list[RevisionNode]:
+        """The revisions ``visible()`` returns, counted in the report."""
+        view = self._view(namespace, anchor, cross_tree, mode)
+        chosen = self._chosen(view, kind, key, scope, include_superseded, include_stale)
+        self._tally(view, chosen)
+        return [d.revision for d in chosen if d.revision is not None]
 
     @staticmethod
     def _chosen(
@@ -1160,11 +1190,9 @@ class Memory:
         k = check_k(k)
         query_vector = self.embedder.embed([query])[0] if self.embedder is not None else None
         with self._read(namespace):
-            view = self._view(namespace, anchor, cross_tree, mode)
-            chosen = self._chosen(view, kind, key, scope, False, False)
-            self._tally(view, chosen)
-            nodes = {d.record_id: d.revision for d in chosen if d.revision is not None}
-            return self._rank(namespace, query, query_vector, nodes, k)
+            nodes = self._visible_nodes(namespace, anchor, cross_tree, mode, kind, key, scope)
+            by_id = {node.record_id: node for node in nodes}
+            return self._rank(namespace, query, query_vector, by_id, k)
 
     def _rank(
         self,
@@ -1211,10 +1239,7 @@ class Memory:
         if query is not None and self.embedder is not None:
             query_vector = self.embedder.embed([query])[0]
         with self._write(namespace) if session is not None else self._read(namespace):
-            view = self._view(namespace, anchor, cross_tree, mode)
-            chosen = self._chosen(view, None, None, None, False, False)
-            self._tally(view, chosen)
-            nodes = [d.revision for d in chosen if d.revision is not None]
+            nodes = self._visible_nodes(namespace, anchor, cross_tree, mode)
             records = [self._to_record(namespace, node) for node in nodes]
             ranking = None
             if query is not None:
