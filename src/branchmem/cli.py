@@ -499,6 +499,8 @@ def search(
     anchor: Annotated[str, typer.Option(help="the event the conversation is at")],
     k: Annotated[int, typer.Option("-k", help="how many hits")] = 10,
     kind: str | None = None,
+    key: str | None = None,
+    scope: str | None = None,
     cross_tree: CrossTree = False,
     mode: Mode = None,
     db: Db = None,
@@ -510,8 +512,9 @@ def search(
     """Memory.search: the records visible at --anchor that best match QUERY."""
     with opened(db, url, api_key) as memory:
         hits = memory.search(
-            query, anchor, k=k, kind=kind, cross_tree=cross_tree, mode=mode, namespace=namespace
-        )
+            query, anchor, k=k, kind=kind, key=key, scope=scope, cross_tree=cross_tree,
+            mode=mode, namespace=namespace,
+        )  # fmt: skip
     if as_json:
         emit_json(hits)
         return 0
