@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .audit import AuditEntry
 from .context import Context, assemble_context
 from .corrections import (
+    REVISED,
     Delivery,
     Deriver,
     RepairItem,
@@ -79,7 +80,6 @@ def forget_text() -> None:
 
 
 DEFAULT_BUDGET = 2000  # tokens of context when the caller names no budget
-REVISED = "revised"
 
 
 class Memory:
@@ -1320,8 +1320,6 @@ class Memory:
                         superseded=decision.superseded,
                         stale=decision.stale,
                     )
-                    if not returned and decision.reason == "visible" and now != revision:
-                        reason = REVISED
                     found.append(
                         StaleDelivery(
                             session, record_id, revision, delivery.anchor, anchor, reason,
