@@ -33,10 +33,15 @@ from .errors import (
     ConflictError,
     CycleError,
     ErasedError,
+    Forbidden,
     InvalidInput,
     NotFoundError,
     SchemaVersionError,
+    ServiceError,
     StorageError,
+    TooLarge,
+    Unauthorized,
+    Unavailable,
 )
 from .model import MODES, Event, Explanation, Hit, Record
 from .validation import check_id
@@ -46,36 +51,6 @@ if TYPE_CHECKING:
 
 DEFAULT_NAMESPACE: Final = "default"
 PAGE: Final = 1000
-
-
-class ServiceError(BranchmemError):
-    """The service refused or failed a request for a reason of its own."""
-
-    code = "internal"
-
-
-class Unauthorized(ServiceError):
-    """No API key, or one the service does not know."""
-
-    code = "unauthorized"
-
-
-class Forbidden(ServiceError):
-    """The API key is not bound to the namespace asked for."""
-
-    code = "forbidden"
-
-
-class TooLarge(InvalidInput):
-    """The request is over the service's size limits."""
-
-    code = "too_large"
-
-
-class Unavailable(ServiceError):
-    """No worker could be reached (every URL was tried)."""
-
-    code = "unavailable"
 
 
 def _error_classes() -> dict[str, type[BranchmemError]]:

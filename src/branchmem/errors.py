@@ -57,3 +57,34 @@ class SchemaVersionError(StorageError):
     """The store was written by a newer branchmem, or needs `branchmem migrate`."""
 
     code = "schema_version"
+
+
+# -- what only the service (branchmem.Client) raises -------------------------------------
+class ServiceError(BranchmemError):
+    """The service refused or failed a request for a reason of its own."""
+
+    code = "internal"
+
+
+class Unauthorized(ServiceError):
+    """No API key, or one the service does not know."""
+
+    code = "unauthorized"
+
+
+class Forbidden(ServiceError):
+    """The API key is not bound to the namespace asked for."""
+
+    code = "forbidden"
+
+
+class TooLarge(InvalidInput):
+    """The request is over the service's size limits."""
+
+    code = "too_large"
+
+
+class Unavailable(ServiceError):
+    """No worker could be reached (every URL was tried)."""
+
+    code = "unavailable"

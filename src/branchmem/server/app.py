@@ -30,7 +30,7 @@ from ..model import Event, Explanation, Record
 from . import explorer
 from .guard import Guard, Limits
 from .keys import ApiKey, KeyRing
-from .problems import PROBLEM_TYPE, ServiceError, install
+from .problems import PROBLEM_TYPE, Refusal, install
 from .schemas import (
     MAX_ID,
     AuditEntryOut,
@@ -203,17 +203,17 @@ def create_app(
         header = request.headers.get("authorization", "")
         scheme, _, presented = header.partition(" ")
         if scheme.lower() != "bearer" or not presented.strip():
-            raise ServiceError("unauthorized", "an API key is required: Authorization: Bearer")
+            raise Refusal("unauthorized", "an API key is required: Authorization: Bearer")
         grant = ring.verify(presented.strip())
         if grant is None:
-            raise ServiceError("unauthorized", "the API key is not valid")
+            raise Refusal("unauthorized", "the API key is not valid")
         return grant
 
     Caller = Annotated[ApiKey | None, Depends(caller)]
 
     def access(namespace: NamespaceParam, grant: Caller) -> ApiKey | None:
         if grant is not None and not grant.allows(namespace):
-            raise ServiceError("forbidden", f"this key is not bound to namespace {namespace!r}")
+            raise Refusal("forbidden", f"this key is not bound to namespace {namespace!r}")
         return grant
 
     Grant = Annotated[ApiKey | None, Depends(access)]
@@ -230,7 +230,7 @@ def create_app(
     def api(name: str) -> Any:
         method = getattr(memory, name, None)
         if method is None:
-            raise ServiceError("not_implemented", f"this server's branchmem has no {name}()")
+            raise Refusal("not_implemented", f"this server's branchmem has no {name}()")
         return method
 
     @app.get("/healthz", tags=["service"], include_in_schema=True)
@@ -250,7 +250,7 @@ def create_app(
     def ui_asset(asset: str) -> FileResponse:
         allowed = {"ui.js": "text/javascript", "ui.css": "text/css"}
         if asset not in allowed:
-            raise ServiceError("not_found", f"no UI asset {asset!r}")
+            raise Refusal("not_found", f"no UI asset {asset!r}")
         return FileResponse(STATIC / asset, media_type=allowed[asset])
 
     @app.get("/v1/whoami", response_model=WhoAmI, tags=["service"])

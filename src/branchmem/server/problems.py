@@ -41,6 +41,7 @@ STATUS: Final[dict[str, int]] = {
     "not_implemented": 501,
     "storage": 503,
     "schema_version": 503,
+    "unavailable": 503,
     "error": 400,
     "internal": 500,
 }
@@ -48,7 +49,7 @@ STATUS: Final[dict[str, int]] = {
 log = logging.getLogger("branchmem.server")
 
 
-class ServiceError(Exception):
+class Refusal(Exception):
     """A refusal decided by the service itself (auth, limits), raised inside handlers."""
 
     def __init__(self, code: str, detail: str) -> None:
@@ -121,8 +122,8 @@ def install(app: FastAPI) -> None:
             detail = str(error) or type(error).__name__
         return problem(code, detail, status=error_status(error))
 
-    @app.exception_handler(ServiceError)
-    async def service_error(request: Request, error: ServiceError) -> JSONResponse:
+    @app.exception_handler(Refusal)
+    async def service_error(request: Request, error: Refusal) -> JSONResponse:
         return problem(error.code, error.detail)
 
     @app.exception_handler(RequestValidationError)

@@ -8,7 +8,7 @@ SQLite overwrite freed pages with zeros, which erasure relies on.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ class SQLiteStore(SQLStore):
     def __init__(self, path: str | Path, *, migrate: bool = False) -> None:
         super().__init__()
         self.path = str(path)
+        self._fts_dirty = False  # an erasure deleted FTS entries: merge before checkpointing
         try:
             self._conn: sqlite3.Connection | None = sqlite3.connect(
                 self.path,
@@ -116,7 +117,9 @@ class SQLiteStore(SQLStore):
         )
         return [((str(r[0]), int(r[1])), str(r[2])) for r in rows]
 
-    def erase_content(self, namespace: str, event_ids: Any, record_ids: Any) -> None:
+    def erase_content(
+        self, namespace: str, event_ids: Collection[str], record_ids: Collection[str]
+    ) -> None:
         super().erase_content(namespace, event_ids, record_ids)
         self._fts_dirty = True
 
@@ -126,7 +129,7 @@ class SQLiteStore(SQLStore):
         is copied into the database file and truncated. With ``secure_delete`` every freed
         cell and page was zeroed on the way."""
         if self._depth == 0 and self._conn is not None:
-            if getattr(self, "_fts_dirty", False):
+            if self._fts_dirty:
                 with self.transaction(None):
                     self._run("INSERT INTO search_fts (search_fts) VALUES ('optimize')")
                 self._fts_dirty = False
