@@ -46,7 +46,7 @@ bench: $(STAMP)
 	$(PY) bench/load.py
 
 propagation-report: $(STAMP)
-	$(VENV)/bin/branchmem propagation-report docs/propagation-report.md
+	$(VENV)/bin/branchbench propagation-report docs/propagation-report.md
 
 clean:
 	rm -rf $(VENV) $(MEM0V1_VENV) .pytest_cache .mypy_cache .ruff_cache

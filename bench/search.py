@@ -46,7 +46,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from branchmem import Memory
-from branchmem.lexical import (
+from branchmem.search.lexical import (
     CorpusStats,
     bm25,
     describe,

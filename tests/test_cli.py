@@ -11,7 +11,7 @@ from branchmem import Memory
 from branchmem.cli import app, main
 
 COMMANDS = [
-    "migrate", "import", "demo", "serve", "mcp", "propagation-report", "visible", "explain",
+    "migrate", "import", "demo", "serve", "mcp", "visible", "explain",
     "current", "stale", "search", "context", "retract", "supersede", "withdraw", "restore",
     "erase", "report", "audit", "history", "tree", "events add", "records add",
     "records revise", "keys create", "keys list", "keys delete",

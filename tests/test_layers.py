@@ -10,10 +10,10 @@ import pytest
 PACKAGE = Path(__file__).parent.parent / "src" / "branchmem"
 CORE = [
     "resolution", "validation",
-    "topology", "provenance", "visibility", "invalidation", "audit", "model", "errors",
-    "tokens", "lexical", "embedding", "context", "corrections",
+    "topology", "provenance", "visibility", "retraction", "audit", "model", "errors",
+    "corrections", "search/tokens", "search/lexical", "search/embedding", "search/context",
 ]  # fmt: skip
-OUTSIDE = ("store", "server", "integrations", "importers", "memory", "cli", "client", "propagation")
+OUTSIDE = ("store", "server", "integrations", "importers", "memory", "cli", "client")
 
 
 @pytest.mark.parametrize("module", CORE)

@@ -1,4 +1,4 @@
-"""The five propagation experiments (branchmem.propagation) as executable checks of SPEC §5-§6,
+"""The five propagation experiments (branchbench.propagation) as executable checks of SPEC §5-§6,
 on SQLite and PostgreSQL.
 
 Each experiment runs once per backend (module fixture); the tests assert on its measurements.
@@ -19,8 +19,7 @@ from typing import Any
 
 import pytest
 
-from branchmem import InvalidInput, Memory
-from branchmem.propagation import (
+from branchbench.propagation import (
     CORRECTIONS,
     REPLACEMENTS,
     TAKEOUTS,
@@ -36,6 +35,7 @@ from branchmem.propagation import (
     withdraw_supports,
     write_report,
 )
+from branchmem import InvalidInput, Memory
 
 pytest_plugins = ["pg"]
 # one worker runs them all under `-n 2 --dist loadgroup`: each experiment then runs once

@@ -6,15 +6,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from branchmem.context import (
+from branchmem.errors import InvalidInput
+from branchmem.model import Event, Record
+from branchmem.search.context import (
     CHINESE_FORMAT,
     Context,
     assemble_context,
     prioritize,
 )
-from branchmem.errors import InvalidInput
-from branchmem.model import Event, Record
-from branchmem.tokens import count_tokens
+from branchmem.search.tokens import count_tokens
 
 
 def event(event_id: str, content: str, role: str = "user") -> Event:

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from branchmem.embedding import (
+from branchmem.errors import InvalidInput
+from branchmem.search.embedding import (
     Embedder,
     EmbedderUnavailable,
     HashingEmbedder,
@@ -24,8 +25,7 @@ from branchmem.embedding import (
     rrf,
     vector_rank,
 )
-from branchmem.errors import InvalidInput
-from branchmem.lexical import rank
+from branchmem.search.lexical import rank
 
 SRC = Path(__file__).parent.parent / "src"
 TEXTS = [
@@ -54,7 +54,7 @@ def test_hashing_vectors_are_the_same_in_every_process() -> None:
     here = [[round(x, 12) for x in v] for v in HashingEmbedder().embed(TEXTS)]
     script = (
         "import json, sys\n"
-        "from branchmem.embedding import HashingEmbedder\n"
+        "from branchmem.search.embedding import HashingEmbedder\n"
         "vectors = HashingEmbedder().embed(json.loads(sys.argv[1]))\n"
         "print(json.dumps([[round(x, 12) for x in v] for v in vectors]))\n"
     )

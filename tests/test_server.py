@@ -313,13 +313,13 @@ def test_the_committed_openapi_document_is_the_apps() -> None:
 
 
 def test_every_error_code_of_the_library_has_a_status() -> None:
-    import branchmem.embedding
     import branchmem.errors
     import branchmem.importers.errors
+    import branchmem.search.embedding
 
     classes = [
         cls
-        for module in (branchmem.errors, branchmem.importers.errors, branchmem.embedding)
+        for module in (branchmem.errors, branchmem.importers.errors, branchmem.search.embedding)
         for cls in vars(module).values()
         if isinstance(cls, type) and issubclass(cls, BranchmemError)
     ]

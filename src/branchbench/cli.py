@@ -88,6 +88,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     p_man.add_argument("--check", action="store_true", help="verify only")
     p_man.add_argument("--scenarios", type=Path, help="scenario root (default: packaged)")
+
+    p_prop = sub.add_parser(
+        "propagation-report",
+        help="measure how a correction reaches every copy and write the report",
+        description="Run the five propagation experiments on a store and write a markdown report.",
+    )
+    p_prop.add_argument("out_path", type=Path, help="where to write the report")
+    p_prop.add_argument("--url", help="store URL (default: a new SQLite file, deleted after)")
     return parser
 
 
@@ -177,6 +185,15 @@ def cmd_manifest(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def cmd_propagation_report(args: argparse.Namespace, console: Console) -> int:
+    """The propagation experiments are an experiment harness: they live beside the benchmark."""
+    from branchbench.propagation import write_report
+
+    written = write_report(str(args.out_path), url=args.url)
+    console.print(f"wrote {written if written is not None else args.out_path}", highlight=False)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `branchbench` console script."""
     args = _parser().parse_args(argv)
@@ -188,6 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_validate(args, console)
         if args.command == "score":
             return _report(args.results, console)
+        if args.command == "propagation-report":
+            return cmd_propagation_report(args, console)
         return cmd_manifest(args, console)
     except BenchError as e:
         Console(stderr=True).print(

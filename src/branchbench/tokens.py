@@ -2,9 +2,9 @@
 
 Exact tokenizer parity does not matter here; what matters is that one Chinese character
 is not counted as a quarter token (which would let Chinese contexts run four times over
-the budget an English one gets). See ``branchmem.tokens``.
+the budget an English one gets). See ``branchmem.search.tokens``.
 """
 
-from branchmem.tokens import count_tokens
+from branchmem.search.tokens import count_tokens
 
 __all__ = ["count_tokens"]

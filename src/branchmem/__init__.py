@@ -4,7 +4,6 @@ A derived memory is visible only when every one of its source events lies on the
 path of the current anchor.
 """
 
-from .context import Context
 from .corrections import Delivery, RepairItem, RepairResult, RepairView, StaleDelivery
 from .errors import (
     BranchmemError,
@@ -16,6 +15,7 @@ from .errors import (
 )
 from .memory import Memory
 from .model import Event, Explanation, Hit, Record
+from .search.context import Context
 
 __all__ = [
     "BranchmemError",

@@ -231,22 +231,9 @@ def mcp(
     conversation: Annotated[str, typer.Option(help="the tree the agent's messages go to")] = "mcp",
 ) -> int:
     """Serve the tools remember, recall, forget and explain to an agent (MCP over stdio)."""
-    from .server.mcp import run_stdio
+    from .integrations.mcp import run_stdio
 
     run_stdio(db=db, url=url, api_key=api_key, namespace=namespace, conversation=conversation)
-    return 0
-
-
-@app.command("propagation-report")
-def propagation_report(
-    out_path: Annotated[str, typer.Argument(help="where to write the report")],
-    url: Url = None,
-) -> int:
-    """Measure how a correction reaches every copy and write the report."""
-    from .propagation import write_report
-
-    written = write_report(out_path, url=url)
-    out.print(f"wrote {written if written is not None else out_path}")
     return 0
 
 

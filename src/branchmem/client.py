@@ -26,7 +26,6 @@ from urllib.parse import quote
 import httpx
 
 from .audit import AuditEntry
-from .context import Context
 from .corrections import Delivery, RepairItem, StaleDelivery
 from .errors import (
     BranchmemError,
@@ -44,6 +43,7 @@ from .errors import (
     Unavailable,
 )
 from .model import MODES, Event, Explanation, Hit, Record
+from .search.context import Context
 from .validation import check_id
 
 if TYPE_CHECKING:
@@ -54,8 +54,8 @@ PAGE: Final = 1000
 
 
 def _error_classes() -> dict[str, type[BranchmemError]]:
-    from .embedding import EmbedderUnavailable
     from .importers.errors import ImportFormatError
+    from .search.embedding import EmbedderUnavailable
 
     classes: list[type[BranchmemError]] = [
         BranchmemError, InvalidInput, NotFoundError, ConflictError, CycleError, ErasedError,

@@ -13,7 +13,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .audit import AuditEntry
-from .context import Context, assemble_context
 from .corrections import (
     REVISED,
     Delivery,
@@ -25,7 +24,6 @@ from .corrections import (
     happened,
     stale_reason,
 )
-from .embedding import Embedder, hybrid_rank
 from .errors import (
     BranchmemError,
     ConflictError,
@@ -34,8 +32,6 @@ from .errors import (
     InvalidInput,
     NotFoundError,
 )
-from .invalidation import BRANCH, RETRACTION_SCOPES, RetractionNode
-from .lexical import check_k, normalize, query_terms, rank
 from .model import (
     ERASED,
     RETRACTED,
@@ -50,9 +46,13 @@ from .model import (
 )
 from .provenance import RevisionNode, SourceRef
 from .resolution import Resolution
+from .retraction import BRANCH, RETRACTION_SCOPES, RetractionNode
+from .search.context import Context, assemble_context
+from .search.embedding import Embedder, hybrid_rank
+from .search.lexical import check_k, normalize, query_terms, rank
+from .search.tokens import DEFAULT_COUNTER, TokenCounter, check_budget, count_tokens
 from .store.base import Store
-from .store.memory import InMemoryStore
-from .tokens import DEFAULT_COUNTER, TokenCounter, check_budget, count_tokens
+from .store.inmemory import InMemoryStore
 from .topology import (
     EventNode,
     Lookup,

@@ -13,7 +13,6 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .invalidation import TREE, RetractionNode
 from .model import (
     DETACHED,
     ERASED,
@@ -31,6 +30,7 @@ from .model import (
     WITHDRAWN,
 )
 from .provenance import Gate, RevisionNode
+from .retraction import TREE, RetractionNode
 from .topology import EventNode, fork_point, walk_up
 
 STRICT = "strict"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..errors import InvalidInput
 from .base import Store
-from .memory import InMemoryStore
+from .inmemory import InMemoryStore
 
 
 def open_store(url: str | Path, *, migrate: bool = False) -> Store:

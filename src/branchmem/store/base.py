@@ -14,9 +14,9 @@ from typing import Any
 
 from ..audit import AuditEntry
 from ..corrections import Delivery, RepairItem
-from ..invalidation import RetractionNode
 from ..provenance import RevisionNode
 from ..resolution import RevisionKey
+from ..retraction import RetractionNode
 from ..topology import EventNode
 
 __all__ = ["RevisionKey", "Store"]

@@ -9,8 +9,8 @@ from functools import lru_cache
 from typing import Any
 
 from ..audit import AuditEntry
-from ..invalidation import RetractionNode
 from ..provenance import Gate, RevisionNode, SourceRef, TreeFrontier
+from ..retraction import RetractionNode
 from ..topology import EventNode
 
 EVENT_COLUMNS = (

@@ -16,9 +16,9 @@ from typing import Any
 from ..audit import AuditEntry
 from ..corrections import Delivery, RepairItem
 from ..errors import SchemaVersionError
-from ..invalidation import TREE, RetractionNode
-from ..lexical import normalize
 from ..provenance import RevisionNode
+from ..retraction import TREE, RetractionNode
+from ..search.lexical import normalize
 from ..topology import EventNode
 from . import codec
 from .base import RevisionKey, Store

@@ -42,7 +42,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from .errors import InvalidInput
+from ..errors import InvalidInput
 from .lexical import rank
 from .tokens import DEFAULT_COUNTER, TokenCounter, check_budget, truncate
 

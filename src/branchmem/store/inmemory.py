@@ -10,8 +10,8 @@ from typing import Any
 from ..audit import AuditEntry
 from ..corrections import Delivery, RepairItem
 from ..errors import ConflictError
-from ..invalidation import TREE, RetractionNode
 from ..provenance import RevisionNode
+from ..retraction import TREE, RetractionNode
 from ..topology import EventNode
 from .base import RevisionKey, Store
 

@@ -17,7 +17,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
-from .errors import BranchmemError, InvalidInput
+from ..errors import BranchmemError, InvalidInput
 from .lexical import check_k, rank, segments
 
 RRF_K: Final = 60

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final, NamedTuple
 
-from .errors import InvalidInput
+from ..errors import InvalidInput
 
 MIN_WORD: Final = 3  # shortest non-CJK term: the trigram length
 K1: Final = 1.2

@@ -28,7 +28,7 @@ import re
 from functools import lru_cache
 from typing import Final, Protocol, runtime_checkable
 
-from .errors import InvalidInput
+from ..errors import InvalidInput
 
 # The CJK blocks, as one regex character class: CJK radicals and punctuation, kana, bopomofo,
 # hangul compatibility jamo, enclosed CJK, extension A, unified ideographs, hangul syllables,

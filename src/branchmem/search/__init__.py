@@ -1,0 +1,5 @@
+"""Retrieval over what a view shows: lexical and vector ranking, token counting, context.
+
+Search never sees a record the view hides: callers pass it the visible revisions, so ranking
+cannot leak an abandoned branch however the index is built.
+"""
