@@ -206,8 +206,9 @@ def test_unknown_probe_type_is_a_schema_error() -> None:
 
 
 def test_normalisation_folds_width_case_and_space() -> None:
-    assert normalize("Ｃｈｅｎｇ du　３,０００") == normalize("chengdu 3000")
-    assert contains("We move to CHENG DU", "chengdu")
+    assert normalize("Ｃｈｅｎｇ du　３,０００") == normalize("cheng du 3000") == "cheng du 3000"
+    assert normalize("成 都") == "成都"
+    assert contains("We move to CHENG  DU", "cheng du")
     assert not contains("Hangzhou", "")
 
 

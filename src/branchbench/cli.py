@@ -17,13 +17,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from branchbench.context import DEFAULT_BUDGET
 from branchbench.errors import BenchError, ManifestError
-from branchbench.manifest import FROZEN_SPLIT, verify_manifest, write_manifest
-from branchbench.report import console_table, model_table, write_outputs
-from branchbench.runner import DEFAULT_RUNS, RunConfig, progress_steps, run
+from branchbench.manifest import FROZEN_SPLIT, file_sha256, verify_manifest, write_manifest
+from branchbench.report import chart, console_tables, has_matplotlib, model_table, write_outputs
+from branchbench.runner import DEFAULT_RUNS, EXTRACTORS, RunConfig, progress_steps, run
 from branchbench.scenario import SPLITS, load_file, load_split, split_files
 from branchbench.score import summarize
 from branchbench.systems import registry
-from branchbench.validate import Problem, validate_scenario, validate_split
+from branchbench.validate import Problem, keyword_warnings, validate_scenario, validate_split
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -55,9 +55,13 @@ def _parser() -> argparse.ArgumentParser:
     p_run.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="runs per prompt")
     p_run.add_argument(
         "--extractor",
-        choices=("oracle", "llm"),
+        action="append",
+        choices=EXTRACTORS,
         default=None,
-        help="fact extractor (default: oracle; llm with --endpoint only)",
+        help="fact extractor, repeatable (default: oracle and rules; llm needs --endpoint)",
+    )
+    p_run.add_argument(
+        "--limit", type=int, help="only the first N scenarios of the split (cost control)"
     )
     p_run.add_argument("--scenarios", type=Path, help="scenario root (default: packaged)")
     p_run.add_argument("--cache", type=Path, help="LLM cache file (default: OUT/llm_cache.jsonl)")
@@ -108,15 +112,20 @@ def _print_problems(console: Console, problems: Sequence[Problem]) -> int:
 def cmd_validate(args: argparse.Namespace, console: Console) -> int:
     """Validate files or splits; the file name must match the scenario id."""
     problems: list[Problem] = []
+    warnings: list[Problem] = []
     if args.files:
         for path in args.files:
-            problems.extend(validate_scenario(load_file(path)))
+            scenario = load_file(path)
+            problems.extend(validate_scenario(scenario))
+            warnings.extend(keyword_warnings(scenario))
         checked = f"{len(args.files)} file(s)"
     else:
         splits = args.split or list(SPLITS)
         for split in splits:
             scenarios = load_split(split, args.scenarios)
             problems.extend(validate_split(scenarios, split))
+            for scenario in scenarios:
+                warnings.extend(keyword_warnings(scenario))
             for path, s in zip(split_files(split, args.scenarios), scenarios, strict=True):
                 if path.stem != s.id:
                     problems.append(Problem(s.id, "split", f"file {path.name} holds id {s.id!r}"))
@@ -130,6 +139,10 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
             except ManifestError as e:
                 problems.append(Problem(FROZEN_SPLIT, "manifest", str(e)))
         checked = ", ".join(splits)
+    for warning in warnings:
+        console.print(f"[yellow]![/yellow] {escape(str(warning))}", highlight=False, soft_wrap=True)
+    if warnings:
+        console.print(f"{len(warnings)} risky keyword(s): warnings, not failures")
     status = _print_problems(console, problems)
     if not status:
         console.print(f"[green]✓[/green] {checked}: every check passed")
@@ -138,7 +151,6 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     """Run, score, write outputs, print the table."""
-    extractor = args.extractor or "oracle"
     config = RunConfig(
         split=args.split,
         systems=list(args.systems),
@@ -146,7 +158,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         endpoint=args.endpoint,
         model=args.model,
         runs=args.runs,
-        extractor=extractor,
+        extractors=list(args.extractor or ["oracle", "rules"]),
+        limit=args.limit,
         scenarios_root=str(args.scenarios) if args.scenarios else None,
         cache=str(args.cache) if args.cache else None,
     )
@@ -166,11 +179,22 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 
 def _report(results: Path, console: Console) -> int:
+    """Tables first; the chart is optional and comes last (it needs the [bench] extra)."""
     summary = summarize(results)
     written = write_outputs(summary, results)
-    console.print(console_table(summary))
+    for table in console_tables(summary):
+        console.print(table)
     for prompt in summary.get("model", {}).get("prompts", {}):
         console.print(model_table(summary, prompt))
+    if has_matplotlib():
+        written.append(chart(summary, results / "leak_by_operation.png"))
+    else:
+        console.print(
+            'chart skipped: matplotlib is not installed (pip install "branchmem[bench]")',
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
+        )
     console.print(f"wrote {', '.join(str(p) for p in written)}", highlight=False)
     return 0
 
@@ -181,7 +205,12 @@ def cmd_manifest(args: argparse.Namespace, console: Console) -> int:
         digest = verify_manifest(args.scenarios)
         console.print(f"[green]✓[/green] test split matches the manifest (sha256 {digest})")
         return 0
-    console.print(f"wrote {write_manifest(args.scenarios)}", highlight=False)
+    path = write_manifest(args.scenarios)
+    console.print(
+        f"wrote {path} (sha256 {file_sha256(path)}); `run --split test` accepts it only "
+        "once FROZEN_MANIFEST_SHA256 in branchbench/manifest.py says so",
+        highlight=False,
+    )
     return 0
 
 
