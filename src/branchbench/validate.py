@@ -67,11 +67,35 @@ def _fork_problems(s: Scenario, tree: Tree) -> list[Problem]:
     for m in s.messages:
         if m.parent is not None:
             children[m.parent] = children.get(m.parent, 0) + 1
+
+    def forked(anchor: str) -> bool:
+        return any(children.get(i, 0) >= 2 for i in tree.path(anchor))
+
     out: list[Problem] = []
-    anchors = [s.anchor] + [p.anchor for p in s.probes if p.anchor and p.type == "leak"]
-    for anchor in dict.fromkeys(anchors):
-        if not any(children.get(i, 0) >= 2 for i in tree.path(anchor)):
-            out.append(Problem(s.id, "fork", f"the path to anchor {anchor!r} passes no fork point"))
+    if not forked(s.anchor):
+        words = ", ".join(repr(k) for p in s.probes if p.type == "leak" for k in p.forbidden)
+        out.append(
+            Problem(
+                s.id,
+                "fork",
+                f"the path to anchor {s.anchor!r} passes no fork point"
+                + (
+                    f"; forbidden {words} lie below it, not on an abandoned branch" if words else ""
+                ),
+            )
+        )
+    for p in s.probes:
+        anchor = s.probe_anchor(p)
+        if p.type == "leak" and anchor != s.anchor and not forked(anchor):
+            words = ", ".join(repr(k) for k in p.forbidden)
+            out.append(
+                Problem(
+                    s.id,
+                    "fork",
+                    f"probe {p.id!r}: the path to anchor {anchor!r} passes no fork point;"
+                    f" forbidden {words} lie below it, not on an abandoned branch",
+                )
+            )
     return out
 
 
