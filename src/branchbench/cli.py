@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from branchbench.context import DEFAULT_BUDGET
+from branchbench.curve import CURVE_BUDGETS, curve_charts, curves_markdown, run_curve
 from branchbench.errors import BenchError, ManifestError
 from branchbench.manifest import FROZEN_SPLIT, file_sha256, verify_manifest, write_manifest
 from branchbench.report import chart, console_tables, has_matplotlib, model_table, write_outputs
@@ -66,6 +67,23 @@ def _parser() -> argparse.ArgumentParser:
     p_run.add_argument("--scenarios", type=Path, help="scenario root (default: packaged)")
     p_run.add_argument("--cache", type=Path, help="LLM cache file (default: OUT/llm_cache.jsonl)")
     p_run.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    p_curve = sub.add_parser(
+        "curve",
+        help="run a split at several budgets: retain and leak curves",
+        description="Run a split at each budget and write curves.json, curves.md and charts.",
+    )
+    p_curve.add_argument("--split", default="spread", choices=SPLITS, help="split to run")
+    p_curve.add_argument("--out", required=True, type=Path, help="results directory")
+    p_curve.add_argument(
+        "--budgets", type=int, nargs="+", default=list(CURVE_BUDGETS), help="token budgets"
+    )
+    p_curve.add_argument("--systems", nargs="+", default=[], metavar="NAME", help="systems")
+    p_curve.add_argument(
+        "--extractor", action="append", choices=EXTRACTORS, default=None, help="repeatable"
+    )
+    p_curve.add_argument("--scenarios", type=Path, help="scenario root (default: packaged)")
+    p_curve.add_argument("--quiet", action="store_true", help="no progress bar")
 
     p_val = sub.add_parser(
         "validate",
@@ -199,6 +217,39 @@ def _report(results: Path, console: Console) -> int:
     return 0
 
 
+def cmd_curve(args: argparse.Namespace, console: Console) -> int:
+    """Run at every budget, print the curves' tables, then the optional charts."""
+    config = RunConfig(
+        split=args.split,
+        systems=list(args.systems),
+        extractors=list(args.extractor or ["oracle", "rules"]),
+        scenarios_root=str(args.scenarios) if args.scenarios else None,
+    )
+    budgets = sorted(set(args.budgets))
+    if not budgets or budgets[0] < 1:
+        raise BenchError("--budgets must be positive token counts")
+    if args.quiet:
+        curves = run_curve(config, args.out, budgets)
+    else:
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+        with Progress(*columns, console=console, transient=True) as bar:
+            total = progress_steps(config) * len(budgets)
+            task = bar.add_task(f"branchbench curve {args.split}", total=total)
+            curves = run_curve(config, args.out, budgets, lambda _: bar.advance(task))
+    console.print(curves_markdown(curves), highlight=False, markup=False, soft_wrap=True)
+    charts = curve_charts(curves, args.out)
+    if not charts:
+        console.print(
+            'charts skipped: matplotlib is not installed (pip install "branchmem[bench]")',
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
+        )
+    written = [args.out / "curves.json", args.out / "curves.md", *charts]
+    console.print(f"wrote {', '.join(str(p) for p in written)}", highlight=False)
+    return 0
+
+
 def cmd_manifest(args: argparse.Namespace, console: Console) -> int:
     """Regenerate or check the manifest."""
     if args.check:
@@ -230,6 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "run":
             return cmd_run(args, console)
+        if args.command == "curve":
+            return cmd_curve(args, console)
         if args.command == "validate":
             return cmd_validate(args, console)
         if args.command == "score":

@@ -52,6 +52,7 @@ TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("transport", ("高铁", "飞机", "坐车", "自驾", "train", "fly", "flight", "drive")),
     ("meeting", ("会议", "开会", "评审", "meeting", "review")),
     ("pet", ("猫", "狗", "宠物", "cat", "dog", "pet", "puppy", "kitten")),
+    ("family", ("女儿", "儿子", "孩子", "daughter", "son", "kid")),
     ("medication", ("药", "medication", "medicine", "pill")),
     ("exercise", ("健身", "跑步", "运动", "锻炼", "gym", "run", "exercise", "workout")),
     ("diet", ("不吃", "忌口", "素食", "diet", "vegetarian", "don't eat")),

@@ -17,7 +17,7 @@ from typing import Any, Literal, cast
 from branchbench.errors import ScenarioError
 from branchbench.keywords import contains
 
-SPLITS = ("dev", "test", "en", "long", "invalidation")
+SPLITS = ("dev", "test", "en", "long", "invalidation", "spread")
 OPERATIONS = (
     "edit_user",
     "regenerate",
@@ -26,6 +26,8 @@ OPERATIONS = (
     "correct_in_branch",
     "invalidation",
     "long_history",
+    "late_sibling",
+    "two_forks",
 )
 PROBE_TYPES = ("leak", "retain", "stale", "retracted")
 ROLES = ("user", "assistant", "system", "tool")
