@@ -81,7 +81,8 @@ def _columns(systems: dict[str, Any], columns: Columns) -> Columns:
     return tuple(
         (k, h, m)
         for k, h, m in columns
-        if any(s.get("n", {}).get(k, 1) or s.get(k) is not None for s in systems.values())
+        if k == "retain_beyond_window_rate"  # "– (0)" says the budget never bound
+        or any(s.get("n", {}).get(k, 1) or s.get(k) is not None for s in systems.values())
     )
 
 
