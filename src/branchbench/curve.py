@@ -119,7 +119,9 @@ def curve_charts(curves: dict[str, Any], out_dir: Path) -> list[Path]:
     for key, label in CURVE_METRICS:
         fig, ax = plt.subplots(figsize=(8.5, 4.8))
         names = list(curves["curves"][extractors[0]])
-        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        cmap = plt.get_cmap("tab20")
+        colors = [cmap(i) for i in (*range(0, 20, 2), *range(1, 20, 2))]
+        markers = "os^Dvp*hX<>"
         for i, name in enumerate(names):
             for j, extractor in enumerate(extractors):
                 rates = curves["curves"][extractor][name][key]["rates"]
@@ -128,13 +130,14 @@ def curve_charts(curves: dict[str, Any], out_dir: Path) -> list[Path]:
                 ax.plot(
                     budgets,
                     [100 * r if r is not None else float("nan") for r in rates],
-                    marker="o",
+                    marker=markers[i % len(markers)],
                     linestyle="-" if j == 0 else "--",
                     color=colors[i % len(colors)],
                     label=f"{name} ({extractor})",
                 )
         ax.set_xscale("log")
         ax.set_xticks(budgets, [str(b) for b in budgets])
+        ax.set_xticks([], minor=True)
         ax.set_xlabel("token budget")
         ax.set_ylabel(f"{label} (%)")
         ax.set_ylim(-2, 102)
