@@ -37,7 +37,9 @@ class OracleExtractor:
 
 
 # Topics in priority order: a clause gets the key of the first topic whose cue it
-# contains. Cues are everyday words, not scenario keys; "dev" was used to pick them.
+# contains. Cues are everyday words for common personal topics, not scenario keys, and
+# one list serves every split; it was written with the packaged dialogues in view, so
+# it is a crude but not a blind extractor.
 TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("allergy", ("过敏", "allerg")),
     ("budget", ("预算", "人均", "budget", "per person", "spend")),
