@@ -7,6 +7,7 @@ and nothing is stored.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Iterator
@@ -148,3 +149,26 @@ def test_json_media_types_are_recognised_as_fastapi_does(
     content_type: bytes | None, parsed: bool
 ) -> None:
     assert is_json(content_type) is parsed
+
+
+def test_an_import_upload_is_left_to_the_importer_which_repairs_its_text(
+    service: TestClient,
+) -> None:
+    # an export is a file, not an API document: the importer replaces what no store keeps
+    export = [
+        {
+            "uuid": "guard-chat",
+            "name": "cut emoji",
+            "chat_messages": [{"uuid": "guard-m1", "sender": "human", "text": "hi \ud83d"}],
+        }
+    ]
+    response = service.post(
+        "/v1/ns/default/import",
+        params={"filename": "conversations.json"},
+        content=json.dumps(export).encode(),
+        headers={"Content-Type": "Application/JSON"},
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["imported"] == 1
+    memory = service.app.state.memory  # type: ignore[attr-defined]
+    assert memory.get_event("guard-chat:guard-m1").content == "hi \ufffd"

@@ -127,6 +127,19 @@ def test_a_plain_file_is_bounded_the_same_way(tmp_path: Path) -> None:
         load(path, limits=small)
 
 
+def test_bytes_are_counted_as_they_arrive_not_only_as_declared(tmp_path: Path) -> None:
+    # a file that grows after it was sized (or an archive member that would lie about its
+    # size) is stopped by the count of bytes actually read
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([conversation(f"c{n}", "x" * 1000) for n in range(10)]))
+    plan = load(path, limits=ImportLimits(max_export_bytes=path.stat().st_size))
+    with path.open("a") as grown:
+        grown.write(" " * 100)
+    with pytest.raises(ImportTooLarge, match="holds more than") as refused:
+        plan.apply(Memory())
+    assert refused.value.limit == "max_export_bytes"
+
+
 def test_conversations_before_the_limit_stay_written_and_the_error_says_so(
     tmp_path: Path,
 ) -> None:

@@ -166,17 +166,32 @@ class _GuardedStream:
 
     def read(self, size: int = -1, /) -> bytes:
         if size < 0:  # never unbounded: one byte past the limit is enough to refuse
-            size = self._limits.max_export_bytes - self._read + 1
+            return self.read_whole(self._limits.max_export_bytes - self._read)
         try:
-            return self._count(self._stream.read(size))
+            chunk = self._stream.read(size)
         except _READ_ERRORS as error:
             raise self._failure(error) from None
+        return self._count(chunk)
+
+    def read_whole(self, limit: int) -> bytes:
+        """The rest of the stream, read in chunks (no buffer of ``limit`` bytes is taken
+        up front); more than ``limit`` bytes are cut at ``limit + 1``."""
+        chunks: list[bytes] = []
+        total = 0
+        while total <= limit:
+            chunk = self.read(min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        return b"".join(chunks)
 
     def readline(self, size: int, /) -> bytes:
         try:
-            return self._count(self._stream.readline(size))
+            line = self._stream.readline(size)
         except _READ_ERRORS as error:
             raise self._failure(error) from None
+        return self._count(line)
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,7 +409,7 @@ def _produce_object(export: ExportFile, format: str, name: str) -> Producer:
         raw = b""
         try:
             with export.open() as stream:
-                raw = stream.read(limits.max_conversation_bytes + 1)
+                raw = stream.read_whole(limits.max_conversation_bytes)
             if len(raw) > limits.max_conversation_bytes:
                 raise limits.refuse(
                     "max_conversation_bytes",

@@ -11,6 +11,7 @@ halfway on a driver error.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from typing import Any
 
@@ -20,6 +21,7 @@ from .plan import ConversationPlan
 
 REPLACEMENT = "\ufffd"
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def storable_text(text: str) -> tuple[str, int]:
@@ -27,6 +29,16 @@ def storable_text(text: str) -> tuple[str, int]:
     if text.isascii() and "\x00" not in text:
         return text, 0
     return _UNSTORABLE.subn(REPLACEMENT, text)
+
+
+def _clean(events: tuple[dict[str, Any], ...]) -> bool:
+    """Whether no text of the events needs replacing: the common case, checked at C speed.
+
+    ``json.dumps`` without ASCII escaping writes a lone surrogate as is and NUL as the
+    escape ``\\u0000`` (a literal backslash-u0000 in a text only costs the slow path).
+    """
+    dumped = json.dumps(events, ensure_ascii=False, check_circular=False)
+    return "\\u0000" not in dumped and (dumped.isascii() or _SURROGATE.search(dumped) is None)
 
 
 def _storable(value: Any) -> tuple[Any, int]:
@@ -52,17 +64,19 @@ def storable_plan(plan: ConversationPlan, limits: ImportLimits) -> ConversationP
 
     Raises ImportTooLarge (for the message) or ImportFormatError naming the conversation.
     """
-    events: list[dict[str, Any]] = []
-    notes: list[str] = []
     for event in plan.events:
-        content = event["content"]
-        if len(content) > limits.max_message_chars:
+        if len(event["content"]) > limits.max_message_chars:
             raise limits.refuse(
                 "max_message_chars",
-                f"message {event['id']!r} has {len(content):,} characters",
+                f"message {event['id']!r} has {len(event['content']):,} characters",
                 conversation=plan.label,
                 path=plan.path,
             )
+    if _clean(plan.events):
+        return plan
+    events: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for event in plan.events:
         fixed: dict[str, Any] = {}
         changed: list[str] = []
         for name, value in event.items():
