@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 import tracemalloc
+import uuid
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -318,30 +319,52 @@ IMPORTER = textwrap.dedent(
 )
 
 
+MESSAGES = 6
+KILL_AFTER = 60  # conversations written before the kill is sent
+
+
 @pytest.fixture
 def big_export(tmp_path: Path) -> Iterator[tuple[Path, list[dict[str, Any]]]]:
     export = [
-        conversation(f"c{n:04}", *(f"message {m} of conversation {n}" for m in range(8)))
-        for n in range(1500)
+        conversation(f"c{n:04}", *(f"message {m} of conversation {n}" for m in range(MESSAGES)))
+        for n in range(400)
     ]
     path = tmp_path / "conversations.json"
     path.write_text(json.dumps(export))
     yield path, export
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield str(tmp_path / "killed.db")
+        return
+    import psycopg
+
+    from pg import with_database
+
+    dsn = request.getfixturevalue("pg_dsn")
+    name = f"bm_killed_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        Memory.open(with_database(dsn, name), migrate=True).close()
+        yield with_database(dsn, name)
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 def test_a_killed_import_leaves_each_conversation_whole_or_absent(
-    tmp_path: Path, big_export: tuple[Path, list[dict[str, Any]]]
+    store_url: str, big_export: tuple[Path, list[dict[str, Any]]]
 ) -> None:
     path, export = big_export
-    db = tmp_path / "killed.db"
+    db = store_url
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     child = subprocess.Popen(
-        [sys.executable, "-c", IMPORTER, str(path), str(db)],
+        [sys.executable, "-c", IMPORTER, str(path), db],
         stdout=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     assert child.stdout is not None
     for line in child.stdout:  # kill once the writes are well under way, not at a boundary
-        if line.strip() == "done" or int(line) >= 200:
+        if line.strip() == "done" or int(line) >= KILL_AFTER:
             break
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=60)
@@ -358,12 +381,12 @@ def test_a_killed_import_leaves_each_conversation_whole_or_absent(
                     stored += 1
                 except NotFoundError:
                     pass
-            assert stored in (0, len(entry["mapping"])), f"{entry['id']}: {stored} of 8 events"
+            assert stored in (0, MESSAGES), f"{entry['id']}: {stored} of {MESSAGES} events"
             whole += stored > 0
             absent += stored == 0
-        assert whole >= 200 and absent > 0
+        assert whole >= KILL_AFTER and absent > 0
         summary = load(path).apply(memory)  # finishing the import adds exactly what is missing
-        assert summary.failed == 0 and summary.events_added == 8 * absent
+        assert summary.failed == 0 and summary.events_added == MESSAGES * absent
         assert len(memory.heads()) == len(export)
     finally:
         memory.close()

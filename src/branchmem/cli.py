@@ -160,7 +160,8 @@ def import_(
     from .importers import ImportLimits, ImportProgress, import_file
 
     limits = ImportLimits.parse(limit or ())
-
+    if url and limit:
+        raise InvalidInput("--limit applies to a local import; a service sets its own limits")
     if url:
         from .client import Client
 
