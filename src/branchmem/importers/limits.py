@@ -19,6 +19,8 @@ KIB = 1 << 10
 MIB = 1 << 20
 GIB = 1 << 30
 
+SERVICE_CONVERSATION_BYTES = 16 * MIB
+
 _UNITS = {"": 1, "k": KIB, "kib": KIB, "m": MIB, "mib": MIB, "g": GIB, "gib": GIB}  # binary
 
 
@@ -54,14 +56,14 @@ class ImportLimits:
         """The limits of a service whose uploads are at most ``max_upload`` bytes.
 
         A JSON export zips about 5-15 times, so an archive at the upload limit may hold
-        16 times as much JSON; one conversation may be as large as an unzipped upload
-        could be (at most the library default); a message as large as one ordinary
-        request may carry.
+        16 times as much JSON. A shared server holds several uploads at once, so one
+        conversation may take at most 16 MiB (about 60 MiB of peak memory per upload),
+        and no more than an unzipped upload could; a message may be as long as one
+        ordinary request may be.
         """
-        default = cls()
         return cls(
             max_export_bytes=16 * max_upload,
-            max_conversation_bytes=min(default.max_conversation_bytes, max_upload),
+            max_conversation_bytes=min(SERVICE_CONVERSATION_BYTES, max_upload),
             max_message_chars=max_message_chars,
             how_to_raise="this server's operator sets it with `branchmem serve --max-import` "
             "(and --max-body for one message)",
