@@ -151,10 +151,17 @@ def import_(
         str, typer.Option(help="auto, chatgpt, openwebui, librechat, sillytavern or claude")
     ] = "auto",
     namespace: Namespace = "default",
+    limit: Annotated[
+        list[str] | None,
+        typer.Option(help="raise an import limit: NAME=SIZE, e.g. max_export_bytes=8GiB"),
+    ] = None,
 ) -> int:
     """Import a chat export as event trees (ids kept, every branch, the head set)."""
-    from .importers import ImportProgress, import_file
+    from .importers import ImportLimits, ImportProgress, import_file
 
+    limits = ImportLimits.parse(limit or ())
+    if url and limit:
+        raise InvalidInput("--limit applies to a local import; a service sets its own limits")
     if url:
         from .client import Client
 
@@ -169,7 +176,7 @@ def import_(
 
         with opened(db, None, None) as memory:
             summary = import_file(
-                file, memory, format=format, namespace=namespace, progress=progress
+                file, memory, format=format, namespace=namespace, progress=progress, limits=limits
             )
         if sys.stderr.isatty():
             print(file=sys.stderr)

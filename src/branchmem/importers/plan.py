@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BranchmemError, ConflictError, NotFoundError
-from .errors import ImportFormatError
+from .errors import ImportFormatError, ImportTooLarge
 from .tree import Message, latest_leaf, leaves, order_tree
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ class ConversationPlan:
     head_reason: str = ""
     branches: int = 0
     error: BranchmemError | None = None
+    replaced: tuple[str, ...] = ()  # events whose unstorable characters became U+FFFD
 
     @property
     def label(self) -> str:
@@ -137,6 +138,7 @@ class ImportSummary:
     heads_unchanged: int = 0
     errors: list[str] = field(default_factory=list)
     kept_stored: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         lines = [
@@ -153,6 +155,12 @@ class ImportSummary:
                 f"{len(self.kept_stored)}"
             )
             lines.extend(f"  {entry}" for entry in self.kept_stored)
+        if self.replaced:
+            lines.append(
+                f"text changed to be storable (NUL or lone surrogate -> U+FFFD): "
+                f"{len(self.replaced)} events"
+            )
+            lines.extend(f"  {entry}" for entry in self.replaced)
         if self.errors:
             lines.append(f"errors: {len(self.errors)} (nothing of these conversations imported)")
             lines.extend(f"  {error}" for error in self.errors)
@@ -211,19 +219,23 @@ class ImportPlan:
             source=self.source,
             namespace=namespace,
         )
-        for conversation, done in self._produce():
-            summary.conversations += 1
-            _apply_conversation(memory, conversation, namespace, summary)
-            if progress is not None:
-                progress(
-                    ImportProgress(
-                        done=done,
-                        total=self.total,
-                        unit=self.unit,
-                        conversations=summary.conversations,
-                        events_added=summary.events_added,
+        try:
+            for conversation, done in self._produce():
+                summary.conversations += 1
+                _apply_conversation(memory, conversation, namespace, summary)
+                if progress is not None:
+                    progress(
+                        ImportProgress(
+                            done=done,
+                            total=self.total,
+                            unit=self.unit,
+                            conversations=summary.conversations,
+                            events_added=summary.events_added,
+                        )
                     )
-                )
+        except ImportTooLarge as error:
+            # what was written stays (each conversation whole); the error says how much
+            raise error.stopped_after(summary) if summary.conversations else error from None
         return summary
 
 
@@ -259,6 +271,7 @@ def _apply_conversation(
     elif conversation.head is not None:
         summary.heads_unchanged += 1
     summary.kept_stored.extend(kept)
+    summary.replaced.extend(conversation.replaced)
 
 
 def _fresh_events(

@@ -25,6 +25,7 @@ from pydantic import AfterValidator
 from .. import __version__
 from ..audit import AuditEntry
 from ..errors import InvalidInput
+from ..importers.limits import ImportLimits
 from ..memory import Memory
 from ..model import Event, Explanation, Record
 from . import explorer
@@ -194,7 +195,8 @@ def create_app(
         responses=PROBLEMS,
     )
     install(app)
-    app.add_middleware(Guard, limits=limits or Limits())
+    limits = limits or Limits()
+    app.add_middleware(Guard, limits=limits)
     app.state.memory = memory
 
     def caller(request: Request) -> ApiKey | None:
@@ -602,7 +604,7 @@ def create_app(
         suffix = Path(filename).suffix.lower()
         suffix = suffix if suffix in IMPORT_SUFFIXES else ".json"
         return await run_in_threadpool(
-            _import_bytes, memory, body, suffix, format, namespace, grant
+            _import_bytes, memory, body, suffix, format, namespace, grant, limits.for_imports()
         )
 
     # -- the explorer (/ui) --------------------------------------------------------------------
@@ -686,6 +688,7 @@ def _import_bytes(
     format: str,
     namespace: str,
     grant: ApiKey | None,
+    limits: ImportLimits,
 ) -> dict[str, Any]:
     from ..importers import import_file
 
@@ -702,7 +705,7 @@ def _import_bytes(
             else contextlib.nullcontext()
         )
         with scope:
-            summary = import_file(path, memory, format=format, namespace=namespace)
+            summary = import_file(path, memory, format=format, namespace=namespace, limits=limits)
     out = dataclasses.asdict(summary)
     out["source"] = "upload" + suffix
     return out
