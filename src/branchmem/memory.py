@@ -13,17 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .audit import AuditEntry
-from .corrections import (
-    REVISED,
-    Delivery,
-    Deriver,
-    RepairItem,
-    RepairResult,
-    RepairView,
-    StaleDelivery,
-    happened,
-    stale_reason,
-)
+from .corrections import happened, stale_reason
 from .errors import (
     BranchmemError,
     ConflictError,
@@ -36,13 +26,20 @@ from .model import (
     ERASED,
     RETRACTED,
     RETRACTION_KIND,
+    REVISED,
     STALE,
     SUPERSEDED,
     WITHDRAWN,
+    Delivery,
+    Deriver,
     Event,
     Explanation,
     Hit,
     Record,
+    RepairItem,
+    RepairResult,
+    RepairView,
+    StaleDelivery,
 )
 from .provenance import RevisionNode, SourceRef
 from .resolution import Resolution
