@@ -6,10 +6,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
 import branchmem.memory
-from branchmem import Memory, Record, RepairView
+from branchmem import Event, Memory, Record, RepairView
+from branchmem.search.context import assemble_context
 from branchmem.validation import check_id
+from test_retrieval_context import NewlinesCost, inputs
 
 
 def small_memory() -> Memory:
@@ -59,3 +62,30 @@ def test_the_namespace_is_checked_once_per_call(call: str, monkeypatch: pytest.M
     monkeypatch.setattr(branchmem.memory, "check_id", counting)
     CALLS[call](memory)
     assert checked == ["default"]
+
+
+@given(inputs())
+@settings(max_examples=150, deadline=None)
+def test_decided_records_assemble_as_if_the_competition_had_run(
+    case: tuple[list[Event], list[Record], str | None, int, float],
+) -> None:
+    """Memory.context passes records one per (scope, key), as its view chose them, and says
+    so (``decided=True``); the result is what the input-order competition would give."""
+    events, records, query, budget, share = case
+    seen: set[tuple[str | None, str]] = set()
+    one_per_key = []
+    for record in records:
+        if record.key is None or record.kind == "retraction":
+            one_per_key.append(record)
+        elif (record.scope, record.key) not in seen:
+            seen.add((record.scope, record.key))
+            one_per_key.append(record)
+    options: dict[str, Any] = {"query": query, "budget": budget, "record_share": share}
+    for counter in (None, NewlinesCost()):
+        if counter is not None:
+            options["counter"] = counter
+        competed = assemble_context(anchor="a", path_events=events, records=one_per_key, **options)
+        decided = assemble_context(
+            anchor="a", path_events=events, records=one_per_key, decided=True, **options
+        )
+        assert decided == competed

@@ -31,9 +31,9 @@ What goes in, in order of priority:
    rendered in chronological order.
 3. Records that did not fit in their share, if the messages left room.
 
-Each piece is priced once. A text with a visible character is taken to cost at least one
-token, so once a share of the budget is spent the records left are not priced at all (with
-thousands of visible records and a small budget, pricing them was most of the work).
+Each piece is priced once (a record left out of its share is not priced again in step 3), and
+a text with a visible character is taken to cost at least one token, so no record is priced
+once the room left is zero.
 
 The whole text is measured with the counter at the end; should a counter not add up over
 the pieces (a BPE tokenizer merging across a newline), the last piece taken is dropped until
