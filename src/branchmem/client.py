@@ -26,7 +26,6 @@ from urllib.parse import quote
 import httpx
 
 from .audit import AuditEntry
-from .corrections import Delivery, RepairItem, StaleDelivery
 from .errors import (
     BranchmemError,
     ConflictError,
@@ -42,7 +41,7 @@ from .errors import (
     Unauthorized,
     Unavailable,
 )
-from .model import MODES, Event, Explanation, Hit, Record
+from .model import MODES, Delivery, Event, Explanation, Hit, Record, RepairItem, StaleDelivery
 from .search.context import Context
 from .validation import check_id
 

@@ -75,11 +75,13 @@ def conversation_plan(
     head: str | None,
     head_reason: str,
     head_path: str | None = None,
+    tree_title: str | None = None,
 ) -> ConversationPlan:
     """Order and check a parsed conversation; raises ImportFormatError naming ``tree``.
 
     With ``head`` None the latest leaf becomes the head and ``head_reason`` says why the
-    export's own head could not be used.
+    export's own head could not be used. The root event carries ``tree_title`` (default:
+    ``title``) as ``meta["title"]``, the name ``Memory.conversations`` lists.
     """
     label = f"{tree!r} ({title!r})" if title else repr(tree)
     ordered = order_tree(messages, label)
@@ -99,11 +101,18 @@ def conversation_plan(
         path=path,
         tree=tree,
         title=title,
-        events=tuple(message.as_event(tree) for message in ordered),
+        events=tuple(_titled(message.as_event(tree), tree_title or title) for message in ordered),
         head=head,
         head_reason=head_reason,
         branches=len(leaves(ordered)),
     )
+
+
+def _titled(event: dict[str, Any], title: str | None) -> dict[str, Any]:
+    """The conversation's title goes on its root event (``Memory.conversations`` reads it)."""
+    if title and event["parent"] is None:
+        event["meta"]["title"] = title
+    return event
 
 
 @dataclass(frozen=True, slots=True)
