@@ -39,6 +39,7 @@ from .model import (
     STALE,
     SUPERSEDED,
     WITHDRAWN,
+    Conversation,
     Event,
     Explanation,
     Hit,
@@ -1335,3 +1336,29 @@ class Memory:
         if node is None or node.tree is None:
             return delivered_at
         return self._store.heads(namespace).get(node.tree, delivered_at)
+
+    # -- PROVISIONAL (branch wip-api): the engine branch's conversations() replaces this ---
+    def conversations(self, *, namespace: str = DEFAULT_NAMESPACE) -> list[Conversation]:
+        """Every conversation (tree) of the namespace, most recently changed first."""
+        with self._read(namespace):
+            heads = self._store.heads(namespace)
+            found: dict[str, list[EventNode]] = {}
+            for node in self._store.iter_events(namespace):
+                if node.tree is not None:
+                    found.setdefault(node.tree, []).append(node)
+        made = []
+        for tree, nodes in found.items():
+            roots = sorted((n for n in nodes if n.parent is None), key=lambda n: n.seq)
+            title = roots[0].meta.get("title") if roots else None
+            made.append(
+                Conversation(
+                    tree=tree,
+                    root=roots[0].id if roots else None,
+                    head=heads.get(tree),
+                    title=title if isinstance(title, str) else None,
+                    events=len(nodes),
+                    updated_seq=max(n.seq for n in nodes),
+                )
+            )
+        made.sort(key=lambda c: (-c.updated_seq, c.tree))
+        return made

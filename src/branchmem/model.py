@@ -97,3 +97,16 @@ class Hit:
     record: Record
     score: float
     why: str
+
+
+# -- PROVISIONAL (branch wip-api): the engine branch defines Conversation; keep its version --
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """One conversation (tree) of a namespace: its root, head, title and size."""
+
+    tree: str
+    root: str | None
+    head: str | None
+    title: str | None
+    events: int
+    updated_seq: int
