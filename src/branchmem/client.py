@@ -96,10 +96,8 @@ def _query_value(op: Operation, name: str, hint: Any, value: Any) -> Any:
     if value is None:
         return None
     allowed = [t for t in (hint, *getattr(hint, "__args__", ())) if t in _SCALARS]
-    if (
-        allowed
-        and not isinstance(value, tuple(allowed))
-        or (isinstance(value, bool) and bool not in allowed)
+    if (allowed and not isinstance(value, tuple(allowed))) or (
+        isinstance(value, bool) and bool not in allowed
     ):
         wanted = " or ".join(t.__name__ for t in allowed)
         raise InvalidInput(f"{op.name}: {name} must be {wanted}, got {type(value).__name__}")
@@ -262,6 +260,7 @@ class Client:
             arguments["mode"] = self.mode
         segments = {p.name: self._id(arguments.pop(p.name), p.name) for p in op.where("path")}
         where += op.path.format(**segments)
+        data: Any
         if op.verb == "GET":
             query = {
                 p.name: _query_value(op, p.name, p.hint, arguments[p.name])
@@ -389,3 +388,7 @@ class Client:
         data = self._request("GET", f"{self._ns(namespace)}/trees/{self._id(tree, 'tree')}")
         events: list[Event] = decode(list[Event], data["events"])
         return events
+
+
+# Checked by mypy: Client satisfies the protocol (a missing or mistyped method fails)
+_remote: type[MemoryAPI] = Client

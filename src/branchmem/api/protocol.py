@@ -323,10 +323,9 @@ class MemoryAPI(Protocol):
         ...
 
 
-# mypy: both faces satisfy the protocol (a missing or differently typed method fails here)
+# Checked by mypy: Memory satisfies the protocol (a missing or mistyped method fails);
+# client.py checks Client the same way at its end.
 if TYPE_CHECKING:
-    from ..client import Client
     from ..memory import Memory
 
     _embedded: type[MemoryAPI] = Memory
-    _remote: type[MemoryAPI] = Client

@@ -81,9 +81,13 @@ def _id_list(hint: Any) -> bool:
     """``Iterable[str]`` (or ``| None``): sources, targets, supersedes."""
     for candidate in (hint, *typing.get_args(hint)):
         origin = typing.get_origin(candidate)
-        if isinstance(origin, type) and issubclass(origin, Iterable):
-            if not issubclass(origin, Mapping) and typing.get_args(candidate) == (str,):
-                return True
+        if (
+            isinstance(origin, type)
+            and issubclass(origin, Iterable)
+            and not issubclass(origin, Mapping)
+            and typing.get_args(candidate) == (str,)
+        ):
+            return True
     return False
 
 
@@ -152,7 +156,8 @@ def response_model(op: Operation) -> Any:
         return Page[typing.get_args(result)[0]]  # type: ignore[misc]
     if op.envelope:
         name = "".join(part.title() for part in op.name.split("_")) + "Out"
-        return create_model(name, **{op.envelope: (result, ...)})
+        fields: dict[str, Any] = {op.envelope: (result, ...)}
+        return create_model(name, **fields)
     return result
 
 
