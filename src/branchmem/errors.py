@@ -99,8 +99,8 @@ class MissingExtra(BranchmemError, ImportError):
     code = "missing_extra"
 
     def __init__(self, feature: str, extra: str, missing: str | None = None) -> None:
-        needs = f" (needs {missing!r})" if missing else ""
-        super().__init__(f'{feature} is not installed{needs}: pip install "branchmem[{extra}]"')
+        needs = f"{feature} needs {missing!r}, which is not installed" if missing else feature
+        super().__init__(f'{needs}: pip install "branchmem[{extra}]"')
         self.extra = extra
 
 
