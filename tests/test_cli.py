@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -324,3 +326,45 @@ def test_commands_work_through_the_service_too(
     finally:
         live.stop()
         memory.close()
+
+
+# -- a missing extra is a one-line error naming the install command ---------------------------
+def run_without(module: str, code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter where importing ``module`` fails."""
+    prelude = f"import sys; sys.modules[{module!r}] = None\n"
+    return subprocess.run(
+        [sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.parametrize(
+    "module, argv, extra",
+    [
+        ("uvicorn", ["serve", "--db", "{db}"], "server"),
+        ("fastapi", ["serve", "--db", "{db}"], "server"),
+        ("mcp", ["mcp", "--db", "{db}"], "mcp"),
+        ("httpx", ["visible", "u1", "--url", "http://127.0.0.1:9"], "client"),
+    ],
+)
+def test_a_missing_extra_names_the_install_command(
+    module: str, argv: list[str], extra: str, tmp_path: Path
+) -> None:
+    args = [a.replace("{db}", str(tmp_path / "m.db")) for a in argv]
+    done = run_without(module, f"from branchmem.cli import main; raise SystemExit(main({args!r}))")
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("branchmem: ") and f"needs {module!r}" in done.stderr
+    assert done.stderr.rstrip().endswith(f'pip install "branchmem[{extra}]"')
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_the_client_without_httpx_says_how_to_install_it() -> None:
+    done = run_without(
+        "httpx",
+        "from branchmem.errors import MissingExtra\n"
+        "try:\n    from branchmem import Client\n"
+        "except MissingExtra as error:\n    print(error)\n",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        "branchmem.Client needs 'httpx', which is not installed: pip install \"branchmem[client]\""
+    )
