@@ -23,7 +23,19 @@ from ..api.operations import REQUIRED, Operation, Param, operations
 from ..errors import InvalidInput
 from .auth import ApiKey, IdParam, NamespaceParam, access
 from .problems import Refusal
-from .schemas import BODY_TYPES, ID_FIELDS, MAX_BATCH, MAX_ID, MAX_QUERY, Id, Ids, Input, Mode, Page
+from .schemas import (
+    BODY_TYPES,
+    ID_FIELDS,
+    MAX_BATCH,
+    MAX_ID,
+    MAX_QUERY,
+    Id,
+    Ids,
+    Input,
+    Mode,
+    Page,
+    response_type,
+)
 
 DEFAULT_LIMIT: Final = 100
 MAX_LIMIT: Final = 1000
@@ -148,10 +160,7 @@ def query_type(param: Param) -> tuple[Any, Any]:
 
 # -- one route per operation -------------------------------------------------------------------
 def response_model(op: Operation) -> Any:
-    result = op.result
-    origin = typing.get_origin(result)
-    if origin in (set, frozenset):
-        result = list[typing.get_args(result)[0]]  # type: ignore[misc]
+    result = response_type(op.result)
     if op.page:
         return Page[typing.get_args(result)[0]]  # type: ignore[misc]
     if op.envelope:

@@ -9,9 +9,14 @@ operation that takes an ``id`` or ``sources`` checks them alike. Inputs are stri
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import operator
+import types
+import typing
 from typing import Annotated, Any, Final, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
 
 from ..model import Event, Explanation
 
@@ -38,6 +43,45 @@ BODY_TYPES: Final[dict[str, Any]] = {
 }
 
 T = TypeVar("T")
+
+
+# -- responses: the API's dataclasses as JSON Schema can say them -----------------------------
+_MODELS: dict[type, type[BaseModel]] = {}
+
+
+def response_type(hint: Any) -> Any:
+    """The documented shape of an API value: each dataclass becomes a model of the same name
+    and fields; a pair such as ``(record id, revision)`` an array of two (OpenAPI has no
+    tuples); sets and tuples arrays."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        if hint not in _MODELS:
+            fields: dict[str, Any] = {}
+            hints = typing.get_type_hints(hint)
+            for field in dataclasses.fields(hint):
+                wire = response_type(hints[field.name])
+                if field.default is not dataclasses.MISSING:
+                    fields[field.name] = (wire, field.default)
+                elif field.default_factory is not dataclasses.MISSING:
+                    fields[field.name] = (wire, Field(default_factory=field.default_factory))
+                else:
+                    fields[field.name] = (wire, ...)
+            doc = (hint.__doc__ or "").strip()
+            _MODELS[hint] = create_model(hint.__name__, __doc__=doc, **fields)
+        return _MODELS[hint]
+    if origin in (typing.Union, types.UnionType):
+        return functools.reduce(operator.or_, [response_type(a) for a in args])
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return list[response_type(args[0])]  # type: ignore[misc]
+        items = functools.reduce(operator.or_, [response_type(a) for a in dict.fromkeys(args)])
+        return Annotated[list[items], Field(min_length=len(args), max_length=len(args))]  # type: ignore[valid-type]
+    if origin in (list, set, frozenset):
+        return list[response_type(args[0])]  # type: ignore[misc]
+    if origin is dict:
+        return dict[args[0], response_type(args[1])]  # type: ignore[misc, valid-type]
+    return hint
 
 
 class Input(BaseModel):
@@ -67,13 +111,13 @@ class TreeSummary(BaseModel):
 class TreeOut(BaseModel):
     tree: str
     head: str | None
-    events: list[Event]
+    events: list[response_type(Event)]  # type: ignore[valid-type]
 
 
 class RecordView(BaseModel):
     """A record at an anchor for the explorer: its decision and what it says."""
 
-    explanation: Explanation
+    explanation: response_type(Explanation)  # type: ignore[valid-type]
     kind: str | None
     key: str | None
     content: str | None

@@ -19,7 +19,16 @@ from . import explorer
 from .auth import ApiKey, Caller, IdParam, NamespaceParam
 from .problems import Refusal
 from .routes import CursorQuery, Grant, LimitQuery, acting, page
-from .schemas import MAX_ID, Mode, Page, RecordView, TreeOut, TreeSummary, WhoAmI
+from .schemas import (
+    MAX_ID,
+    Mode,
+    Page,
+    RecordView,
+    TreeOut,
+    TreeSummary,
+    WhoAmI,
+    response_type,
+)
 
 STATIC: Final = Path(__file__).parent / "static"
 IMPORT_SUFFIXES: Final = (".json", ".jsonl", ".zip")
@@ -66,7 +75,7 @@ def whoami(grant: Caller) -> dict[str, Any]:
 
 @namespaced.post(
     "/import",
-    response_model=ImportSummary,
+    response_model=response_type(ImportSummary),
     tags=["events"],
     openapi_extra={
         "requestBody": {
