@@ -24,7 +24,10 @@ Format = Annotated[
 BIG_IMPORT = 1 << 20  # bytes: a progress bar below this would only flicker
 
 
-def migrate(url: Annotated[str, typer.Argument(help="SQLite path or postgresql:// URL")]) -> int:
+def migrate(
+    url: Annotated[str, typer.Argument(help="SQLite path or postgresql:// URL")],
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> int:
     """Create or upgrade a store's schema."""
     from ..store import open_store
 
@@ -33,7 +36,10 @@ def migrate(url: Annotated[str, typer.Argument(help="SQLite path or postgresql:/
         version = getattr(store, "schema_version", lambda: None)()
     finally:
         store.close()
-    out.print(f"{url}: schema version {version}", markup=False)
+    if as_json:
+        emit_json({"url": url, "schema_version": version})
+    else:
+        out.print(f"{url}: schema version {version}", markup=False)
     return 0
 
 

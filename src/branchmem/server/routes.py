@@ -19,7 +19,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import Field, create_model
 
 from ..api.codec import encode
-from ..api.operations import REQUIRED, Operation, Param, operations
+from ..api.operations import PREFIX, REQUIRED, Operation, Param, operations
 from ..errors import InvalidInput
 from .auth import ApiKey, IdParam, NamespaceParam, access
 from .problems import Refusal
@@ -257,7 +257,7 @@ def tag(op: Operation) -> str:
 
 def api_router() -> APIRouter:
     """Every operation of the table as a route."""
-    router = APIRouter(prefix="/v1/ns/{namespace}")
+    router = APIRouter(prefix=PREFIX)
     table = operations()
     event_model = body_model(table["add_event"])
     for op in table.values():
