@@ -12,6 +12,10 @@ request that may have reached the server is retried only when repeating it canno
 the outcome (reads, and writes that are no-ops when repeated: adding an identical event or
 record). ``mode`` sets the decision mode of every view this client asks for, as
 ``Memory(mode)`` does.
+
+The API methods are not written here: each is one line, ``name = remote(MemoryAPI.name)``,
+which sends the call by its route in the operation table and decodes the answer with the
+codec (``branchmem.api``); mypy reads each signature from ``MemoryAPI``.
 """
 
 from __future__ import annotations

@@ -7,12 +7,11 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.tree import Tree
 
 from ..api.codec import encode
 from ..errors import InvalidInput, require
-from .render import emit_json, err, out
+from .render import emit_json, err, make_table, out
 from .target import Target, missing_store, shared
 
 if TYPE_CHECKING:
@@ -90,7 +89,7 @@ def show_plan(plan: ImportPlan, as_json: bool) -> int:
         )  # fmt: skip
         return 0
     out.print(f"format: {plan.format} ({plan.format_reason}); dry run, nothing written")
-    rows = Table("title", "tree", "head", "chosen by", "events", title=plan.source)
+    rows = make_table("title", "tree", "head", "chosen by", "events", title=plan.source)
     for c in found:
         note = f"error: {c.error}" if c.error is not None else c.head_reason
         rows.add_row(c.title or "", c.tree or "", c.head or "", note, str(len(c.events)))
@@ -102,7 +101,7 @@ def show_summary(summary: ImportSummary, as_json: bool) -> None:
     if as_json:
         emit_json(summary)
         return
-    rows = Table("title", "tree", "head", "chosen by", "events", "added", title=summary.source)
+    rows = make_table("title", "tree", "head", "chosen by", "events", "added", title=summary.source)
     for c in summary.outcomes:
         note = f"error: {c.error}" if c.error else c.head_reason
         rows.add_row(c.title or "", c.tree or "", c.head or "", note, str(c.events), str(c.added))
@@ -240,7 +239,7 @@ def keys_list(
     if as_json:
         emit_json(grants)
         return 0
-    rows = Table("key id", "tenant", "namespaces", "created")
+    rows = make_table("key id", "tenant", "namespaces", "created")
     for g in grants:
         rows.add_row(g.key_id, g.tenant, ", ".join(g.namespaces), f"{g.created:.0f}")
     out.print(rows)
@@ -308,7 +307,7 @@ def tree(
         if node.parent is None or node.parent not in known:
             add(view, node)
     out.print(view)
-    rows = Table("record", "visible", "reason", "source", "content", title=f"records at {at}")
+    rows = make_table("record", "visible", "reason", "source", "content", title=f"records at {at}")
     for why, content in decisions:
         rows.add_row(
             why.record_id, "yes" if why.visible else "no", why.reason, why.source or "",

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..api.codec import encode
-from ..model import Event, Explanation, Hit, Record
+from ..model import Conversation, Event, Explanation, Hit, Record
 from ..search.context import Context
 
 out = Console(highlight=False, soft_wrap=True)
@@ -24,7 +24,16 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 COLUMNS: dict[type, tuple[str, ...]] = {
     Event: ("id", "parent", "tree", "role", "content"),
     Record: ("id", "revision", "kind", "key", "content", "sources"),
+    Conversation: ("title", "tree", "head", "events"),
 }
+
+
+def make_table(*columns: str, title: str | None = None) -> Table:
+    """A table whose cells wrap instead of cutting ids short (an id is copied, not read)."""
+    made = Table(title=title, title_justify="left")
+    for column in columns:
+        made.add_column(column, overflow="fold")
+    return made
 
 
 def emit_json(value: Any) -> None:
@@ -54,7 +63,7 @@ def table(items: Sequence[Any], item_type: Any, title: str) -> None:
             out.print(cell(item), markup=False)
         return
     columns = COLUMNS.get(item_type) or tuple(f.name for f in dataclasses.fields(item_type))
-    shown = Table(*columns, title=title, title_justify="left")
+    shown = make_table(*columns, title=title)
     for item in items:
         if item_type is Record and item.sources is None:
             row = [cell(getattr(item, c)) if c != "sources" else "(legacy)" for c in columns]
@@ -91,7 +100,7 @@ def show(value: Any, hint: Any, title: str) -> None:
         out.print(value.text, markup=False)
         err.print(f"{value.tokens} tokens, {len(value.items)} records", markup=False)
     elif origin in (list, set, frozenset) and args and args[0] is Hit:
-        rows = Table("score", "id", "content", "why", title=title, title_justify="left")
+        rows = make_table("score", "id", "content", "why", title=title)
         for hit in value:
             rows.add_row(f"{hit.score:.3f}", hit.record.id, hit.record.content, hit.why)
         out.print(rows)
@@ -99,7 +108,7 @@ def show(value: Any, hint: Any, title: str) -> None:
         items = sorted(value) if isinstance(value, set | frozenset) else value
         table(items, args[0], title)
     elif origin is dict and args == [str, str]:
-        rows = Table("tree", "head", title=title, title_justify="left")
+        rows = make_table("tree", "head", title=title)
         for key, item in sorted(value.items()):
             rows.add_row(key, item)
         out.print(rows)
