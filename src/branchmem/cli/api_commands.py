@@ -26,12 +26,12 @@ from .render import emit_json, show, warn
 from .target import OPTIONS, SHARED, Target
 
 # parameters whose CLI spelling differs from ``--name``: (flags, help)
-SPELLING: dict[str, tuple[tuple[str, ...], str]] = {
-    "sources": (("--source", "-s"), "a source event id; repeatable"),
-    "targets": (("--target", "-t"), "a record to retract; repeatable"),
-    "supersedes": (("--supersedes",), "a record this one replaces; repeatable"),
-    "k": (("-k",), "how many hits"),
-    "meta": (("--meta",), "a JSON object"),
+SPELLING: dict[str, tuple[tuple[str, ...], str, str | None]] = {
+    "sources": (("--source", "-s"), "a source event id; repeatable", "ID"),
+    "targets": (("--target", "-t"), "a record to retract; repeatable", "ID"),
+    "supersedes": (("--supersedes",), "a record this one replaces; repeatable", "ID"),
+    "k": (("-k",), "how many hits", None),
+    "meta": (("--meta",), "a JSON object", "JSON"),
 }
 
 
@@ -70,7 +70,9 @@ def _parameter(param: Param) -> list[inspect.Parameter]:
         info: Any = typer.Argument(help="'-' reads stdin" if param.name == "events" else None)
         return [inspect.Parameter(param.name, kind, annotation=Annotated[kind_type, info],
                                   default=default)]  # fmt: skip
-    flags, help_text = SPELLING.get(param.name, ((f"--{param.name.replace('_', '-')}",), ""))
+    flags, help_text, metavar = SPELLING.get(
+        param.name, ((f"--{param.name.replace('_', '-')}",), "", None)
+    )
     if _id_list(param.hint):
         default = None
     elif param.required:
@@ -82,7 +84,9 @@ def _parameter(param: Param) -> list[inspect.Parameter]:
     made = [
         inspect.Parameter(
             param.name, kind, default=default,
-            annotation=Annotated[kind_type, typer.Option(*flags, help=help_text or None)],
+            annotation=Annotated[
+                kind_type, typer.Option(*flags, help=help_text or None, metavar=metavar)
+            ],
         )
     ]  # fmt: skip
     if _id_list(param.hint) and type(None) in typing.get_args(param.hint):
