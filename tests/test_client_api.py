@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("httpx", reason="the client needs the 'client' extra")
 
-from branchmem import Memory
+from branchmem import InvalidInput, Memory
 from branchmem.api import MemoryAPI
 from branchmem.api.operations import operations
 from branchmem.client import Client
@@ -70,3 +70,13 @@ def test_routes_are_unique_and_name_their_parameters() -> None:
         assert (op.verb, op.path) not in seen, op.name
         seen.add((op.verb, op.path))
         assert op.doc, f"{op.name}: the docstring is the route's and the command's help"
+
+
+def test_a_query_value_of_the_wrong_type_is_refused_before_sending() -> None:
+    with Client("http://127.0.0.1:9") as client:  # nothing listens: a request would fail
+        with pytest.raises(InvalidInput, match="query must be str"):
+            client.search(5, "u1")  # type: ignore[arg-type]
+        with pytest.raises(InvalidInput, match="cross_tree must be bool"):
+            client.visible("u1", cross_tree="yes")  # type: ignore[arg-type]
+        with pytest.raises(InvalidInput, match="k must be int"):
+            client.search("q", "u1", k=True)

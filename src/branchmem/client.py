@@ -97,10 +97,13 @@ _SCALARS: Final = (str, int, float, bool)
 
 
 def _query_value(op: Operation, name: str, hint: Any, value: Any) -> Any:
+    """A query parameter as sent; refused here when the server could only misread it
+    (``search(5, ...)`` would arrive as the text "5")."""
     if value is None:
         return None
     allowed = [t for t in (hint, *getattr(hint, "__args__", ())) if t in _SCALARS]
-    if (allowed and not isinstance(value, tuple(allowed))) or (
+    accepted = (*allowed, int) if float in allowed else tuple(allowed)
+    if (allowed and not isinstance(value, accepted)) or (
         isinstance(value, bool) and bool not in allowed
     ):
         wanted = " or ".join(t.__name__ for t in allowed)
