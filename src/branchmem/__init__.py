@@ -48,11 +48,22 @@ __all__ = [
     "RepairView",
     "StaleDelivery",
 ]
-__version__ = "0.1.0"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("branchmem")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
+
+__version__ = _version()
 
 
 def __getattr__(name: str) -> object:
-    """``branchmem.Client`` needs httpx (the ``server`` extra): import it on first use."""
+    """``branchmem.Client`` needs httpx (the ``client`` extra): import it on first use."""
     if name == "Client":
         from .client import Client
 

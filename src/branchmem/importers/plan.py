@@ -129,6 +129,19 @@ class ImportProgress:
 ProgressCallback = Callable[[ImportProgress], None]
 
 
+@dataclass(frozen=True, slots=True)
+class ConversationOutcome:
+    """What an import did with one conversation: its head and the rule that chose it."""
+
+    tree: str | None
+    title: str | None
+    head: str | None
+    head_reason: str
+    events: int
+    added: int
+    error: str | None = None
+
+
 @dataclass(slots=True)
 class ImportSummary:
     """Counts of an applied import plus every per-conversation error; printable."""
@@ -148,6 +161,7 @@ class ImportSummary:
     errors: list[str] = field(default_factory=list)
     kept_stored: list[str] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)
+    outcomes: list[ConversationOutcome] = field(default_factory=list)
 
     def __str__(self) -> str:
         lines = [
@@ -254,6 +268,7 @@ def _apply_conversation(
     if conversation.error is not None:
         summary.failed += 1
         summary.errors.append(str(conversation.error))
+        summary.outcomes.append(_outcome(conversation, 0, str(conversation.error)))
         return
     try:
         fresh, kept = _fresh_events(memory, conversation, namespace)
@@ -270,7 +285,9 @@ def _apply_conversation(
     except BranchmemError as error:
         summary.failed += 1
         summary.errors.append(f"conversation {conversation.label}: {error}")
+        summary.outcomes.append(_outcome(conversation, 0, str(error)))
         return
+    summary.outcomes.append(_outcome(conversation, len(fresh)))
     summary.imported += 1
     summary.events_added += len(fresh)
     summary.events_existing += len(conversation.events) - len(fresh)
@@ -281,6 +298,20 @@ def _apply_conversation(
         summary.heads_unchanged += 1
     summary.kept_stored.extend(kept)
     summary.replaced.extend(conversation.replaced)
+
+
+def _outcome(
+    conversation: ConversationPlan, added: int, error: str | None = None
+) -> ConversationOutcome:
+    return ConversationOutcome(
+        tree=conversation.tree,
+        title=conversation.title,
+        head=conversation.head,
+        head_reason=conversation.head_reason,
+        events=len(conversation.events),
+        added=added,
+        error=error,
+    )
 
 
 def _fresh_events(
