@@ -28,6 +28,7 @@ from ..errors import InvalidInput
 from ..memory import Memory
 from ..model import Event, Explanation, Record
 from . import explorer
+from .docs import install_offline_docs
 from .guard import Guard, Limits
 from .keys import ApiKey, KeyRing
 from .problems import PROBLEM_TYPE, Refusal, install
@@ -36,6 +37,7 @@ from .schemas import (
     AuditEntryOut,
     ContextIn,
     ContextOut,
+    ConversationOut,
     DeliveryOut,
     ErasedOut,
     EventIn,
@@ -179,9 +181,11 @@ def create_app(
     keys: KeyRing | None = None,
     auth: bool = True,
     limits: Limits | None = None,
+    local: explorer.LocalSession | None = None,
 ) -> FastAPI:
     """The service over ``memory``. ``auth=False`` serves without keys (a local, single-user
-    server); otherwise every ``/v1`` request needs ``Authorization: Bearer <key>``."""
+    server); otherwise every ``/v1`` request needs ``Authorization: Bearer <key>``, or the
+    ``local`` session's token for a read (the explorer opened from ``branchmem serve``)."""
     ring = keys if keys is not None else (KeyRing(memory) if auth else None)
     app = FastAPI(
         title="branchmem",
@@ -192,7 +196,10 @@ def create_app(
             "Errors are application/problem+json; `code` is the branchmem error code."
         ),
         responses=PROBLEMS,
+        docs_url=None,  # /docs and /redoc: served from local assets by install_offline_docs
+        redoc_url=None,
     )
+    install_offline_docs(app)
     install(app)
     app.add_middleware(Guard, limits=limits or Limits())
     app.state.memory = memory
@@ -204,6 +211,8 @@ def create_app(
         scheme, _, presented = header.partition(" ")
         if scheme.lower() != "bearer" or not presented.strip():
             raise Refusal("unauthorized", "an API key is required: Authorization: Bearer")
+        if local is not None and local.admits(request.method, presented.strip()):
+            return local.grant
         grant = ring.verify(presented.strip())
         if grant is None:
             raise Refusal("unauthorized", "the API key is not valid")
@@ -630,15 +639,28 @@ def create_app(
         mode: Mode | None = None,
         include_superseded: bool = False,
         include_stale: bool = False,
+        tree: OptionalText = None,
         limit: LimitQuery = MAX_LIMIT,
         cursor: CursorQuery = None,
     ) -> dict[str, Any]:
-        """Every record of the namespace decided at the anchor, with the reason for each."""
+        """Every record of the namespace decided at the anchor, with the reason for each;
+        with ``tree``, only the records built from that conversation, their sources in it."""
         views = explorer.record_views(
             memory, namespace, anchor, cross_tree=cross_tree, mode=mode,
-            include_superseded=include_superseded, include_stale=include_stale,
+            include_superseded=include_superseded, include_stale=include_stale, tree=tree,
         )  # fmt: skip
         return page(views, limit, cursor)
+
+    # PROVISIONAL (explorer branch): the API's own conversation listing replaces this route.
+    @v1.get("/conversations", response_model=Page[ConversationOut], tags=["explorer"])
+    def conversations(
+        namespace: NamespaceParam,
+        grant: Grant,
+        limit: LimitQuery = DEFAULT_LIMIT,
+        cursor: CursorQuery = None,
+    ) -> dict[str, Any]:
+        """Conversations of the namespace, latest activity first: title, root, head, size."""
+        return page(explorer.conversations(memory, namespace), limit, cursor)
 
     app.include_router(v1)
     _document_problems(app)

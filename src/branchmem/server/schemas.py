@@ -242,6 +242,16 @@ class RecordView(BaseModel):
     kind: str | None
     key: str | None
     content: str | None
+    tree_sources: list[str] = []  # with ?tree=: the conversation's events it draws on
+
+
+class ConversationOut(BaseModel):  # PROVISIONAL (explorer branch), see app.conversations
+    tree: str
+    root: str | None
+    head: str | None
+    title: str | None
+    events: int
+    updated_seq: int
 
 
 class ImportOut(BaseModel):
