@@ -32,7 +32,6 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 from branchmem import Memory  # noqa: E402
 from branchmem.server import create_app  # noqa: E402
 from branchmem.server.explorer import LocalSession  # noqa: E402
-from conformance import chengdu  # noqa: E402
 from test_server_harness import LiveService  # noqa: E402
 
 KYOTO_MESSAGE = (
@@ -42,10 +41,24 @@ KYOTO_MESSAGE = (
 )
 
 
+def move(mem: Memory) -> None:
+    """The conformance story ('moving to Chengdu' edited into 'moving to Hangzhou'), with the
+    title an importer would have put on the root."""
+    mem.add_event("u1", content="Hi, I need help planning a move.", meta={"title": "A move"})
+    mem.add_event("a1", "u1", role="assistant", content="Sure! Where are you moving?")
+    mem.add_event("u2", "a1", content="I'm moving to Chengdu next month.")
+    mem.add_event("a2", "u2", role="assistant", content="Chengdu, great choice.")
+    mem.add_record("f-chengdu", sources=["u2"], content="moving to Chengdu", key="city")
+    mem.add_event("u2b", "a1", content="I'm moving to Hangzhou next month.")  # the edit
+    mem.add_event("a2b", "u2b", role="assistant", content="Hangzhou, lovely.")
+    mem.add_record("f-hangzhou", sources=["u2b"], content="moving to Hangzhou", key="city")
+    mem.add_record("f-planning", sources=["u1"], content="user is planning a move")
+
+
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[str, LocalSession]]:
     memory = Memory()
-    chengdu(memory)  # conversation u1: "Hi, I need help planning a move." ...
+    move(memory)
     memory.set_head("a2b")
     memory.add_event("k1", role="user", content=KYOTO_MESSAGE, meta={"title": "Trip to Kyoto"})
     memory.add_event("k2", "k1", role="assistant", content="Lovely: spring is busy, book early.")
@@ -121,7 +134,7 @@ def test_the_served_link_opens_the_explorer_and_another_branch_changes_the_recor
     # no key typed: the conversations are listed by title, latest activity first
     wait.until(anchor_is("k2"))
     titles = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "#conversations .title")]
-    assert titles == ["Trip to Kyoto", "Hi, I need help planning a move."]
+    assert titles == ["Trip to Kyoto", "A move"]
     assert "token" not in browser.current_url  # taken out of the address bar
 
     # a long message is clipped, with an expander

@@ -26,7 +26,6 @@ from .keys import ApiKey
 
 LOCAL_KEY_ID: Final = "local"
 READ_METHODS: Final = frozenset({"GET", "HEAD"})
-TITLE_CHARS: Final = 80
 
 
 class LocalSession:
@@ -48,14 +47,13 @@ class LocalSession:
 
 
 def conversations(memory: Memory, namespace: str) -> list[dict[str, Any]]:
-    """One entry per tree, latest activity first: root, head, title, size.
+    """One entry per tree, latest activity first: root, head, title (the root's
+    ``meta["title"]``, what an importer knows), size.
 
-    PROVISIONAL (explorer branch): the API's own conversation listing replaces this once it
-    lands; the title is the root's ``meta["title"]`` (what an importer knows), else the
-    first message's opening words, so a person can tell conversations apart.
+    PROVISIONAL (explorer branch): ``Memory.conversations()`` on the API branch replaces this
+    with the same fields and order.
     """
     found: dict[str, dict[str, Any]] = {}
-    first_words: dict[str, tuple[int, str]] = {}
     with memory._read(namespace):
         heads = memory.store.heads(namespace)
         for node in memory.store.iter_events(namespace):
@@ -68,17 +66,10 @@ def conversations(memory: Memory, namespace: str) -> list[dict[str, Any]]:
             )  # fmt: skip
             entry["events"] += 1
             entry["updated_seq"] = max(entry["updated_seq"], node.seq)
-            if node.parent is None:
+            if node.parent is None and entry["root"] is None:
                 entry["root"] = node.id
                 title = node.meta.get("title")
-                if isinstance(title, str) and title.strip():
-                    entry["title"] = title.strip()
-            if node.content.strip() and node.seq < first_words.get(node.tree, (1 << 62, ""))[0]:
-                first_words[node.tree] = (node.seq, node.content)
-    for tree_id, entry in found.items():
-        if entry["title"] is None and tree_id in first_words:
-            words = " ".join(first_words[tree_id][1].split())
-            entry["title"] = words if len(words) <= TITLE_CHARS else words[: TITLE_CHARS - 1] + "…"
+                entry["title"] = title if isinstance(title, str) else None
     return sorted(found.values(), key=lambda entry: (-entry["updated_seq"], entry["tree"]))
 
 
