@@ -118,7 +118,7 @@ def test_a_value_that_is_not_a_dict_is_refused_like_in_memory_store(value: Any) 
     cats, _ = two_branches(Memory())
     with pytest.raises((ValueError, TypeError)):
         InMemoryStore().put(FACTS, "k", value)
-    with pytest.raises(InvalidInput, match="'k'.*value must be a dict"):
+    with pytest.raises(InvalidInput, match=r"'k'.*value must be a dict"):
         cats.put(FACTS, "k", value)
     assert cats.search(FACTS) == []
 
