@@ -116,6 +116,10 @@ def _tap(target: Any, name: str, observe: Callable[[Any], None]) -> Iterator[Non
             setattr(target, name, own)
         else:
             delattr(target, name)
+            if not hasattr(target, name):
+                # a Mock keeps its children outside ``__dict__`` and takes a delattr as
+                # "this attribute is gone": put the original back instead
+                setattr(target, name, original)
 
 
 def _extracted_texts(response: Any) -> list[str]:
