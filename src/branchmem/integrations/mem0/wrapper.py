@@ -561,8 +561,9 @@ class BranchMem0:
         memory_id: str,
         text: str | None = None,
         metadata: dict[str, Any] | None = None,
-        *,
+        expiration_date: Any = UNSET,
         data: str | None = None,
+        *,
         anchor: str | _Unset | None = UNSET,
         event_ids: Sequence[str] | None = None,
         **kwargs: Any,
@@ -579,9 +580,13 @@ class BranchMem0:
         if prior is None:
             raise MemoryNotVisible(f"memory {memory_id!r} is not visible at {anchor_id!r}")
         sources = self._sources(event_ids, 1) if event_ids is not None else self._write_sources()
+        if expiration_date is not UNSET:
+            kwargs["expiration_date"] = expiration_date
+        if metadata is not None:
+            kwargs["metadata"] = metadata
         with self._lock:
             if self.filters_api:
-                result = self.memory.update(memory_id, text=new_text, metadata=metadata, **kwargs)
+                result = self.memory.update(memory_id, text=new_text, **kwargs)
             else:
                 result = self.memory.update(memory_id, data=new_text, **kwargs)
             meta = {k: prior.meta[k] for k in _IDENTITY_KEYS if k in prior.meta}
