@@ -38,6 +38,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -173,6 +174,14 @@ def _extracted_texts(response: Any) -> list[str]:
     return out
 
 
+# The event loop an AsyncBranchMem0 call came from (to run an AsyncMemory's coroutines).
+_LOOP: ContextVar[asyncio.AbstractEventLoop] = ContextVar("branchmem_mem0_loop")
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
 def _identity(
     filters: Mapping[str, Any] | None,
     user_id: str | None,
@@ -186,6 +195,11 @@ def _identity(
         if given[key] is None and isinstance(value, str):
             given[key] = value
     return given
+
+
+def _not_found(memory_id: str, anchor: str | None) -> str:
+    """Mem0's wording for an unknown id, and where the wrapper looked."""
+    return f"Memory with id {memory_id} not found (not visible at {anchor!r})"
 
 
 def _is_memory_record(record_id: str) -> bool:
@@ -313,14 +327,16 @@ class BranchMem0:
             _tap(self.memory.llm, "generate_response", on_llm),
             _tap(self.memory.vector_store, "search", on_search),
         ):
-            result = self.memory.add(
-                listed,
-                user_id=user_id,
-                agent_id=agent_id,
-                run_id=run_id,
-                metadata=metadata,
-                infer=infer,
-                **kwargs,
+            result = self._done(
+                self.memory.add(
+                    listed,
+                    user_id=user_id,
+                    agent_id=agent_id,
+                    run_id=run_id,
+                    metadata=metadata,
+                    infer=infer,
+                    **kwargs,
+                )
             )
             outcome = self._mirror(
                 result, observed, sources, anchor, identity, listed, infer, delete_scope
@@ -551,7 +567,7 @@ class BranchMem0:
         record = self._visible(self._anchor(anchor)).get(str(memory_id))
         if record is None:
             return None
-        stored = self.memory.get(str(memory_id))
+        stored = self._done(self.memory.get(str(memory_id)))
         if isinstance(stored, dict) and stored.get("memory") == record.content:
             return {**stored, "revision": record.revision}
         return self._archived_item(record)
@@ -578,7 +594,7 @@ class BranchMem0:
         anchor_id = self._anchor(anchor)
         prior = self._visible(anchor_id).get(memory_id)
         if prior is None:
-            raise MemoryNotVisible(f"memory {memory_id!r} is not visible at {anchor_id!r}")
+            raise MemoryNotVisible(_not_found(memory_id, anchor_id))
         sources = self._sources(event_ids, 1) if event_ids is not None else self._write_sources()
         if expiration_date is not UNSET:
             kwargs["expiration_date"] = expiration_date
@@ -586,9 +602,9 @@ class BranchMem0:
             kwargs["metadata"] = metadata
         with self._lock:
             if self.filters_api:
-                result = self.memory.update(memory_id, text=new_text, **kwargs)
+                result = self._done(self.memory.update(memory_id, text=new_text, **kwargs))
             else:
-                result = self.memory.update(memory_id, data=new_text, **kwargs)
+                result = self._done(self.memory.update(memory_id, data=new_text, **kwargs))
             meta = {k: prior.meta[k] for k in _IDENTITY_KEYS if k in prior.meta}
             joined = tuple(prior.sources or ()) + sources
             self._write_revision(memory_id, new_text, joined, {**meta, "mem0_event": "UPDATE"})
@@ -608,7 +624,7 @@ class BranchMem0:
         memory_id = str(memory_id)
         anchor_id = self._anchor(anchor)
         if memory_id not in self._visible(anchor_id):
-            raise MemoryNotVisible(f"memory {memory_id!r} is not visible at {anchor_id!r}")
+            raise MemoryNotVisible(_not_found(memory_id, anchor_id))
         sources = self._sources(event_ids, 1) if event_ids is not None else self._write_sources()
         self._retract([memory_id], sources, scope, "mem0 delete")
         return {"message": "Memory deleted successfully!"}
@@ -684,7 +700,7 @@ class BranchMem0:
         """Mem0's ``reset``, and every memory's record withdrawn (hidden in every view,
         kept in the audit log: branchmem forgets nothing silently)."""
         with self._lock:
-            self.memory.reset()
+            self._done(self.memory.reset())
             for entry in self.store.audit(op="add_record", namespace=self.namespace):
                 for record_id in entry.ids:
                     if _is_memory_record(record_id):
@@ -697,17 +713,31 @@ class BranchMem0:
         """Close Mem0 (its own ``close``); the store stays its owner's."""
         close = getattr(self.memory, "close", None)
         if callable(close):
-            close()
+            self._done(close())
 
     def chat(self, query: str) -> Any:
         """Mem0's ``chat`` (not implemented by Mem0 itself): passed through."""
-        return self.memory.chat(query)
+        return self._done(self.memory.chat(query))
 
     @classmethod
     def from_config(cls, config_dict: dict[str, Any]) -> Any:
         raise InvalidInput(
             "BranchMem0 wraps a Mem0 instance: BranchMem0(mem0.Memory.from_config(...), store)"
         )
+
+    @staticmethod
+    def _done(result: Any) -> Any:
+        """A Mem0 call's result; an ``AsyncMemory`` coroutine is run on the event loop
+        ``AsyncBranchMem0`` called from (this code runs in its worker thread)."""
+        if not inspect.isawaitable(result):
+            return result
+        loop = _LOOP.get(None)
+        if loop is None:
+            close = getattr(result, "close", None)
+            if callable(close):
+                close()
+            raise InvalidInput("an async Mem0 (mem0.AsyncMemory) is wrapped by AsyncBranchMem0")
+        return asyncio.run_coroutine_threadsafe(_awaited(result), loop).result()
 
     def _write_sources(self) -> tuple[str, ...]:
         return self._sources(None, 1)
@@ -815,12 +845,14 @@ class BranchMem0:
         if threshold is not None:
             extra["threshold"] = threshold
         if self.filters_api:
-            found = self.memory.search(
-                query, top_k=size, filters={**(filters or {}), **scope}, **extra
+            found = self._done(
+                self.memory.search(query, top_k=size, filters={**(filters or {}), **scope}, **extra)
             )
         else:
             rest = {k: v for k, v in (filters or {}).items() if k not in _IDENTITY_KEYS}
-            found = self.memory.search(query, limit=size, filters=rest or None, **scope, **extra)
+            found = self._done(
+                self.memory.search(query, limit=size, filters=rest or None, **scope, **extra)
+            )
         return list(found.get("results", []) if isinstance(found, dict) else found)
 
     def _mem0_get_all(
@@ -832,12 +864,14 @@ class BranchMem0:
     ) -> list[dict[str, Any]]:
         scope = {k: v for k, v in identity.items() if v is not None}
         if self.filters_api:
-            found = self.memory.get_all(filters={**(filters or {}), **scope}, top_k=size, **options)
+            found = self._done(
+                self.memory.get_all(filters={**(filters or {}), **scope}, top_k=size, **options)
+            )
         else:
             rest = {k: v for k, v in (filters or {}).items() if k not in _IDENTITY_KEYS}
             if rest:
                 options = {**options, "filters": rest}
-            found = self.memory.get_all(limit=size, **scope, **options)
+            found = self._done(self.memory.get_all(limit=size, **scope, **options))
         return list(found.get("results", []) if isinstance(found, dict) else found)
 
     # ---------------------------------------------------------------- helpers
@@ -898,6 +932,7 @@ def _in_thread(name: str) -> Callable[..., Any]:
     sync_method = getattr(BranchMem0, name)
 
     async def method(self: AsyncBranchMem0, *args: Any, **kwargs: Any) -> Any:
+        _LOOP.set(asyncio.get_running_loop())  # to_thread carries it to the worker
         return await asyncio.to_thread(getattr(self.sync, name), *args, **kwargs)
 
     method.__name__ = name
@@ -910,17 +945,12 @@ def _in_thread(name: str) -> Callable[..., Any]:
 class AsyncBranchMem0:
     """``BranchMem0`` with ``mem0.AsyncMemory``'s shape: every method a coroutine.
 
-    It wraps a sync ``mem0.Memory`` and runs each call in a worker thread: the wrapper
-    taps Mem0's sync pipeline and writes the gate synchronously, and the event loop must
-    not wait on either.
+    It wraps a ``mem0.AsyncMemory`` or a sync ``mem0.Memory`` and runs each call in a worker
+    thread, since the gate's store writes are synchronous and the event loop must not wait
+    on them; an ``AsyncMemory``'s own coroutines are run back on the caller's loop.
     """
 
     def __init__(self, memory: Any, store: Memory, **options: Any) -> None:
-        if inspect.iscoroutinefunction(getattr(memory, "add", None)):
-            raise InvalidInput(
-                "AsyncBranchMem0 wraps a sync mem0.Memory (it runs it off the event loop), "
-                "got an async one"
-            )
         self.sync = BranchMem0(memory, store, **options)
 
     @property
