@@ -49,8 +49,9 @@ def _postgres(dsn: str) -> Callable[[], AsyncIterator[BaseCheckpointSaver[Any]]]
     """AsyncPostgresSaver on a fresh database per saver: the suite expects an empty one."""
     pytest.importorskip("langgraph.checkpoint.postgres")
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-    from pg import with_database
     from psycopg import AsyncConnection
+
+    from pg import with_database
 
     async def factory() -> AsyncIterator[BaseCheckpointSaver[Any]]:
         name = f"conformance_{uuid.uuid4().hex[:12]}"
