@@ -31,6 +31,8 @@ def peer_root() -> Path | None:
 
 
 PEER = peer_root()
+if PEER is None and os.environ.get("BRANCHMEM_REQUIRE_PEER"):  # CI: the suites must run
+    raise RuntimeError("BRANCHMEM_REQUIRE_PEER is set but ../shared/peer is not present")
 needs_peer = pytest.mark.skipif(PEER is None, reason="../shared/peer is not present")
 
 
