@@ -298,8 +298,22 @@ class Oracle:
             raise NotFoundError(item)
         if self.status.get(item) == "erased":
             return
-        for gone in {item} | self.dependents(item):
-            self.status[gone] = "erased"
+        gone = {item} | self.dependents(item)
+        for erased in gone:
+            self.status[erased] = "erased"
+        # A retraction's key that only erased records held is erased text: it is forgotten,
+        # so the retraction no longer matches that key (SPEC §6: no byte of it is left).
+        keys = {rev.key for rid in gone for rev in self.records.get(rid, ()) if rev.key}
+        surviving = {
+            rev.key
+            for rid, revisions in self.records.items()
+            if self.status.get(rid) != "erased"
+            for rev in revisions
+            if rev.key
+        }
+        for node in self.retractions.values():
+            if node.key is not None and node.key in keys - surviving:
+                node.key = node.key_scope = None
         self.seq += 1
 
     def set_head(self, event_id: str) -> None:

@@ -143,6 +143,13 @@ class Memory:
         with self._lock:
             self._store.close()
 
+    def finish_cleanup(self) -> str | None:
+        """Finish what an erase could not: remove erased bytes still held in the store's
+        files (e.g. a write-ahead log another process was reading). None when nothing is
+        left; otherwise why the cleanup is still pending (it survives a restart)."""
+        with self._lock:
+            return self._store.finish_cleanup()
+
     def __enter__(self) -> Memory:
         return self
 
@@ -535,11 +542,9 @@ class Memory:
         self._mark_stale(namespace, node.record_id, REVISED)
 
     def _index(self, namespace: str, node: RevisionNode) -> None:
-        vector = None
         if self.embedder is not None and node.content:
             vector = self.embedder.embed([node.content])[0]
-        key = (node.record_id, node.revision)
-        self._store.put_search(namespace, key, normalize(node.content), vector)
+            self._store.put_vector(namespace, (node.record_id, node.revision), vector)
 
     def _check_not_built_on_erased(
         self, namespace: str, what: str, refs: tuple[SourceRef, ...] | None
