@@ -246,6 +246,41 @@ class BackendConformance:
             call(mem)
         assert mem.report()["store"] == before
 
+    @pytest.mark.parametrize(
+        ("call", "field"),
+        [
+            (lambda m: m.add_event("e\ud800"), "event id"),
+            (lambda m: m.add_event("x", "e", content="a\ud800b"), "content"),
+            (lambda m: m.add_event("x", "e", role="\udc00"), "role"),
+            (lambda m: m.add_event("x", "e", meta={"note": "\ud800"}), "meta"),
+            (lambda m: m.add_record("r", sources=["e"], content="a\ud800"), "content"),
+            (lambda m: m.add_record("r", sources=["e"], key="k\ud800"), "key"),
+            (lambda m: m.add_record("r", sources=["e\ud800"]), "source"),
+            (lambda m: m.retract("x", sources=["e"], key="k", reason="\ud800"), "record 'x'"),
+            (lambda m: m.visible("e", namespace="n\ud800"), "namespace"),
+        ],
+    )
+    def test_a_lone_surrogate_is_refused_naming_the_field_on_every_backend(
+        self,
+        mem: Memory,
+        call,  # type: ignore[no-untyped-def]
+        field: str,
+    ) -> None:
+        mem.add_event("e")
+        before = mem.report()["store"]
+        with pytest.raises(InvalidInput, match=f"{field}.*lone surrogate"):
+            call(mem)
+        assert mem.report()["store"] == before
+
+    def test_ids_and_keys_are_at_most_512_characters(self, mem: Memory) -> None:
+        mem.add_event("e")
+        with pytest.raises(InvalidInput, match="key is 600 characters"):
+            mem.add_record("r", sources=["e"], key="k" * 600)
+        with pytest.raises(InvalidInput, match="event id is 513 characters"):
+            mem.add_event("x" * 513)
+        mem.add_record("r", sources=["e"], key="k" * 512)  # the limit itself is allowed
+        assert mem.get_record("r").key == "k" * 512
+
     def test_unknown_ids_raise_not_found_naming_them(self, mem: Memory) -> None:
         with pytest.raises(NotFoundError, match="'nope'"):
             mem.visible("nope")
@@ -378,6 +413,31 @@ class BackendConformance:
         assert mem.erase("u2b") == set()  # again: nothing left to erase
         mem.add_event("u2b", "a1", content="I'm moving to Hangzhou next month.")  # re-import
         assert mem.get_event("u2b").content == ""
+
+    def test_erase_leaves_no_text_about_the_erased_in_retractions_or_the_audit(
+        self, mem: Memory
+    ) -> None:
+        chengdu(mem)
+        mem.add_record("f-health", sources=["u2"], content="diagnosed with asthma", key="asthma")
+        mem.retract("r-target", sources=["a2"], targets=["f-health"], reason="asthma is private")
+        mem.retract("r-key", sources=["a2"], key="asthma", reason="never mention asthma")
+        mem.withdraw("f-planning", reason="plans changed")  # unrelated: its reason stays
+        mem.erase("f-health", reason="user asked")
+        for retraction in ("r-target", "r-key"):
+            record = mem.get_record(retraction)  # still a retraction, still there
+            assert record.kind == "retraction" and "asthma" not in repr(record), record
+        assert "asthma" not in repr(mem.audit())
+        assert {e.reason for e in mem.audit()} >= {"plans changed", "user asked"}
+        mem.add_record("f-again", sources=["u2"], content="a new fact", key="asthma")
+        assert "f-again" in ids(mem.visible("a2"))  # the forgotten key retracts nothing now
+
+    def test_a_retraction_keeps_a_key_that_other_records_still_hold(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.retract("r-city", sources=["a2"], key="city", reason="stop")
+        mem.erase("f-chengdu")
+        assert "f-chengdu" not in ids(mem.visible("a2"))
+        mem.add_record("f-city", sources=["u2"], content="a new city", key="city")
+        assert "f-city" not in ids(mem.visible("a2"))  # f-hangzhou holds "city": it stays
 
     def test_dependents_are_transitive(self, mem: Memory) -> None:
         chengdu(mem)

@@ -14,6 +14,7 @@ from ..errors import ConflictError
 from ..provenance import RevisionNode
 from ..retraction import TREE, RetractionNode
 from ..topology import EventNode
+from ..validation import check_text
 from .base import RevisionKey, Store
 from .keys import ApiKeyRow, KeyStore
 
@@ -174,6 +175,8 @@ class InMemoryStore(Store, KeyStore):
         return list(self._space(namespace).revisions.get(record_id, ()))
 
     def put_revision(self, namespace: str, node: RevisionNode) -> None:
+        check_text(node.kind, f"record {node.record_id!r}: kind")
+        check_text(node.content, f"record {node.record_id!r}: content")
         space = self._space(namespace)
         revisions = space.revisions.get(node.record_id)
         if revisions is None:
@@ -392,6 +395,7 @@ class InMemoryStore(Store, KeyStore):
 
     # -- audit and gauges --------------------------------------------------------------
     def append_audit(self, entry: AuditEntry) -> None:
+        check_text(entry.reason, f"{entry.op} {', '.join(entry.ids)}: reason")
         self._append(self._space(entry.namespace).audit, entry)
 
     def audit(

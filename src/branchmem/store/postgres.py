@@ -242,6 +242,8 @@ class PostgresStore(SQLStore):
         try:
             with self._connection().cursor() as cursor:
                 cursor.executemany(self._sql(text), rows)
+        except UnicodeEncodeError as error:
+            raise InvalidInput(f"text the database cannot store: {error}") from error
         except psycopg.Error as error:
             mapped = self._translate(error)
             raise (mapped or error) from error

@@ -11,6 +11,7 @@ from collections.abc import Collection, Iterator
 from ..provenance import RevisionNode
 from ..retraction import TREE, RetractionNode
 from ..topology import EventNode
+from ..validation import check_text
 from . import codec
 from .base import RevisionKey, Store
 from .keys import KeyStore
@@ -149,6 +150,8 @@ class SQLStore(SQLLedger, Store, KeyStore):
         return list(found)
 
     def put_revision(self, namespace: str, node: RevisionNode) -> None:
+        check_text(node.kind, f"record {node.record_id!r}: kind")
+        check_text(node.content, f"record {node.record_id!r}: content")
         cached = self._revisions.get((namespace, node.record_id))
         known_new = cached is not None and node.revision > len(cached)
         if cached is not None:

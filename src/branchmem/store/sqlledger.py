@@ -10,6 +10,7 @@ from typing import Any, Final
 
 from ..audit import AuditEntry
 from ..corrections import Delivery, RepairItem
+from ..validation import check_text
 from . import codec
 from .base import RevisionKey
 from .keys import ApiKeyRow
@@ -195,6 +196,7 @@ class SQLLedger(SQLSession):
 
     # -- audit and gauges --------------------------------------------------------------
     def append_audit(self, entry: AuditEntry) -> None:
+        check_text(entry.reason, f"{entry.op} {', '.join(entry.ids)}: reason")
         self._run(
             "INSERT INTO audit (namespace, seq, time, op, ids, actor, reason, revision) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any
 
-from ..errors import SchemaVersionError
+from ..errors import InvalidInput, SchemaVersionError
 from ..provenance import RevisionNode
 from ..topology import EventNode
 from .schema import MIGRATIONS, SCHEMA_VERSION
@@ -57,6 +57,8 @@ class SQLSession(ABC):
     def _run(self, text: str, params: Sequence[Any] = ()) -> Any:
         try:
             return self._connection().execute(self._sql(text), tuple(params))
+        except UnicodeEncodeError as error:  # a backstop: the stores check text first
+            raise InvalidInput(f"text the database cannot store: {error}") from error
         except Exception as error:
             mapped = self._translate(error)
             if mapped is None:
@@ -218,6 +220,8 @@ class SQLSession(ABC):
             return
         try:
             self._connection().executemany(self._sql(text), rows)
+        except UnicodeEncodeError as error:
+            raise InvalidInput(f"text the database cannot store: {error}") from error
         except Exception as error:
             mapped = self._translate(error)
             if mapped is None:
