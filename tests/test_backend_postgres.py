@@ -22,7 +22,7 @@ import pytest
 from branchmem import Memory, NotFoundError
 from branchmem.errors import SchemaVersionError
 from branchmem.store.schema import SCHEMA_VERSION
-from conformance import SCALE, BackendConformance, chengdu
+from branchmem.testing import SCALE, BackendConformance, chengdu
 
 pytest_plugins = ["pg"]  # the pg_dsn fixture (a no-op when conftest.py already loads it)
 

@@ -17,7 +17,7 @@ from branchmem.errors import SchemaVersionError
 from branchmem.store.base import CleanupPending
 from branchmem.store.schema import SCHEMA_VERSION
 from branchmem.store.sqlite import SQLiteStore
-from conformance import BackendConformance, chengdu
+from branchmem.testing import BackendConformance, chengdu
 
 
 class TestSQLite(BackendConformance):

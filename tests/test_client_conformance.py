@@ -18,7 +18,7 @@ import pytest
 from branchmem import Memory
 from branchmem.client import Client
 from branchmem.server import KeyRing, create_app
-from conformance import BackendConformance
+from branchmem.testing import BackendConformance
 from test_server_harness import LiveService
 
 

@@ -31,9 +31,8 @@ from typing import Any
 import pytest
 
 from branchmem import Memory
+from branchmem.testing import Oracle, apply, compare, random_history
 from branchmem.visibility import Decision
-from differential import apply, compare, random_history
-from oracle import Oracle
 from reliability_worker import Op, perform
 
 SCALED = bool(os.environ.get("BRANCHMEM_BENCH_SCALE"))
