@@ -54,6 +54,7 @@ class Oracle:
     supersedes: list[tuple[str, str]] = field(default_factory=list)
     status: dict[str, str] = field(default_factory=dict)
     heads: dict[str, str] = field(default_factory=dict)
+    redacted: set[str] = field(default_factory=set)  # retractions whose text an erase took
     seq: int = 0
 
     # -- topology ----------------------------------------------------------------------
@@ -299,11 +300,12 @@ class Oracle:
             raise NotFoundError(item)
         if self.status.get(item) == "erased":
             return
-        gone = {item} | self.dependents(item)
+        gone = {g for g in {item} | self.dependents(item) if self.status.get(g) != "erased"}
         for erased in gone:
             self.status[erased] = "erased"
-        # A retraction's key that only erased records held is erased text: it is forgotten,
-        # so the retraction no longer matches that key (SPEC §6: no byte of it is left).
+        # Text about the erased goes too (SPEC §6: no byte of it is left): a retraction that
+        # targets an erased record or retracts one of its keys loses its reason (``redacted``),
+        # and a key that only erased records held is forgotten, so it retracts nothing more.
         keys = {rev.key for rid in gone for rev in self.records.get(rid, ()) if rev.key}
         surviving = {
             rev.key
@@ -312,7 +314,9 @@ class Oracle:
             for rev in revisions
             if rev.key
         }
-        for node in self.retractions.values():
+        for rid, node in self.retractions.items():
+            if gone & set(node.targets) or node.key in keys:
+                self.redacted.add(rid)
             if node.key is not None and node.key in keys - surviving:
                 node.key = node.key_scope = None
         self.seq += 1
