@@ -280,7 +280,7 @@ class BackendConformance:
         mem.add_event("e")
         with pytest.raises(InvalidInput, match="key is 600 characters"):
             mem.add_record("r", sources=["e"], key="k" * 600)
-        with pytest.raises(InvalidInput, match="513 characters|at most 512"):
+        with pytest.raises(InvalidInput, match=r"513 characters|at most 512"):
             mem.add_event("x" * 513)
         mem.add_record("r", sources=["e"], key="k" * 512)  # the limit itself is allowed
         assert mem.get_record("r").key == "k" * 512
