@@ -190,6 +190,8 @@ def test_every_statement_is_bound_to_a_namespace(fresh: Any) -> None:
     data = [s for s in seen if s.split()[0] in ("SELECT", "INSERT", "DELETE", "WITH", "UPDATE")]
     assert data, "nothing was recorded"
     for text in data:
+        if text.startswith("SELECT") and "FROM erase_cleanup" in text:
+            continue  # the store's own maintenance: the files are shared by every namespace
         if text.startswith("INSERT"):
             assert text.split("(", 1)[1].startswith("namespace,"), text
         else:
