@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
 
 from ..audit import AuditEntry
-from ..corrections import Delivery, RepairItem
+from ..model import Delivery, RepairItem
 from ..provenance import RevisionNode
 from ..resolution import RevisionKey
 from ..retraction import RetractionNode

@@ -9,7 +9,7 @@ from contextlib import nullcontext
 from typing import Any, Final
 
 from ..audit import AuditEntry
-from ..corrections import Delivery, RepairItem
+from ..model import Delivery, RepairItem
 from ..validation import check_text
 from . import codec
 from .base import RevisionKey
