@@ -185,6 +185,10 @@ def version_3_store(path: Path) -> None:
             "INSERT INTO search_docs (namespace, record_id, revision, search_text) "
             "VALUES ('default', 'old', 1, 'old text')"
         )
+        db.execute(
+            "INSERT INTO retractions (namespace, id, scope, targets, key_name, key_scope, seq) "
+            """VALUES ('default', 'old-r', 'branch', '["old"]', NULL, NULL, 1)"""
+        )
         db.commit()
 
 
@@ -209,6 +213,9 @@ def test_migrating_a_version_3_store_drops_its_lexical_index(tmp_path: Path, cor
         names = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
     assert not {n for n in names if n.startswith("search_")}, names
     assert "erase_cleanup" in names
+    with closing(sqlite3.connect(path)) as db:  # retractions written before are indexed
+        targets = db.execute("SELECT target, id FROM retraction_targets WHERE id = 'old-r'")
+        assert targets.fetchall() == [("old", "old-r")]
     assert integrity(path) == "ok"
 
 

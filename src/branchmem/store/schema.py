@@ -106,8 +106,14 @@ MIGRATIONS: Final[list[list[str]]] = [
     # text); its only readers were benchmarks, and SQLite's FTS5 'optimize', run after every
     # erase, corrupted it after ~1,300 erasures. An erase records here that its cleanup of
     # the files (WAL checkpoint, VACUUM) is due, so a crash before the cleanup cannot lose it.
+    # An erase finds the retractions about what it erases by target and by key (their text
+    # goes too); the backend fills retraction_targets from the retractions already written.
     [
         "DROP TABLE search_docs",
+        """CREATE TABLE retraction_targets (
+            namespace TEXT NOT NULL, target TEXT NOT NULL, id TEXT NOT NULL,
+            PRIMARY KEY (namespace, target, id))""",
+        "CREATE INDEX retractions_by_key ON retractions (namespace, key_name)",
         """CREATE TABLE erase_cleanup (
             namespace TEXT NOT NULL, seq {bigint} NOT NULL, PRIMARY KEY (namespace, seq))""",
     ],

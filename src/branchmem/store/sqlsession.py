@@ -188,8 +188,12 @@ class SQLSession(ABC):
                     self._run(
                         statement.format(bigint=self.bigint, double=self.double, blob=self.blob)
                     )
+                self._after_migration(version)
                 self._run("INSERT INTO branchmem_schema (version) VALUES (?)", (version,))
         return SCHEMA_VERSION
+
+    def _after_migration(self, version: int) -> None:  # noqa: B027 - most have nothing
+        """Fill what the portable statements of ``version`` created from older rows."""
 
     def _before_migration(self, version: int) -> None:  # noqa: B027 - most have nothing
         """Drop what only this database has before the portable statements of ``version``."""
