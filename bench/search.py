@@ -9,9 +9,9 @@ queries at anchors 200 turns deep go to:
 
 - **gated**: ``Memory.search(query, anchor, k)``, the records visible at the anchor ranked by
   BM25 over those candidates;
-- **ungated**: the same query with gating disabled: the store's own lexical index over every
-  revision of the namespace (``Store.lexical_match``), ranked by the same BM25 with the
-  namespace's statistics, top k;
+- **ungated**: the same query with gating disabled: a lexical index over every revision of
+  the namespace (the bench's own FTS5 trigram table, since the store keeps none), ranked by
+  the same BM25 with the namespace's statistics, top k;
 - **search then filter**: the ungated top k, then the hits not visible at the anchor dropped
   (what a vector store's post-filter does). It is as fast as ungated plus one ``visible()``,
   and it returns fewer than k results: the table counts them.
@@ -35,6 +35,7 @@ import json
 import os
 import platform
 import random
+import sqlite3
 import statistics
 import sys
 import time
@@ -125,17 +126,46 @@ class Vocabulary:
 
 
 # -- the baselines ------------------------------------------------------------------------
-@dataclass
 class Corpus:
-    """What the ungated path needs besides the index: the namespace's BM25 statistics,
-    kept as they grow (an ungated engine keeps them as table statistics)."""
+    """The ungated path's own lexical index: every revision of the namespace in an in-memory
+    SQLite FTS5 table (trigram tokens over ``lexical.normalize``d text), as a retriever
+    without gating would keep it, and the namespace's BM25 statistics. (The store keeps no
+    lexical index: gated search ranks the visible revisions' own text.)"""
 
-    documents: int = 0
-    total_length: int = 0
+    def __init__(self) -> None:
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute(
+            "CREATE VIRTUAL TABLE docs USING fts5(record_id UNINDEXED, revision UNINDEXED, "
+            "search_text, tokenize = 'trigram case_sensitive 1')"
+        )
+        self.documents = 0
+        self.total_length = 0
 
-    def add(self, text: str) -> None:
+    def add(self, key: tuple[str, int], text: str) -> None:
+        normalized = normalize(text)
+        self.db.execute("INSERT INTO docs VALUES (?, ?, ?)", (*key, normalized))
         self.documents += 1
-        self.total_length += len(normalize(text))
+        self.total_length += len(normalized)
+
+    def match(self, terms: list[str]) -> list[tuple[tuple[str, int], str]]:
+        """Revisions containing one of ``terms``: a quoted FTS5 phrase finds exactly the rows
+        holding a term of three or more characters; shorter (CJK) terms by ``instr``."""
+        unique = list(dict.fromkeys(terms))
+        conditions: list[str] = []
+        params: list[Any] = []
+        long_terms = [term for term in unique if len(term) >= 3]
+        if long_terms:
+            conditions.append("docs MATCH ?")
+            params.append(" OR ".join('"' + term.replace('"', '""') + '"' for term in long_terms))
+        for term in unique:
+            if len(term) < 3:
+                conditions.append("instr(search_text, ?) > 0")
+                params.append(term)
+        rows = self.db.execute(
+            f"SELECT record_id, revision, search_text FROM docs WHERE {' OR '.join(conditions)}",
+            params,
+        )
+        return [((str(r[0]), int(r[1])), str(r[2])) for r in rows]
 
     def stats(self) -> CorpusStats:
         return CorpusStats(self.documents, self.total_length / max(self.documents, 1))
@@ -144,13 +174,12 @@ class Corpus:
 def ungated_search(
     mem: Memory, corpus: Corpus, query: str, k: int
 ) -> list[tuple[tuple[str, int], float, str]]:
-    """Top k of every revision of the namespace, through the store's lexical index and the
-    same BM25 (namespace-wide statistics): the same query with gating disabled."""
+    """Top k of every revision of the namespace, through the ungated index and the same
+    BM25 (namespace-wide statistics): the same query with gating disabled."""
     terms = query_terms(query)
     if not terms or not k:
         return []
-    with mem._read(NAMESPACE):
-        rows = mem.store.lexical_match(NAMESPACE, terms)
+    rows = corpus.match(terms)
     found = [(key, len(text), term_frequencies(terms, text)) for key, text in rows]
     document_frequencies = dict.fromkeys(terms, 0)
     for _, _, frequencies in found:
@@ -205,7 +234,7 @@ def ingest(
                 key=record.get("key") if keys else None,  # type: ignore[arg-type]
                 namespace=NAMESPACE,
             )
-            store.corpus.add(text)
+            store.corpus.add((str(record["id"]), 1), text)
     store.records += len(conv.records)
     store.events += len(conv.events)
     store.anchors.append(conv.main_line[200])

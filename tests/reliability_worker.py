@@ -16,7 +16,9 @@ The same ``perform`` replays acknowledged operations into a fresh in-memory ``Me
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
 import sqlite3
 import sys
 from contextlib import closing
@@ -303,11 +305,34 @@ def race(
     say({"done": True})
 
 
+def erase_and_die(path: str, marker: str) -> None:
+    """Erase a record holding ``marker``, then die by SIGKILL in the cleanup window: after
+    the erase committed, before its WAL checkpoint (the store's own cleanup step is where
+    the process is killed, so the moment is exact, not a timing guess)."""
+    mem = Memory.open(path)
+    mem.add_event("root", content="root")
+    mem.add_record("secret", sources=["root"], content=f"passport {marker}")
+    for i in range(10):
+        mem.add_record(f"filler{i}", sources=["root"], content=f"filler {i}")
+
+    def killed() -> str | None:
+        say({"ready": True})
+        os.kill(os.getpid(), signal.SIGKILL)
+        return None
+
+    mem.store._clean_files = killed  # type: ignore[attr-defined]
+    mem.erase("secret")
+    say({"survived": True})  # never reached
+
+
 def main(argv: list[str]) -> None:
     command, *args = argv
     if command == "crash":
         path, seed, generation = args
         crash(path, int(seed), int(generation))
+    elif command == "erase-and-die":
+        path, marker = args
+        erase_and_die(path, marker)
     elif command == "race":
         url, namespace, worker, workers, shared, ops, seed = args
         race(url, namespace, int(worker), int(workers), shared == "1", int(ops), int(seed))

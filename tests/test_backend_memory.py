@@ -1,7 +1,7 @@
 """The conformance suite on the in-memory backend."""
 
 from branchmem import Memory
-from conformance import BackendConformance
+from branchmem.testing import BackendConformance
 
 
 class TestInMemory(BackendConformance):

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import sqlite3
+import threading
+import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-from branchmem import Memory
+from branchmem import ConflictError, Memory
 from branchmem.errors import SchemaVersionError
+from branchmem.store.base import CleanupPending
 from branchmem.store.schema import SCHEMA_VERSION
 from branchmem.store.sqlite import SQLiteStore
-from conformance import BackendConformance, chengdu
+from branchmem.testing import BackendConformance, chengdu
 
 
 class TestSQLite(BackendConformance):
@@ -120,3 +126,212 @@ def test_no_byte_of_erased_text_is_left_in_the_files(tmp_path: Path) -> None:
             assert marker.encode() not in file.read_bytes(), file.name
             assert "搬去成都".encode() not in file.read_bytes(), file.name
         assert [r.id for r in mem.visible("a2")] == ["f-planning", "f-chengdu"]
+
+
+# -- heavy erasure, erase cleanup, opening, key creation ------------------------------------
+def integrity(path: Path) -> str:
+    with closing(sqlite3.connect(path)) as db:
+        return str(db.execute("PRAGMA integrity_check").fetchone()[0])
+
+
+def marker_bytes(path: Path, marker: str) -> dict[str, int]:
+    """Occurrences of ``marker`` in the database file, its -wal and its -shm."""
+    found = {}
+    for suffix in ("", "-wal", "-shm"):
+        file = Path(f"{path}{suffix}")
+        found[file.name] = file.read_bytes().count(marker.encode()) if file.exists() else 0
+    return found
+
+
+def test_a_store_keeps_accepting_writes_after_1500_erasures(tmp_path: Path) -> None:
+    # With the FTS5 index of schema 3, each erase's 'optimize' grew its segment structure
+    # until SQLite 3.40 called it corrupt (after ~1,050 rounds of exactly this loop).
+    path = tmp_path / "erasures.db"
+    with Memory.open(path) as mem:
+        mem.add_event("root")
+        for i in range(1500):
+            mem.add_event(f"e{i}", "root", content=f"event {i} secret-{i}")
+            mem.add_record(f"a{i}", sources=[f"e{i}"], content=f"fact A {i} secret-{i}")
+            mem.add_record(f"b{i}", sources=[f"e{i}"], content=f"fact B {i} secret-{i}")
+            mem.add_record(f"k{i}", sources=["root"], content=f"kept fact {i}")
+            assert mem.erase(f"e{i}") == {f"e{i}", f"a{i}", f"b{i}"}
+        mem.add_record("after", sources=["root"], content="still writable")
+        assert len(mem.visible("root")) == 1501
+    assert integrity(path) == "ok"
+    with Memory.open(path) as mem:
+        mem.add_record("reopened", sources=["root"], content="and after reopening")
+
+
+def version_3_store(path: Path) -> None:
+    """A store as branchmem wrote it at schema version 3, FTS5 index and triggers included."""
+    from branchmem.store.schema import MIGRATIONS
+
+    with closing(sqlite3.connect(path)) as db:
+        for migration in MIGRATIONS[:3]:
+            for statement in migration:
+                db.execute(statement.format(bigint="INTEGER", double="REAL", blob="BLOB"))
+        for statement in (
+            "CREATE VIRTUAL TABLE search_fts USING fts5(search_text, content = 'search_docs', "
+            "content_rowid = 'rowid', tokenize = 'trigram case_sensitive 1')",
+            "CREATE TRIGGER search_docs_indexed AFTER INSERT ON search_docs BEGIN INSERT INTO "
+            "search_fts (rowid, search_text) VALUES (new.rowid, new.search_text); END",
+            "CREATE TRIGGER search_docs_unindexed AFTER DELETE ON search_docs BEGIN INSERT INTO "
+            "search_fts (search_fts, rowid, search_text) VALUES ('delete', old.rowid, "
+            "old.search_text); END",
+        ):
+            db.execute(statement)
+        db.executemany("INSERT INTO branchmem_schema (version) VALUES (?)", [(1,), (2,), (3,)])
+        db.execute(
+            "INSERT INTO search_docs (namespace, record_id, revision, search_text) "
+            "VALUES ('default', 'old', 1, 'old text')"
+        )
+        db.execute(
+            "INSERT INTO retractions (namespace, id, scope, targets, key_name, key_scope, seq) "
+            """VALUES ('default', 'old-r', 'branch', '["old"]', NULL, NULL, 1)"""
+        )
+        db.commit()
+
+
+@pytest.mark.parametrize("corrupt", [False, True])
+def test_migrating_a_version_3_store_drops_its_lexical_index(tmp_path: Path, corrupt: bool) -> None:
+    path = tmp_path / "v3.db"
+    version_3_store(path)
+    if corrupt:  # what ~1,000 erasures left behind: FTS5 cannot even open the table
+        with closing(sqlite3.connect(path)) as db:
+            db.execute("UPDATE search_fts_data SET block = x'ffffffff' WHERE id = 10")
+            db.commit()
+    with pytest.raises(SchemaVersionError, match="branchmem migrate"):
+        Memory.open(path)
+    from branchmem.cli import main
+
+    assert main(["migrate", str(path)]) == 0
+    with Memory.open(path) as mem:
+        chengdu(mem)
+        mem.erase("u2b")
+        assert [r.id for r in mem.visible("a2")] == ["f-planning", "f-chengdu"]
+    with closing(sqlite3.connect(path)) as db:
+        names = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+    assert not {n for n in names if n.startswith("search_")}, names
+    assert "erase_cleanup" in names
+    with closing(sqlite3.connect(path)) as db:  # retractions written before are indexed
+        targets = db.execute("SELECT target, id FROM retraction_targets WHERE id = 'old-r'")
+        assert targets.fetchall() == [("old", "old-r")]
+    assert integrity(path) == "ok"
+
+
+def test_erase_with_a_reader_reports_pending_cleanup_and_finishing_it_leaves_no_copy(
+    tmp_path: Path,
+) -> None:
+    marker = "QX-reader-marker-51c9"
+    path = tmp_path / "reader.db"
+    with Memory.open(path) as mem:
+        chengdu(mem)
+        mem.add_record("secret", sources=["u2"], content=f"passport {marker}")
+        for i in range(20):  # copies of the marker's page in many WAL frames
+            mem.add_record(f"other{i}", sources=["u2"], content=f"filler {i}")
+        reader = sqlite3.connect(path, isolation_level=None)  # another process's reader
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM revisions").fetchone()
+        with pytest.warns(CleanupPending, match="read transaction"):
+            assert mem.erase("secret") == {"secret"}
+        assert mem.store.cleanup_pending()  # type: ignore[attr-defined]
+        assert "read transaction" in (mem.finish_cleanup() or "")
+        assert sum(marker_bytes(path, marker).values()) > 0  # what the reader pins
+        reader.execute("COMMIT")
+        reader.close()
+        assert mem.finish_cleanup() is None
+        assert marker_bytes(path, marker) == {
+            "reader.db": 0,
+            "reader.db-wal": 0,
+            "reader.db-shm": 0,
+        }
+        assert not mem.store.cleanup_pending()  # type: ignore[attr-defined]
+
+
+def test_opening_a_current_store_waits_for_no_writer(tmp_path: Path) -> None:
+    path = tmp_path / "busy.db"
+    with Memory.open(path) as mem:
+        chengdu(mem)
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
+    writer.execute("INSERT INTO heads (namespace, tree, event_id) VALUES ('x', 't', 'e')")
+    try:
+        started = time.monotonic()
+        with Memory.open(path) as mem:
+            assert [r.id for r in mem.visible("a2")] == ["f-planning", "f-chengdu"]
+        assert time.monotonic() - started < 10  # the busy timeout is 30 s
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
+def first_open(path: str, start_at: float) -> str:
+    time.sleep(max(0.0, start_at - time.time()))
+    try:
+        with Memory.open(path) as mem:
+            mem.add_event(f"root-{os.getpid()}")
+        return "ok"
+    except Exception as error:  # reported to the parent, which asserts on it
+        return f"{type(error).__name__}: {error}"
+
+
+def test_several_processes_opening_a_new_store_at_once_all_succeed(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("spawn")
+    for trial in range(4):
+        path = str(tmp_path / f"new-{trial}.db")
+        start_at = time.time() + 1.5  # every process connects at the same moment
+        with context.Pool(6) as pool:
+            results = pool.starmap(first_open, [(path, start_at)] * 6)
+        assert results == ["ok"] * 6, results
+        with Memory.open(path) as mem:
+            assert mem.report()["store"]["events"] == 6
+
+
+def test_two_tenants_racing_for_one_binding_never_both_get_it(tmp_path: Path) -> None:
+    from branchmem.server.keys import KeyRing
+
+    double = 0
+    for trial in range(8):
+        path = tmp_path / f"keys-{trial}.db"
+        Memory.open(path).close()
+        memories = [Memory.open(path) for _ in range(2)]  # two connections, as two processes
+        barrier = threading.Barrier(2)
+        outcome: list[str] = []
+
+        def create(
+            memory: Memory,
+            tenant: str,
+            barrier: threading.Barrier = barrier,
+            outcome: list[str] = outcome,
+        ) -> None:
+            barrier.wait()
+            try:
+                KeyRing(memory).create(tenant, ["race/*"])
+                outcome.append("granted")
+            except ConflictError:
+                outcome.append("refused")
+
+        threads = [
+            threading.Thread(target=create, args=(m, f"tenant-{i}")) for i, m in enumerate(memories)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for memory in memories:
+            memory.close()
+        assert sorted(outcome) == ["granted", "refused"], outcome
+        double += outcome.count("granted") > 1
+    assert double == 0
+
+
+def test_erase_leaves_no_byte_of_a_retraction_about_it(tmp_path: Path) -> None:
+    path = tmp_path / "retraction.db"
+    with Memory.open(path) as mem:
+        chengdu(mem)
+        mem.add_record("f-health", sources=["u2"], content="ok", key="QX-key-asthma")
+        mem.retract("r", sources=["a2"], targets=["f-health"], reason="QX-reason-private")
+        mem.retract("r2", sources=["a2"], key="QX-key-asthma", reason="QX-reason-never")
+        mem.erase("f-health")
+        for marker in ("QX-key-asthma", "QX-reason-private", "QX-reason-never"):
+            assert sum(marker_bytes(path, marker).values()) == 0, marker

@@ -27,6 +27,7 @@ EMBEDDED_ONLY = {
     "repair": "takes a Python function (the deriver); run it next to the store",
     "acting_as": "the server names the actor: the API key of each request",
     "mode": "an attribute: the decision mode of this Memory (Client(mode=...) likewise)",
+    "finish_cleanup": "the store's own files: the server's next erase or restart finishes it",
 }
 # declared in MemoryAPI without a route of their own, and why
 NOT_ROUTED = {

@@ -18,7 +18,7 @@ import pytest
 from branchmem import Memory
 from branchmem.client import Client
 from branchmem.server import KeyRing, create_app
-from conformance import BackendConformance
+from branchmem.testing import BackendConformance
 from test_server_harness import LiveService
 
 
@@ -42,7 +42,7 @@ class Service:
             mode: self.live.mount(create_app(proxy))  # type: ignore[arg-type]
             for mode, proxy in self.current.items()
         }
-        self.key_row: dict[str, Any] | None = None
+        self.key_row: Any = None
         self.api_key = ""
 
     def fresh(self, mode: str) -> str:
@@ -52,7 +52,7 @@ class Service:
             self.api_key, grant = KeyRing(memory).create("conformance", ["*"])
             self.key_row = memory.store.get_api_key(grant.key_id)
         else:
-            memory.store.put_api_key(**self.key_row)
+            memory.store.add_api_key(self.key_row, lambda stored: None)  # type: ignore[attr-defined]
         previous = self.current[mode].target
         self.current[mode].target = memory
         if previous is not None:

@@ -31,9 +31,8 @@ from typing import Any
 import pytest
 
 from branchmem import Memory
+from branchmem.testing import Oracle, apply, compare, random_history
 from branchmem.visibility import Decision
-from differential import apply, compare, random_history
-from oracle import Oracle
 from reliability_worker import Op, perform
 
 SCALED = bool(os.environ.get("BRANCHMEM_BENCH_SCALE"))
@@ -498,3 +497,27 @@ def test_arrival_numbers_are_the_same_on_sqlite_and_in_memory(tmp_path: Path) ->
                 apply(mem, shadows[0], op, namespace)
                 apply(in_memory, shadows[1], op, namespace)
             assert_same_contents(mem, in_memory, namespace, same_seq=True)
+
+
+def test_sigkill_in_the_erase_cleanup_window_is_resumed_on_the_next_open(tmp_path: Path) -> None:
+    marker = "QX-crash-marker-7d21"
+    path = tmp_path / "cleanup.db"
+    child = Child("erase-and-die", str(path), marker)
+    child.wait_ready()
+    child.finish(60)
+    assert child.process.returncode == -signal.SIGKILL
+    assert "survived" not in b"".join(child.chunks).decode()
+    files = [Path(f"{path}{suffix}") for suffix in ("", "-wal", "-shm")]
+    # the erase committed, its cleanup did not run: the marker is still in the files
+    assert sum(f.read_bytes().count(marker.encode()) for f in files if f.exists()) > 0
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM erase_cleanup").fetchone()[0] == 1
+    with Memory.open(path) as mem:  # opening resumes the cleanup
+        assert mem.finish_cleanup() is None
+        assert mem.explain("secret", "root").reason == "erased"
+        for file in files:
+            if file.exists():
+                assert marker.encode() not in file.read_bytes(), file.name
+    integrity_check(path)
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM erase_cleanup").fetchone()[0] == 0

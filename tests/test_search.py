@@ -188,7 +188,10 @@ class SearchScenario:
                 for name, value in filters.items()
             ):
                 continue
-            found[record_id] = Candidate(record_id, number, self.texts[record_id][number - 1])
+            text = self.texts[record_id][number - 1]
+            if record_id in self.oracle.redacted:  # a retraction about an erased record
+                text = ""
+            found[record_id] = Candidate(record_id, number, text)
         return found
 
     def vector(self, text: str) -> list[float]:

@@ -4,7 +4,7 @@ A correction is only as good as the copies it reaches. Each experiment below bui
 conversation on a ``Memory`` opened on a store URL (a SQLite file or a PostgreSQL DSN), derives
 records from it, corrects something, and *measures* every representation that could still
 carry the old text before and after: the record, its stored revisions, ``history``, the
-audit log, the lexical index, the vector index and the context a consumer gets (and was
+audit log, the searchable text, the vector index and the context a consumer gets (and was
 given). ``write_report`` runs all five and renders those measurements as markdown tables; no
 cell is typed in. ``tests/test_propagation.py`` asserts the contract (SPEC §5-§6) on the
 same measurements, on SQLite and PostgreSQL.
@@ -33,7 +33,7 @@ from branchmem.memory import Memory
 from branchmem.model import Record
 from branchmem.search.context import DEFAULT_FORMAT
 from branchmem.search.embedding import HashingEmbedder
-from branchmem.search.lexical import query_terms
+from branchmem.search.lexical import normalize
 from branchmem.store.base import Store
 from branchmem.store.sqlite import SQLiteStore
 
@@ -42,7 +42,7 @@ REPRESENTATIONS: Final = (
     "revision",
     "history",
     "audit",
-    "FTS index",
+    "search",
     "vector index",
     "delivered context",
 )
@@ -87,7 +87,8 @@ class Snapshot:
     records: tuple[RecordState, ...]
     search: tuple[Key, ...]  # Memory.search(probe): gated, lexical + vector
     search_probe: tuple[Key, ...]  # hits whose text still contains the probe
-    index_rows: tuple[Key, ...]  # the store's lexical index, ungated: rows holding the probe
+    index_rows: tuple[Key, ...]  # every stored revision whose normalised text holds the probe,
+    # ungated: what a retriever over the store's text, not the views, would find
     vectors: tuple[Key, ...]  # tracked revisions that have a stored vector
     context_items: tuple[Key, ...]  # what the next context(anchor, query=probe) carries
     context_memory_probe: bool  # the probe in its memory section
@@ -114,8 +115,6 @@ class Residue:
     ``rows``: "table.column" -> rows holding it (every text, blob and JSON column of every
     table, found through the catalogue). ``files``: file name -> byte occurrences (SQLite:
     main file, -wal, -shm; None for PostgreSQL, whose files are the server's).
-    ``fts_hits``: rowids the SQLite FTS5 index itself still returns for it;
-    ``fts_orphans``: FTS5 index entries (any term) of rows no longer in ``search_docs``.
     ``vacuumed``: PostgreSQL tables VACUUMed since the ``before`` counts were taken.
     ``pages``: PostgreSQL raw pages (heap, index, TOAST) whose bytes hold it, read with
     ``pageinspect`` (None: not inspected). ``when``: the moment it was measured.
@@ -123,8 +122,6 @@ class Residue:
 
     rows: Mapping[str, int]
     files: Mapping[str, int] | None
-    fts_hits: int | None = None
-    fts_orphans: int | None = None
     vacuumed: tuple[str, ...] = ()
     pages: int | None = None
     when: str = "open"
@@ -132,7 +129,7 @@ class Residue:
     @property
     def total(self) -> int:
         found = sum(self.rows.values()) + sum((self.files or {}).values())
-        return found + (self.fts_hits or 0) + (self.fts_orphans or 0) + (self.pages or 0)
+        return found + (self.pages or 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +179,13 @@ def observe(
     states = tuple(_record_state(mem, namespace, anchor, rid) for rid in record_ids)
     hits = mem.search(probe, anchor, k=50, namespace=namespace)
     keys = [(s.id, revision) for s in states for revision in s.stored]
-    rows = store.lexical_match(namespace, query_terms(probe))
+    needle = normalize(probe)
+    rows = [
+        (record_id, revision.revision)
+        for record_id in store.record_ids(namespace)
+        for revision in store.get_revisions(namespace, record_id)
+        if needle and needle in normalize(revision.content)
+    ]
     context = mem.context(anchor, query=probe, budget=2000, namespace=namespace)
     memory_part = context.text.split("\n" + DEFAULT_FORMAT.conversation_heading)[0]
     if memory_part.startswith(DEFAULT_FORMAT.conversation_heading):
@@ -205,7 +208,7 @@ def observe(
         search_probe=tuple(
             (h.record.id, h.record.revision) for h in hits if folded in h.record.content.casefold()
         ),
-        index_rows=tuple(sorted(key for key, text in rows if folded in text)),
+        index_rows=tuple(sorted(rows)),
         vectors=tuple(sorted(store.vectors(namespace, keys))),
         context_items=tuple(context.items),
         context_memory_probe=folded in memory_part.casefold(),
@@ -261,8 +264,6 @@ def sqlite_residue(path: Path, marker: str, when: str = "open") -> Residue:
     (it reads the WAL too, so it also sees what is not yet checkpointed)."""
     files = file_occurrences(path, marker)  # before our own connection touches anything
     rows: dict[str, int] = {}
-    fts_hits: int | None = None
-    fts_orphans: int | None = None
     with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
         tables = db.execute(
             "SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name"
@@ -278,24 +279,7 @@ def sqlite_residue(path: Path, marker: str, when: str = "open") -> Residue:
                 ).fetchone()[0]
                 if count:
                     rows[f"{name}.{column[1]}"] = int(count)
-        if any(name == "search_fts" for name, _ in tables) and len(marker) >= 3:
-            fts_hits = int(
-                db.execute(
-                    "SELECT count(*) FROM search_fts WHERE search_fts MATCH ?",
-                    ('"' + marker.casefold().replace('"', '""') + '"',),
-                ).fetchone()[0]
-            )
-            db.execute(
-                "CREATE VIRTUAL TABLE temp.fts_entries "
-                "USING fts5vocab(main, 'search_fts', 'instance')"
-            )
-            fts_orphans = int(
-                db.execute(
-                    "SELECT count(*) FROM temp.fts_entries "
-                    "WHERE doc NOT IN (SELECT rowid FROM main.search_docs)"
-                ).fetchone()[0]
-            )
-    return Residue(rows=rows, files=files, fts_hits=fts_hits, fts_orphans=fts_orphans, when=when)
+    return Residue(rows=rows, files=files, when=when)
 
 
 # PostgreSQL column types that can hold text, and how to test one for the marker.
@@ -494,7 +478,7 @@ def trace_correction(url: str) -> Experiment:
         1,
         "Trace one correction through every representation",
         "u1 says the budget is 3000 (with a marker word); `fact` is derived from u1, `summary` "
-        "from `fact`; both are indexed (FTS and vectors) and delivered to a session at u2. "
+        "from `fact`; both are searchable (text and vectors) and delivered to a session at u2. "
         "Then the fact is corrected at u2 by revising it, retracting it, or superseding it "
         "with a new record. Cells: before → after, at anchor u2.",
         ("fact", "summary"),
@@ -1000,7 +984,8 @@ def _audit_cell(b: Snapshot, a: Snapshot, ids: Sequence[str]) -> str:
 
 def _index_cell(b: Snapshot, a: Snapshot, ids: Sequence[str]) -> str:
     hits = _change(_keys(b.search_probe), _keys(a.search_probe))
-    return f"search(marker): {hits}; index rows with it: {len(b.index_rows)} → {len(a.index_rows)}"
+    stored = f"{len(b.index_rows)} → {len(a.index_rows)}"
+    return f"search(marker): {hits}; stored revisions with it: {stored}"
 
 
 def _vector_cell(b: Snapshot, a: Snapshot, ids: Sequence[str]) -> str:
@@ -1030,7 +1015,7 @@ CELLS: Final[dict[str, Callable[[Snapshot, Snapshot, Sequence[str]], str]]] = {
     "revision": _revision_cell,
     "history": _history_cell,
     "audit": _audit_cell,
-    "FTS index": _index_cell,
+    "search": _index_cell,
     "vector index": _vector_cell,
     "delivered context": _context_cell,
     REPAIR_QUEUE: _queue_cell,
@@ -1057,10 +1042,6 @@ def _describe_residue(step: Step) -> str:
         if found.files is not None:
             files = ", ".join(f"{k} {v}" for k, v in found.files.items())
             text += f"; bytes {files}"
-        if found.fts_hits is not None:
-            text += (
-                f"; FTS5 index hits {found.fts_hits}, entries of deleted rows {found.fts_orphans}"
-            )
         if found.vacuumed:
             text += f"; VACUUMed {', '.join(found.vacuumed)}"
         if found.pages is not None:

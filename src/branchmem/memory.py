@@ -121,6 +121,13 @@ class Memory:
         with self._lock:
             self._store.close()
 
+    def finish_cleanup(self) -> str | None:
+        """Finish what an erase could not: remove erased bytes still held in the store's
+        files (e.g. a write-ahead log another process was reading). None when nothing is
+        left; otherwise why the cleanup is still pending (it survives a restart)."""
+        with self._lock:
+            return self._store.finish_cleanup()
+
     def __enter__(self) -> Memory:
         return self
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from .errors import ConflictError, CycleError, InvalidInput
 from .model import Event
+from .validation import check_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +140,10 @@ def check_event_input(
         raise InvalidInput(f"event {event_id!r}: role must be a string")
     if not isinstance(content, str):
         raise InvalidInput(f"event {event_id!r}: content must be a string")
+    check_text(event_id, "event id")
+    for name, value in (("parent", parent), ("tree", tree), ("role", role), ("content", content)):
+        if value is not None:
+            check_text(value, f"event {event_id!r}: {name}")
     if parent == event_id:
         raise CycleError(f"event {event_id!r} names itself as parent")
 

@@ -4,22 +4,47 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from .errors import InvalidInput
 from .model import MODES
+
+MAX_ID: Final = 512  # characters of an id, key, scope or kind (docs/service.md)
+MAX_NAMESPACE: Final = 3 * MAX_ID  # a namespace often joins a tenant and a user
+
+
+def check_text(value: str, what: str) -> str:
+    """Text every backend can store: a lone UTF-16 surrogate (``"a\\ud800"``, what a broken
+    decoder or a JSON ``\\ud800`` escape gives) has no UTF-8 form, so SQLite and PostgreSQL
+    cannot hold it; it is refused on every backend alike, naming the field."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InvalidInput(
+            f"{what} holds a lone surrogate {value[error.start]!r} at position {error.start}: "
+            "not valid Unicode text"
+        ) from None
+    return value
 
 
 def check_id(value: object, what: str) -> str:
     if not isinstance(value, str) or not value:
         raise InvalidInput(f"{what} must be a non-empty string, got {value!r}")
-    return value
+    limit = MAX_NAMESPACE if what == "namespace" else MAX_ID
+    if len(value) > limit:
+        raise InvalidInput(f"{what} is {len(value)} characters long; at most {limit} are allowed")
+    return check_text(value, what)
 
 
 def check_optional_str(value: object, what: str) -> str | None:
-    if value is not None and not isinstance(value, str):
+    """An optional key or scope: a string of at most ``MAX_ID`` characters, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
         raise InvalidInput(f"{what} must be a string or None, got {type(value).__name__}")
-    return value
+    if len(value) > MAX_ID:
+        raise InvalidInput(f"{what} is {len(value)} characters long; at most {MAX_ID} are allowed")
+    return check_text(value, what)
 
 
 def check_meta(meta: object, what: str) -> dict[str, Any]:
@@ -29,9 +54,10 @@ def check_meta(meta: object, what: str) -> dict[str, Any]:
     if not isinstance(meta, Mapping):
         raise InvalidInput(f"{what}: meta must be a JSON object, got {type(meta).__name__}")
     try:
-        return dict(json.loads(json.dumps(dict(meta))))
+        text = json.dumps(dict(meta), ensure_ascii=False)
     except (TypeError, ValueError) as error:
         raise InvalidInput(f"{what}: meta is not JSON-serialisable ({error})") from error
+    return dict(json.loads(check_text(text, f"{what}: meta")))
 
 
 def check_sources(sources: object, what: str) -> tuple[str, ...] | None:
@@ -43,6 +69,7 @@ def check_sources(sources: object, what: str) -> tuple[str, ...] | None:
     for source in checked:
         if not isinstance(source, str) or not source:
             raise InvalidInput(f"{what}: every source must be a non-empty string, got {source!r}")
+        check_text(source, f"{what}: source")
     return checked
 
 

@@ -12,7 +12,6 @@ from dataclasses import replace
 from ..errors import ConflictError, ErasedError, InvalidInput, NotFoundError
 from ..model import ERASED, RETRACTION_KIND, REVISED, Record
 from ..provenance import RevisionNode, SourceRef
-from ..search.lexical import normalize
 from ..validation import check_id, check_meta, check_optional_str, check_sources
 from .dependents import mark_stale
 from .namespace import Namespace
@@ -120,11 +119,10 @@ def put_new_revision(ns: Namespace, node: RevisionNode, op: str) -> None:
 
 
 def index(ns: Namespace, node: RevisionNode) -> None:
-    """Make a revision findable: normalized text, and its vector when an embedder is set."""
-    vector = None
+    """Store a revision's vector when an embedder is set (its text is searched where it is)."""
     if ns.embedder is not None and node.content:
         vector = ns.embedder.embed([node.content])[0]
-    ns.store.put_search(ns.name, (node.record_id, node.revision), normalize(node.content), vector)
+        ns.store.put_vector(ns.name, (node.record_id, node.revision), vector)
 
 
 def check_not_built_on_erased(ns: Namespace, what: str, refs: tuple[SourceRef, ...] | None) -> None:

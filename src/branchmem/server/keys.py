@@ -19,10 +19,11 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from ..errors import ConflictError, InvalidInput, NotFoundError
 from ..memory import Memory
+from ..store.keys import ApiKeyRow, KeyStore
 
 PREFIX: Final = "bm_"
 CACHE_SECONDS: Final = 2.0  # a deleted key stops working within this long on every worker
@@ -90,52 +91,54 @@ class KeyRing:
 
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
-        self._cache: dict[str, tuple[float, dict[str, Any] | None]] = {}
+        self._cache: dict[str, tuple[float, ApiKeyRow | None]] = {}
         self._cache_lock = threading.Lock()
 
-    def _store_call(self, method: str, *args: Any) -> Any:
+    def _keys(self) -> KeyStore:
         store = self.memory.store
-        call = getattr(store, method, None)
-        if call is None:
-            raise InvalidInput(
-                f"this store ({type(store).__name__}) does not keep API keys; "
-                "upgrade it with `branchmem migrate`"
-            )
-        # the store serves one caller at a time: Memory's lock is what serialises it
-        with self.memory._lock:
-            return call(*args)
+        if not isinstance(store, KeyStore):
+            raise InvalidInput(f"this store ({type(store).__name__}) does not keep API keys")
+        return store
 
     # -- administration (the CLI) ----------------------------------------------------------
     def create(self, tenant: str, namespaces: list[str]) -> tuple[str, ApiKey]:
         """A new key for ``tenant`` bound to ``namespaces``: the full key (shown once) and
-        what it grants. Refuses bindings that overlap another tenant's."""
+        what it grants. Refuses bindings that overlap another tenant's; the check and the
+        insert are one step, so two concurrent creations cannot both take a namespace."""
         if not isinstance(tenant, str) or not tenant:
             raise InvalidInput(f"tenant must be a non-empty string, got {tenant!r}")
         bindings = [check_binding(b) for b in namespaces]
         if not bindings:
             raise InvalidInput("a key needs at least one namespace binding")
-        for other in self.list():
-            if other.tenant == tenant:
-                continue
-            for mine in bindings:
-                for theirs in other.namespaces:
-                    if bindings_overlap(mine, theirs):
-                        raise ConflictError(
-                            f"namespace binding {mine!r} overlaps {theirs!r} of tenant "
-                            f"{other.tenant!r} (key {other.key_id!r})"
-                        )
+
+        def admit(stored: list[ApiKeyRow]) -> None:
+            for other in stored:
+                if other.tenant == tenant:
+                    continue
+                for mine in bindings:
+                    for theirs in other.namespaces:
+                        if bindings_overlap(mine, theirs):
+                            raise ConflictError(
+                                f"namespace binding {mine!r} overlaps {theirs!r} of tenant "
+                                f"{other.tenant!r} (key {other.key_id!r})"
+                            )
+
         key_id = secrets.token_hex(6)
         secret = secrets.token_urlsafe(32)
-        created = time.time()
-        self._store_call("put_api_key", key_id, hash_secret(secret), tenant, bindings, created)
-        return f"{PREFIX}{key_id}_{secret}", ApiKey(key_id, tenant, tuple(bindings), created)
+        row = ApiKeyRow(key_id, hash_secret(secret), tenant, tuple(bindings), time.time())
+        with self.memory._lock:  # the store serves one caller at a time
+            self._keys().add_api_key(row, admit)
+        return f"{PREFIX}{key_id}_{secret}", self._granted(row)
 
     def list(self) -> list[ApiKey]:
-        rows = self._store_call("list_api_keys")
+        with self.memory._lock:
+            rows = self._keys().list_api_keys()
         return [self._granted(row) for row in rows]
 
     def delete(self, key_id: str) -> None:
-        if not self._store_call("delete_api_key", key_id):
+        with self.memory._lock:
+            found = self._keys().delete_api_key(key_id)
+        if not found:
             raise NotFoundError(f"API key {key_id!r} not found")
         with self._cache_lock:
             self._cache.pop(key_id, None)
@@ -150,28 +153,24 @@ class KeyRing:
         row = self._row(key_id)
         if row is None:
             return None
-        if not hmac.compare_digest(str(row["secret_hash"]), hash_secret(secret)):
+        if not hmac.compare_digest(row.secret_hash, hash_secret(secret)):
             return None
         return self._granted(row)
 
-    def _row(self, key_id: str) -> dict[str, Any] | None:
+    def _row(self, key_id: str) -> ApiKeyRow | None:
         now = time.monotonic()
         with self._cache_lock:
             cached = self._cache.get(key_id)
             if cached is not None and now - cached[0] < CACHE_SECONDS:
                 return cached[1]
-        row = self._store_call("get_api_key", key_id)
+        with self.memory._lock:
+            row = self._keys().get_api_key(key_id)
         with self._cache_lock:
             if len(self._cache) > 10_000:
                 self._cache.clear()
             self._cache[key_id] = (now, row)
-        return row  # type: ignore[no-any-return]
+        return row
 
     @staticmethod
-    def _granted(row: dict[str, Any]) -> ApiKey:
-        return ApiKey(
-            key_id=str(row["key_id"]),
-            tenant=str(row["tenant"]),
-            namespaces=tuple(row["namespaces"]),
-            created=float(row["created"]),
-        )
+    def _granted(row: ApiKeyRow) -> ApiKey:
+        return ApiKey(row.key_id, row.tenant, row.namespaces, row.created)

@@ -6,8 +6,9 @@ import importlib
 from pathlib import Path
 
 from ..errors import InvalidInput
-from .base import Store
+from .base import CleanupPending, Store
 from .inmemory import InMemoryStore
+from .keys import ApiKeyRow, KeyStore
 
 
 def open_store(url: str | Path, *, migrate: bool = False) -> Store:
@@ -32,4 +33,4 @@ def open_store(url: str | Path, *, migrate: bool = False) -> Store:
     return SQLiteStore(url, migrate=migrate)
 
 
-__all__ = ["InMemoryStore", "Store", "open_store"]
+__all__ = ["ApiKeyRow", "CleanupPending", "InMemoryStore", "KeyStore", "Store", "open_store"]

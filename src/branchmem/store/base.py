@@ -7,10 +7,10 @@ The public ``Memory`` method owns the transaction; these primitives run inside i
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
 
 from ..audit import AuditEntry
 from ..model import Delivery, RepairItem
@@ -19,7 +19,13 @@ from ..resolution import RevisionKey
 from ..retraction import RetractionNode
 from ..topology import EventNode
 
-__all__ = ["RevisionKey", "Store"]
+__all__ = ["CleanupPending", "RevisionKey", "Store"]
+
+
+class CleanupPending(UserWarning):
+    """An erase committed (its text is gone from every table) but erased bytes may remain in
+    the store's files until ``Memory.finish_cleanup()`` succeeds, e.g. while another process
+    holds a read transaction on SQLite's write-ahead log."""
 
 
 class Store(ABC):
@@ -151,8 +157,14 @@ class Store(ABC):
         self, namespace: str, event_ids: Collection[str], record_ids: Collection[str]
     ) -> None:
         """Blank the text of these events and of every revision of these records: content,
-        meta, key and scope; delete their search text, vectors and repair entries. Ids,
-        parents and sources (ids too) stay as the tombstone."""
+        meta, key and scope; delete their vectors and repair entries. Ids, parents and
+        sources (ids too) stay as the tombstone.
+
+        Text elsewhere that is about them goes too: the reason and detail of a retraction
+        that targets them or retracts one of their keys, such a retraction's key when no
+        other record holds it any more, and the reasons of audit entries that name them or
+        those retractions. Records that the cleanup of the files is due (``finish_cleanup``).
+        """
 
     @abstractmethod
     def records_with_key(self, namespace: str, key: str) -> list[str]:
@@ -179,24 +191,16 @@ class Store(ABC):
     @abstractmethod
     def counters(self, namespace: str) -> dict[str, int]: ...
 
-    # -- search index ------------------------------------------------------------------
+    # -- vectors ---------------------------------------------------------------------
     @abstractmethod
-    def put_search(
-        self, namespace: str, key: RevisionKey, text: str, vector: Sequence[float] | None
-    ) -> None:
-        """Index a new revision (once): its normalised text (``lexical.normalize``) and its
-        vector."""
+    def put_vector(self, namespace: str, key: RevisionKey, vector: Sequence[float]) -> None:
+        """Store a new revision's embedding (once)."""
 
     @abstractmethod
     def vectors(
         self, namespace: str, keys: Collection[RevisionKey]
     ) -> dict[RevisionKey, list[float]]:
         """The stored vectors of these revisions (those that have one)."""
-
-    @abstractmethod
-    def lexical_match(self, namespace: str, terms: Sequence[str]) -> list[tuple[RevisionKey, str]]:
-        """Every revision of the namespace whose search text contains one of ``terms``, with
-        that text: the database's own index, ungated (benchmarks and diagnostics)."""
 
     # -- deliveries --------------------------------------------------------------------
     @abstractmethod
@@ -206,25 +210,22 @@ class Store(ABC):
     def deliveries(self, namespace: str, session: str) -> list[Delivery]:
         """A session's deliveries, oldest first."""
 
-    # -- service keys (namespace-free: a key names the namespaces it may use) ----------
+    # -- erase cleanup ---------------------------------------------------------------
     @abstractmethod
-    def put_api_key(
-        self, key_id: str, secret_hash: str, tenant: str, namespaces: list[str], created: float
-    ) -> None: ...
+    def finish_cleanup(self) -> str | None:
+        """Leave no copy of erased bytes in the store's files (write-ahead log, dead rows),
+        for every erase whose cleanup is still due. Runs outside any transaction.
 
-    @abstractmethod
-    def get_api_key(self, key_id: str) -> dict[str, Any] | None: ...
+        None when nothing is left to clean; otherwise why the cleanup is still pending (it
+        stays recorded in the store, so a later call or the next open resumes it).
+        """
 
-    @abstractmethod
-    def list_api_keys(self) -> list[dict[str, Any]]: ...
-
-    @abstractmethod
-    def delete_api_key(self, key_id: str) -> bool: ...
-
-    @abstractmethod
     def scrub(self) -> None:
-        """After an erasure has committed: leave no copy of erased bytes in the store's files
-        (write-ahead logs, caches). Runs outside any transaction."""
+        """After an erasure has committed: clean up now, and say plainly if that could not
+        complete (a ``CleanupPending`` warning; ``Memory.finish_cleanup()`` retries)."""
+        reason = self.finish_cleanup()
+        if reason is not None:
+            warnings.warn(CleanupPending(reason), stacklevel=3)
 
     # -- audit and gauges --------------------------------------------------------------
     @abstractmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -13,7 +14,9 @@ from ..model import Delivery, RepairItem
 from ..provenance import RevisionNode
 from ..retraction import TREE, RetractionNode
 from ..topology import EventNode
+from ..validation import check_text
 from .base import RevisionKey, Store
+from .keys import ApiKeyRow, KeyStore
 
 
 @dataclass
@@ -34,19 +37,19 @@ class _Namespace:
     retractions: dict[str, RetractionNode] = field(default_factory=dict)
     statuses: dict[str, str] = field(default_factory=dict)
     audit: list[AuditEntry] = field(default_factory=list)
-    search_text: dict[RevisionKey, str] = field(default_factory=dict)
     vectors: dict[RevisionKey, list[float]] = field(default_factory=dict)
     repairs: dict[tuple[str, str], RepairItem] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
     deliveries: dict[str, list[Delivery]] = field(default_factory=dict)
 
 
-class InMemoryStore(Store):
+class InMemoryStore(Store, KeyStore):
     """Process-local storage. Every mutation logs its inverse so a failed call rolls back."""
 
     def __init__(self) -> None:
         self._spaces: dict[str, _Namespace] = {}
-        self._api_keys: dict[str, dict[str, Any]] = {}
+        self._api_keys: dict[str, ApiKeyRow] = {}
+        self._keys_lock = threading.Lock()  # a key's check and insert are one step
         self._journal: list[Callable[[], None]] | None = None
 
     # -- journal -----------------------------------------------------------------------
@@ -172,6 +175,8 @@ class InMemoryStore(Store):
         return list(self._space(namespace).revisions.get(record_id, ()))
 
     def put_revision(self, namespace: str, node: RevisionNode) -> None:
+        check_text(node.kind, f"record {node.record_id!r}: kind")
+        check_text(node.content, f"record {node.record_id!r}: content")
         space = self._space(namespace)
         revisions = space.revisions.get(node.record_id)
         if revisions is None:
@@ -281,18 +286,43 @@ class InMemoryStore(Store):
         self, namespace: str, event_ids: Collection[str], record_ids: Collection[str]
     ) -> None:
         space = self._space(namespace)
+        keys = {rev.key for rid in record_ids for rev in space.revisions.get(rid, ()) if rev.key}
         for event_id in event_ids:
             node = space.events.get(event_id)
             if node is not None:
                 self._dict_set(space.events, event_id, replace(node, content="", meta={}))
+        self._blank_records(namespace, record_ids)
+        for record_id in record_ids:
+            self.remove_repairs(namespace, record_id=record_id)
+        erased = {*event_ids, *record_ids}
+        named = {
+            retraction.id
+            for retraction in space.retractions.values()
+            if erased & set(retraction.targets) or retraction.key in keys
+        }
+        self._blank_records(namespace, sorted(named - erased))
+        surviving = {rev.key for revs in space.revisions.values() for rev in revs if rev.key}
+        for retraction in list(space.retractions.values()):
+            if retraction.key is not None and retraction.key in keys - surviving:
+                forgotten = replace(retraction, key=None, key_scope=None)
+                self._dict_set(space.retractions, retraction.id, forgotten)
+        touched = erased | named
+        for position, entry in enumerate(space.audit):
+            if entry.reason and touched.intersection(entry.ids):
+                self._list_set(space.audit, position, replace(entry, reason=""))
+
+    def _blank_records(self, namespace: str, record_ids: Collection[str]) -> None:
+        space = self._space(namespace)
         for record_id in record_ids:
             for revision in list(space.revisions.get(record_id, ())):
                 blank = replace(revision, content="", meta={}, key=None, scope=None)
                 self.put_revision(namespace, blank)
-                key = (record_id, revision.revision)
-                self._dict_pop(space.search_text, key)
-                self._dict_pop(space.vectors, key)
-            self.remove_repairs(namespace, record_id=record_id)
+                self._dict_pop(space.vectors, (record_id, revision.revision))
+
+    def _list_set(self, items: list[Any], position: int, item: Any) -> None:
+        old = items[position]
+        items[position] = item
+        self._undo(lambda: items.__setitem__(position, old))
 
     def records_with_key(self, namespace: str, key: str) -> list[str]:
         revisions = self._space(namespace).revisions
@@ -321,28 +351,15 @@ class InMemoryStore(Store):
     def counters(self, namespace: str) -> dict[str, int]:
         return dict(self._space(namespace).counters)
 
-    # -- search index ------------------------------------------------------------------
-    def put_search(
-        self, namespace: str, key: RevisionKey, text: str, vector: Sequence[float] | None
-    ) -> None:
-        space = self._space(namespace)
-        self._dict_set(space.search_text, key, text)
-        if vector is None:
-            self._dict_pop(space.vectors, key)
-        else:
-            self._dict_set(space.vectors, key, [float(x) for x in vector])
+    # -- vectors ---------------------------------------------------------------------
+    def put_vector(self, namespace: str, key: RevisionKey, vector: Sequence[float]) -> None:
+        self._dict_set(self._space(namespace).vectors, key, [float(x) for x in vector])
 
     def vectors(
         self, namespace: str, keys: Collection[RevisionKey]
     ) -> dict[RevisionKey, list[float]]:
         stored = self._space(namespace).vectors
         return {key: list(stored[key]) for key in keys if key in stored}
-
-    def lexical_match(self, namespace: str, terms: Sequence[str]) -> list[tuple[RevisionKey, str]]:
-        texts = self._space(namespace).search_text
-        return sorted(
-            (key, text) for key, text in texts.items() if any(term in text for term in terms)
-        )
 
     # -- deliveries --------------------------------------------------------------------
     def add_delivery(self, namespace: str, delivery: Delivery) -> None:
@@ -354,33 +371,31 @@ class InMemoryStore(Store):
     def deliveries(self, namespace: str, session: str) -> list[Delivery]:
         return list(self._space(namespace).deliveries.get(session, ()))
 
-    # -- service keys ------------------------------------------------------------------
-    def put_api_key(
-        self, key_id: str, secret_hash: str, tenant: str, namespaces: list[str], created: float
-    ) -> None:
-        if key_id in self._api_keys:
-            raise ConflictError(f"api key {key_id!r} already exists")
-        self._api_keys[key_id] = {
-            "key_id": key_id, "secret_hash": secret_hash, "tenant": tenant,
-            "namespaces": list(namespaces), "created": created,
-        }  # fmt: skip
+    # -- service keys (KeyStore) --------------------------------------------------------
+    def add_api_key(self, row: ApiKeyRow, admit: Callable[[list[ApiKeyRow]], None]) -> None:
+        with self._keys_lock:
+            admit(self.list_api_keys())
+            if row.key_id in self._api_keys:
+                raise ConflictError(f"api key {row.key_id!r} already exists")
+            self._api_keys[row.key_id] = row
 
-    def get_api_key(self, key_id: str) -> dict[str, Any] | None:
-        found = self._api_keys.get(key_id)
-        return None if found is None else {**found, "namespaces": list(found["namespaces"])}
+    def get_api_key(self, key_id: str) -> ApiKeyRow | None:
+        return self._api_keys.get(key_id)
 
-    def list_api_keys(self) -> list[dict[str, Any]]:
-        keys = sorted(self._api_keys.values(), key=lambda k: (k["created"], k["key_id"]))
-        return [{**k, "namespaces": list(k["namespaces"])} for k in keys]
+    def list_api_keys(self) -> list[ApiKeyRow]:
+        return sorted(self._api_keys.values(), key=lambda k: (k.created, k.key_id))
 
     def delete_api_key(self, key_id: str) -> bool:
-        return self._api_keys.pop(key_id, None) is not None
+        with self._keys_lock:
+            return self._api_keys.pop(key_id, None) is not None
 
-    def scrub(self) -> None:
+    def finish_cleanup(self) -> str | None:
         """Nothing outlives the objects here; erased text is garbage once unreferenced."""
+        return None
 
     # -- audit and gauges --------------------------------------------------------------
     def append_audit(self, entry: AuditEntry) -> None:
+        check_text(entry.reason, f"{entry.op} {', '.join(entry.ids)}: reason")
         self._append(self._space(entry.namespace).audit, entry)
 
     def audit(

@@ -242,6 +242,8 @@ class PostgresStore(SQLStore):
         try:
             with self._connection().cursor() as cursor:
                 cursor.executemany(self._sql(text), rows)
+        except UnicodeEncodeError as error:
+            raise InvalidInput(f"text the database cannot store: {error}") from error
         except psycopg.Error as error:
             mapped = self._translate(error)
             raise (mapped or error) from error
@@ -268,34 +270,13 @@ class PostgresStore(SQLStore):
         return bool(row and row[0])
 
     # -- what only PostgreSQL has ------------------------------------------------------
-    def _after_migration(self, version: int) -> None:
-        """A trigram index for ``LIKE '%term%'`` when pg_trgm can be had; without it (no
-        privilege to create the extension) lexical lookups scan, with the same results."""
-        super()._after_migration(version)
-        if version != 3:
-            return
-        with suppress(StorageError), self.transaction(None):
-            self._run("CREATE EXTENSION IF NOT EXISTS pg_trgm")
-            self._run(
-                "CREATE INDEX search_docs_trigrams ON search_docs "
-                "USING gin (search_text gin_trgm_ops)"
-            )
-
-    def _term_condition(self, term: str) -> tuple[str, list[Any]]:
-        if len(term) < 3:  # pg_trgm cannot look up one or two characters
-            return "strpos(search_text, ?) > 0", [term]
-        escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        return "search_text LIKE ? ESCAPE '\\'", [f"%{escaped}%"]
-
-    def scrub(self) -> None:
-        """Erased rows were updated or deleted, but their old versions stay in the table
-        files as dead tuples until VACUUM reclaims them; run it on the tables that held
-        text. (Bytes can still survive in WAL segments and backups until they are recycled;
-        ``VACUUM FULL`` rewrites the files, see docs/semantics.md.)"""
-        if self._depth != 0 or self._pool is None:
-            return
-        with self._session():
-            self._run("VACUUM events, revisions, search_docs, vectors, repairs")
+    def _clean_files(self) -> str | None:
+        """Erased rows were updated or deleted in place, but their old versions stay in the
+        table files as dead tuples until VACUUM reclaims them: run it on the tables that held
+        text. What VACUUM cannot reach (WAL segments, tuples an older snapshot still sees,
+        free space in pages, backups) is the operator's: see docs/propagation.md."""
+        self._run("VACUUM events, revisions, vectors, repairs, retractions, audit")
+        return None
 
     # -- orders SQL cannot promise under every collation ---------------------------------
     # The shared queries order some results by id; PostgreSQL sorts text by the database's

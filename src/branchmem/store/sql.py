@@ -1,232 +1,25 @@
-"""What SQLite and PostgreSQL share: the schema, every query, transactions and savepoints.
+"""The engine's state in SQL: events, revisions and their indexes, relations, corrections.
 
-A backend supplies the connection, how a write transaction begins (SQLite takes the database
-write lock with ``BEGIN IMMEDIATE``; PostgreSQL takes a per-namespace advisory lock) and how
-its driver's errors map onto ``branchmem.errors``. Queries use ``?`` placeholders and a
-portable subset of SQL; ``_sql`` rewrites them for a driver that wants ``%s``.
+Shared by SQLite and PostgreSQL; ``SQLSession`` below it runs the statements and owns the
+transactions, ``SQLLedger`` keeps the side tables.
 """
 
 from __future__ import annotations
 
-from abc import abstractmethod
-from collections.abc import Collection, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
-from typing import Any
+from collections.abc import Collection, Iterator
 
-from ..audit import AuditEntry
-from ..errors import SchemaVersionError
-from ..model import Delivery, RepairItem
 from ..provenance import RevisionNode
 from ..retraction import TREE, RetractionNode
-from ..search.lexical import normalize
 from ..topology import EventNode
+from ..validation import check_text
 from . import codec
 from .base import RevisionKey, Store
-from .schema import MIGRATIONS, SCHEMA_VERSION
+from .keys import KeyStore
+from .sqlledger import SQLLedger
 
-CHUNK = 500  # ids per IN (...) list
 
-
-class SQLStore(Store):
+class SQLStore(SQLLedger, Store, KeyStore):
     """A ``Store`` over a DB-API connection; subclasses choose the database."""
-
-    bigint = "INTEGER"
-    double = "REAL"
-    blob = "BLOB"
-
-    def __init__(self) -> None:
-        self._depth = 0
-        self._seqs: dict[str, int] = {}
-        self._forget()
-
-    # -- what a backend supplies -------------------------------------------------------
-    @abstractmethod
-    def _connection(self) -> Any:
-        """The connection of the current call."""
-
-    @abstractmethod
-    def _session(self) -> AbstractContextManager[None]:
-        """Hold a connection for one public call (a pool checkout, or nothing)."""
-
-    @abstractmethod
-    def _begin_write(self, namespace: str | None) -> None:
-        """Start the outermost write transaction, serialising writers of ``namespace``."""
-
-    @abstractmethod
-    def _translate(self, error: Exception) -> Exception | None:
-        """The ``branchmem.errors`` exception for a driver error (None: not a driver error)."""
-
-    def _sql(self, text: str) -> str:
-        return text
-
-    # -- execution ---------------------------------------------------------------------
-    def _run(self, text: str, params: Sequence[Any] = ()) -> Any:
-        try:
-            return self._connection().execute(self._sql(text), tuple(params))
-        except Exception as error:
-            mapped = self._translate(error)
-            if mapped is None:
-                raise
-            raise mapped from error
-
-    def _all(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return list(self._run(text, params).fetchall())
-
-    def _one(self, text: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        row = self._run(text, params).fetchone()
-        return None if row is None else tuple(row)
-
-    def _chunks(self, ids: Iterable[str]) -> Iterator[list[str]]:
-        items = list(dict.fromkeys(ids))
-        for start in range(0, len(items), CHUNK):
-            yield items[start : start + CHUNK]
-
-    @staticmethod
-    def _marks(count: int) -> str:
-        return ",".join("?" * count)
-
-    # -- transactions ------------------------------------------------------------------
-    # Within one call (a transaction or a read snapshot) events and revisions are cached:
-    # nothing else can change them while the call holds its lock or snapshot. The namespace
-    # sequence is counted in memory and written back before COMMIT.
-    def _forget(self) -> None:
-        self._events: dict[tuple[str, str], EventNode | None] = {}
-        self._revisions: dict[tuple[str, str], list[RevisionNode]] = {}
-        self._children: dict[tuple[str, str], list[str]] = {}
-
-    @contextmanager
-    def transaction(self, namespace: str | None = None) -> Iterator[None]:
-        if self._depth > 0:
-            name = f"bm_{self._depth}"
-            self._run(f"SAVEPOINT {name}")
-            self._depth += 1
-            try:
-                yield
-            except BaseException:
-                self._run(f"ROLLBACK TO SAVEPOINT {name}")
-                self._run(f"RELEASE SAVEPOINT {name}")
-                self._forget()
-                raise
-            finally:
-                self._depth -= 1
-            self._run(f"RELEASE SAVEPOINT {name}")
-            return
-        with self._session():
-            self._begin_write(namespace)
-            self._depth = 1
-            self._forget()
-            self._seqs = {}
-            try:
-                yield
-                self._flush_seqs()
-            except BaseException:
-                self._depth = 0
-                self._forget()
-                self._rollback()
-                raise
-            self._depth = 0
-            self._forget()
-            self._run("COMMIT")
-
-    @contextmanager
-    def reading(self, namespace: str) -> Iterator[None]:
-        if self._depth > 0:
-            yield
-            return
-        with self._session():
-            self._begin_read()
-            self._depth = 1
-            self._forget()
-            try:
-                yield
-            finally:
-                self._depth = 0
-                self._forget()
-                self._rollback()
-
-    def _begin_read(self) -> None:
-        self._run("BEGIN")
-
-    def _flush_seqs(self) -> None:
-        for namespace, value in self._seqs.items():
-            self._run("UPDATE namespaces SET seq = ? WHERE namespace = ?", (value, namespace))
-        self._seqs = {}
-
-    def _rollback(self) -> None:
-        with suppress(Exception):  # a lost connection has rolled back already
-            self._run("ROLLBACK")
-
-    # -- schema ------------------------------------------------------------------------
-    def schema_version(self) -> int:
-        """The version the database is at (0: empty)."""
-        with self._session():
-            exists = self._table_exists("branchmem_schema")
-            if not exists:
-                return 0
-            row = self._one("SELECT MAX(version) FROM branchmem_schema")
-            return int(row[0]) if row and row[0] is not None else 0
-
-    @abstractmethod
-    def _table_exists(self, name: str) -> bool: ...
-
-    def migrate(self, *, upgrade: bool = True) -> int:
-        """Bring the schema to this version; refuse a database written by a newer one."""
-        current = self.schema_version()
-        if current > SCHEMA_VERSION:
-            raise SchemaVersionError(
-                f"the store is at schema version {current}, newer than this branchmem "
-                f"({SCHEMA_VERSION}); upgrade branchmem"
-            )
-        if current < SCHEMA_VERSION and current > 0 and not upgrade:
-            raise SchemaVersionError(
-                f"the store is at schema version {current}; run `branchmem migrate` to "
-                f"upgrade it to {SCHEMA_VERSION}"
-            )
-        with self.transaction(None):
-            current = self._locked_version()
-            for version in range(current + 1, SCHEMA_VERSION + 1):
-                for statement in MIGRATIONS[version - 1]:
-                    self._run(
-                        statement.format(bigint=self.bigint, double=self.double, blob=self.blob)
-                    )
-                self._after_migration(version)
-                self._run("INSERT INTO branchmem_schema (version) VALUES (?)", (version,))
-        return SCHEMA_VERSION
-
-    def _after_migration(self, version: int) -> None:
-        """Create what only this database has, once the portable schema is at ``version``;
-        a subclass adds its own objects first, then calls this."""
-        if version == 3:  # index what was written before there was a search index
-            rows = self._all("SELECT namespace, record_id, revision, content FROM revisions")
-            self._many(
-                "INSERT INTO search_docs (namespace, record_id, revision, search_text) "
-                "VALUES (?, ?, ?, ?)",
-                [
-                    (ns, record_id, revision, normalize(text))
-                    for ns, record_id, revision, text in rows
-                ],
-            )
-
-    def _locked_version(self) -> int:
-        if not self._table_exists("branchmem_schema"):
-            return 0
-        row = self._one("SELECT MAX(version) FROM branchmem_schema")
-        return int(row[0]) if row and row[0] is not None else 0
-
-    # -- sequence ----------------------------------------------------------------------
-    def next_seq(self, namespace: str) -> int:
-        if namespace in self._seqs:
-            self._seqs[namespace] += 1
-            return self._seqs[namespace]
-        row = self._one(
-            "INSERT INTO namespaces (namespace, seq) VALUES (?, 1) "
-            "ON CONFLICT (namespace) DO UPDATE SET seq = namespaces.seq + 1 RETURNING seq",
-            (namespace,),
-        )
-        assert row is not None
-        if self._depth > 0:
-            self._seqs[namespace] = int(row[0])
-        return int(row[0])
 
     # -- events ------------------------------------------------------------------------
     def get_event(self, namespace: str, event_id: str) -> EventNode | None:
@@ -357,6 +150,8 @@ class SQLStore(Store):
         return list(found)
 
     def put_revision(self, namespace: str, node: RevisionNode) -> None:
+        check_text(node.kind, f"record {node.record_id!r}: kind")
+        check_text(node.content, f"record {node.record_id!r}: content")
         cached = self._revisions.get((namespace, node.record_id))
         known_new = cached is not None and node.revision > len(cached)
         if cached is not None:
@@ -400,17 +195,6 @@ class SQLStore(Store):
             "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [(namespace, t, node.record_id, node.revision) for t in sorted(targets)],
         )
-
-    def _many(self, text: str, rows: list[tuple[Any, ...]]) -> None:
-        if not rows:
-            return
-        try:
-            self._connection().executemany(self._sql(text), rows)
-        except Exception as error:
-            mapped = self._translate(error)
-            if mapped is None:
-                raise
-            raise mapped from error
 
     def _revisions_by_keys(
         self, namespace: str, table: str, column: str, values: Collection[str]
@@ -495,13 +279,6 @@ class SQLStore(Store):
             (namespace, old_id, new_id, self._current_seq(namespace)),
         )
 
-    def _current_seq(self, namespace: str) -> int:
-        """The last arrival number drawn, without drawing one (every backend numbers alike)."""
-        if namespace in self._seqs:
-            return self._seqs[namespace]
-        row = self._one("SELECT seq FROM namespaces WHERE namespace = ?", (namespace,))
-        return int(row[0]) if row else 0
-
     def superseders(self, namespace: str, old_ids: Collection[str]) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {}
         for chunk in self._chunks(old_ids):
@@ -530,6 +307,24 @@ class SQLStore(Store):
                 node.key_scope, node.seq,
             ),
         )  # fmt: skip
+        self._many(
+            "INSERT INTO retraction_targets (namespace, target, id) VALUES (?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            [(namespace, target, node.id) for target in dict.fromkeys(node.targets)],
+        )
+
+    def _after_migration(self, version: int) -> None:
+        if version == 4:  # index the targets of the retractions written before
+            rows = self._all("SELECT namespace, id, targets FROM retractions")
+            self._many(
+                "INSERT INTO retraction_targets (namespace, target, id) VALUES (?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                [
+                    (namespace, target, rid)
+                    for namespace, rid, targets in rows
+                    for target in dict.fromkeys(codec.loads(targets))
+                ],
+            )
 
     _RETRACTION_COLUMNS = "id, scope, targets, key_name, key_scope, seq"
 
@@ -578,12 +373,40 @@ class SQLStore(Store):
     def erase_content(
         self, namespace: str, event_ids: Collection[str], record_ids: Collection[str]
     ) -> None:
+        keys = self._keys_of(namespace, record_ids)
         for chunk in self._chunks(event_ids):
             self._run(
                 "UPDATE events SET content = '', meta = '{}' WHERE namespace = ? "
                 f"AND id IN ({self._marks(len(chunk))})",
                 (namespace, *chunk),
             )
+        self._blank_records(namespace, record_ids)
+        for chunk in self._chunks(record_ids):
+            self._run(
+                f"DELETE FROM repairs WHERE namespace = ? AND record_id IN "
+                f"({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+        erased = {*event_ids, *record_ids}
+        named = self._retractions_naming(namespace, erased, keys)
+        self._blank_records(namespace, sorted(set(named) - erased))
+        for key in sorted(keys - set(self._surviving_keys(namespace, keys))):
+            self._run(  # the key's text was only the erased records': the retraction forgets it
+                "UPDATE retractions SET key_name = NULL, key_scope = NULL "
+                "WHERE namespace = ? AND key_name = ?",
+                (namespace, key),
+            )
+        for chunk in self._chunks(erased | set(named)):
+            self._run(
+                "UPDATE audit SET reason = '' WHERE namespace = ? AND seq IN (SELECT seq FROM "
+                f"audit_ids WHERE namespace = ? AND id IN ({self._marks(len(chunk))}))",
+                (namespace, namespace, *chunk),
+            )
+        self._mark_cleanup(namespace)
+        self._forget()
+        codec.forget()
+
+    def _blank_records(self, namespace: str, record_ids: Collection[str]) -> None:
         for chunk in self._chunks(record_ids):
             marks = self._marks(len(chunk))
             self._run(
@@ -591,13 +414,54 @@ class SQLStore(Store):
                 f"key_scope = NULL WHERE namespace = ? AND record_id IN ({marks})",
                 (namespace, *chunk),
             )
-            for table in ("search_docs", "vectors", "repairs"):
-                self._run(
-                    f"DELETE FROM {table} WHERE namespace = ? AND record_id IN ({marks})",
-                    (namespace, *chunk),
-                )
-        self._forget()
-        codec.forget()
+            self._run(
+                f"DELETE FROM vectors WHERE namespace = ? AND record_id IN ({marks})",
+                (namespace, *chunk),
+            )
+
+    def _keys_of(self, namespace: str, record_ids: Collection[str]) -> set[str]:
+        found: set[str] = set()
+        for chunk in self._chunks(record_ids):
+            rows = self._all(
+                "SELECT DISTINCT key_name FROM revisions WHERE namespace = ? AND key_name IS "
+                f"NOT NULL AND record_id IN ({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+            found.update(str(row[0]) for row in rows)
+        return found
+
+    def _surviving_keys(self, namespace: str, keys: Collection[str]) -> list[str]:
+        found: list[str] = []
+        for chunk in self._chunks(keys):
+            rows = self._all(
+                "SELECT DISTINCT key_name FROM revisions WHERE namespace = ? "
+                f"AND key_name IN ({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+            found.extend(str(row[0]) for row in rows)
+        return found
+
+    def _retractions_naming(
+        self, namespace: str, erased: Collection[str], keys: Collection[str]
+    ) -> list[str]:
+        """Retractions whose targets or key name what is being erased: their reason and
+        detail are text about it. Two index lookups, whatever the number of retractions."""
+        found: set[str] = set()
+        for chunk in self._chunks(erased):
+            rows = self._all(
+                "SELECT id FROM retraction_targets WHERE namespace = ? "
+                f"AND target IN ({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+            found.update(str(row[0]) for row in rows)
+        for chunk in self._chunks(keys):
+            rows = self._all(
+                "SELECT id FROM retractions WHERE namespace = ? "
+                f"AND key_name IN ({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+            found.update(str(row[0]) for row in rows)
+        return sorted(found)
 
     def records_with_key(self, namespace: str, key: str) -> list[str]:
         rows = self._all(
@@ -605,243 +469,3 @@ class SQLStore(Store):
             (namespace, key),
         )
         return sorted(str(row[0]) for row in rows)
-
-    # -- repair queue ------------------------------------------------------------------
-    def put_repair(self, namespace: str, item: RepairItem) -> None:
-        self._run(
-            "INSERT INTO repairs (namespace, record_id, cause, revision, reason, anchor, seq, "
-            "attempts, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (namespace, record_id, cause) DO UPDATE SET "
-            "revision = excluded.revision, reason = excluded.reason, anchor = excluded.anchor, "
-            "seq = excluded.seq, attempts = excluded.attempts, last_error = excluded.last_error",
-            (
-                namespace, item.record_id, item.cause, item.revision, item.reason, item.anchor,
-                item.seq, item.attempts, item.last_error,
-            ),
-        )  # fmt: skip
-
-    def repairs(self, namespace: str) -> list[RepairItem]:
-        rows = self._all(
-            "SELECT record_id, revision, reason, cause, anchor, seq, attempts, last_error "
-            "FROM repairs WHERE namespace = ? ORDER BY seq, record_id, cause",
-            (namespace,),
-        )
-        return [
-            RepairItem(str(r[0]), int(r[1]), str(r[2]), str(r[3]), r[4], int(r[5]), int(r[6]), r[7])
-            for r in rows
-        ]
-
-    def remove_repairs(
-        self, namespace: str, *, record_id: str | None = None, cause: str | None = None
-    ) -> None:
-        where, params = ["namespace = ?"], [namespace]
-        for column, value in (("record_id", record_id), ("cause", cause)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        self._run(f"DELETE FROM repairs WHERE {' AND '.join(where)}", params)
-
-    def bump_counter(self, namespace: str, name: str) -> None:
-        self._run(
-            "INSERT INTO counters (namespace, name, value) VALUES (?, ?, 1) "
-            "ON CONFLICT (namespace, name) DO UPDATE SET value = counters.value + 1",
-            (namespace, name),
-        )
-
-    def counters(self, namespace: str) -> dict[str, int]:
-        rows = self._all("SELECT name, value FROM counters WHERE namespace = ?", (namespace,))
-        return {str(name): int(value) for name, value in rows}
-
-    # -- search index ------------------------------------------------------------------
-    def put_search(
-        self, namespace: str, key: RevisionKey, text: str, vector: Sequence[float] | None
-    ) -> None:
-        record_id, revision = key
-        self._run(
-            "INSERT INTO search_docs (namespace, record_id, revision, search_text) "
-            "VALUES (?, ?, ?, ?)",
-            (namespace, record_id, revision, text),
-        )
-        if vector is not None:
-            self._run(
-                "INSERT INTO vectors (namespace, record_id, revision, vector) VALUES (?, ?, ?, ?)",
-                (namespace, record_id, revision, codec.pack_vector(vector)),
-            )
-
-    def vectors(
-        self, namespace: str, keys: Collection[RevisionKey]
-    ) -> dict[RevisionKey, list[float]]:
-        wanted = set(keys)
-        found: dict[RevisionKey, list[float]] = {}
-        for chunk in self._chunks(sorted({record_id for record_id, _ in wanted})):
-            rows = self._all(
-                "SELECT record_id, revision, vector FROM vectors WHERE namespace = ? "
-                f"AND record_id IN ({self._marks(len(chunk))})",
-                (namespace, *chunk),
-            )
-            for record_id, revision, blob in rows:
-                key = (str(record_id), int(revision))
-                if key in wanted:
-                    found[key] = codec.unpack_vector(bytes(blob))
-        return found
-
-    def _term_condition(self, term: str) -> tuple[str, list[Any]]:
-        """SQL that is true when ``search_text`` contains ``term``, with its parameters."""
-        return "instr(search_text, ?) > 0", [term]
-
-    def lexical_match(self, namespace: str, terms: Sequence[str]) -> list[tuple[RevisionKey, str]]:
-        if not terms:
-            return []
-        conditions, params = [], [namespace]
-        for term in dict.fromkeys(terms):
-            condition, values = self._term_condition(term)
-            conditions.append(condition)
-            params.extend(values)
-        rows = self._all(
-            "SELECT record_id, revision, search_text FROM search_docs WHERE namespace = ? "
-            f"AND ({' OR '.join(conditions)}) ORDER BY record_id, revision",
-            params,
-        )
-        return [((str(r[0]), int(r[1])), str(r[2])) for r in rows]
-
-    # -- deliveries --------------------------------------------------------------------
-    def add_delivery(self, namespace: str, delivery: Delivery) -> None:
-        self._run(
-            "INSERT INTO deliveries (namespace, session, seq, anchor, time, items) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                namespace, delivery.session, delivery.seq, delivery.anchor, delivery.time,
-                codec.dumps([list(item) for item in delivery.items]),
-            ),
-        )  # fmt: skip
-
-    def deliveries(self, namespace: str, session: str) -> list[Delivery]:
-        rows = self._all(
-            "SELECT seq, anchor, time, items FROM deliveries WHERE namespace = ? "
-            "AND session = ? ORDER BY seq",
-            (namespace, session),
-        )
-        return [
-            Delivery(
-                session, int(seq), anchor, float(when),
-                tuple((str(i), int(r)) for i, r in codec.loads(items)),
-            )
-            for seq, anchor, when, items in rows
-        ]  # fmt: skip
-
-    # -- service keys ------------------------------------------------------------------
-    def put_api_key(
-        self, key_id: str, secret_hash: str, tenant: str, namespaces: list[str], created: float
-    ) -> None:
-        with self.transaction(None):
-            self._run(
-                "INSERT INTO api_keys (key_id, secret_hash, tenant, namespaces, created) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (key_id, secret_hash, tenant, codec.dumps(list(namespaces)), created),
-            )
-
-    def _api_key_rows(self, key_id: str | None) -> list[dict[str, Any]]:
-        where, params = ("WHERE key_id = ?", (key_id,)) if key_id is not None else ("", ())
-        with self.reading("") if self._depth == 0 else nullcontext():
-            rows = self._all(
-                "SELECT key_id, secret_hash, tenant, namespaces, created FROM api_keys "
-                f"{where} ORDER BY created, key_id",
-                params,
-            )
-        return [
-            {
-                "key_id": r[0], "secret_hash": r[1], "tenant": r[2],
-                "namespaces": list(codec.loads(r[3])), "created": float(r[4]),
-            }
-            for r in rows
-        ]  # fmt: skip
-
-    def get_api_key(self, key_id: str) -> dict[str, Any] | None:
-        rows = self._api_key_rows(key_id)
-        return rows[0] if rows else None
-
-    def list_api_keys(self) -> list[dict[str, Any]]:
-        return self._api_key_rows(None)
-
-    def delete_api_key(self, key_id: str) -> bool:
-        with self.transaction(None):
-            found = self._one("SELECT 1 FROM api_keys WHERE key_id = ?", (key_id,)) is not None
-            self._run("DELETE FROM api_keys WHERE key_id = ?", (key_id,))
-        return found
-
-    def scrub(self) -> None:
-        """Updated rows are rewritten in place by the database; a backend with a log of old
-        page images (SQLite's WAL) overrides this to flush it."""
-
-    # -- audit and gauges --------------------------------------------------------------
-    def append_audit(self, entry: AuditEntry) -> None:
-        self._run(
-            "INSERT INTO audit (namespace, seq, time, op, ids, actor, reason, revision) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                entry.namespace, entry.seq, entry.time, entry.op, codec.dumps(list(entry.ids)),
-                entry.actor, entry.reason, entry.revision,
-            ),
-        )  # fmt: skip
-        self._many(
-            "INSERT INTO audit_ids (namespace, id, seq) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-            [(entry.namespace, item, entry.seq) for item in dict.fromkeys(entry.ids)],
-        )
-
-    def audit(
-        self,
-        namespace: str,
-        *,
-        id: str | None = None,
-        op: str | None = None,
-        since: float | None = None,
-        until: float | None = None,
-    ) -> list[AuditEntry]:
-        where = ["a.namespace = ?"]
-        params: list[Any] = [namespace]
-        source = "audit a"
-        if id is not None:
-            source = "audit_ids i JOIN audit a ON a.namespace = i.namespace AND a.seq = i.seq"
-            where.append("i.id = ?")
-            params.append(id)
-        if op is not None:
-            where.append("a.op = ?")
-            params.append(op)
-        if since is not None:
-            where.append("a.time >= ?")
-            params.append(since)
-        if until is not None:
-            where.append("a.time <= ?")
-            params.append(until)
-        rows = self._all(
-            "SELECT a.seq, a.time, a.op, a.ids, a.actor, a.reason, a.revision "
-            f"FROM {source} WHERE {' AND '.join(where)} ORDER BY a.seq",
-            params,
-        )
-        return [codec.audit_entry(namespace, row) for row in rows]
-
-    def gauges(self, namespace: str) -> dict[str, int]:
-        def count(text: str) -> int:
-            row = self._one(text, (namespace,))
-            return int(row[0]) if row and row[0] is not None else 0
-
-        revisions = "SELECT COUNT(*) FROM revisions WHERE namespace = ?"
-        statuses = "SELECT COUNT(*) FROM statuses WHERE namespace = ? AND status = "
-        return {
-            "events": count("SELECT COUNT(*) FROM events WHERE namespace = ?"),
-            "detached_events": count(
-                "SELECT COUNT(*) FROM events WHERE namespace = ? AND attached = 0"
-            ),
-            "trees": count(
-                "SELECT COUNT(DISTINCT tree) FROM events WHERE namespace = ? AND tree IS NOT NULL"
-            ),
-            "records": count(revisions + " AND revision = 1"),
-            "revisions": count(revisions),
-            "legacy_revisions": count(revisions + " AND legacy = 1"),
-            "unknown_source_revisions": count(revisions + " AND unknown_sources = 1"),
-            "detached_source_revisions": count(revisions + " AND detached_sources = 1"),
-            "inconsistent_revisions": count(revisions + " AND consistent = 0"),
-            "retractions": count("SELECT COUNT(*) FROM retractions WHERE namespace = ?"),
-            "withdrawn": count(statuses + "'withdrawn'"),
-            "erased": count(statuses + "'erased'"),
-        }

@@ -1,36 +1,36 @@
 """The embedded default: one SQLite file, WAL, one transaction per public call.
 
 Writers take the database lock up front (``BEGIN IMMEDIATE``) and wait up to
-``busy_timeout`` for it, so several processes can share one file. ``secure_delete`` makes
-SQLite overwrite freed pages with zeros, which erasure relies on.
+``busy_timeout`` for it, so several processes can share one file. Opening a store whose
+schema is current takes no lock at all. ``secure_delete`` makes SQLite overwrite freed
+cells and pages with zeros, which erasure relies on; after an erase the write-ahead log,
+which still holds old page images, is checkpointed into the file and truncated.
 """
 
 from __future__ import annotations
 
+import random
 import sqlite3
-from collections.abc import Collection, Iterator, Sequence
+import time
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConflictError, StorageError
-from .base import RevisionKey
 from .sql import SQLStore
 
-# The lexical index: FTS5 over search_docs (external content, so the text is stored once),
-# trigram tokens, no case folding (search_text is already lexical.normalize()d).
-FTS_SCHEMA = (
-    """CREATE VIRTUAL TABLE search_fts USING fts5(
-        search_text, content = 'search_docs', content_rowid = 'rowid',
-        tokenize = 'trigram case_sensitive 1')""",
-    """CREATE TRIGGER search_docs_indexed AFTER INSERT ON search_docs BEGIN
-        INSERT INTO search_fts (rowid, search_text) VALUES (new.rowid, new.search_text); END""",
-    """CREATE TRIGGER search_docs_unindexed AFTER DELETE ON search_docs BEGIN
-        INSERT INTO search_fts (search_fts, rowid, search_text)
-        VALUES ('delete', old.rowid, old.search_text); END""",
-)
-
 BUSY_TIMEOUT_MS = 30_000
+CLEANUP_WAIT_MS = 200  # how long an erase's checkpoint waits for readers before reporting
+WAL_ATTEMPTS = 50  # tries to switch a new file to WAL while other processes do the same
+WAL_BACKOFF_S = 0.01
+
+# What schema version 3 had on SQLite only: an FTS5 index over search_docs, dropped by
+# version 4 (see schema.py). A store that erased often may hold an index FTS5 itself calls
+# corrupt ("vtable constructor failed"), which DROP TABLE cannot open: then its shadow tables
+# are dropped and its schema row removed directly, inside the migration's transaction.
+FTS_TRIGGERS = ("search_docs_indexed", "search_docs_unindexed")
+FTS_SHADOWS = ("data", "idx", "docsize", "config", "content")
 
 
 class SQLiteStore(SQLStore):
@@ -39,16 +39,16 @@ class SQLiteStore(SQLStore):
     def __init__(self, path: str | Path, *, migrate: bool = False) -> None:
         super().__init__()
         self.path = str(path)
-        self._fts_dirty = False  # an erasure deleted FTS entries: merge before checkpointing
+        self._conn: sqlite3.Connection | None = None
         try:
-            self._conn: sqlite3.Connection | None = sqlite3.connect(
+            self._conn = sqlite3.connect(
                 self.path,
                 isolation_level=None,  # we issue BEGIN/COMMIT ourselves
                 check_same_thread=False,  # Memory serialises threads with its own lock
                 timeout=BUSY_TIMEOUT_MS / 1000,
             )
+            self._use_wal(self._conn)
             for pragma in (
-                "journal_mode = WAL",
                 f"busy_timeout = {BUSY_TIMEOUT_MS}",
                 "foreign_keys = ON",
                 "synchronous = NORMAL",  # durable against a crashed process; WAL keeps order
@@ -57,13 +57,34 @@ class SQLiteStore(SQLStore):
             ):
                 self._conn.execute(f"PRAGMA {pragma}")
         except sqlite3.Error as error:
+            self.close()
             raise StorageError(f"cannot open SQLite database {self.path!r}: {error}") from error
         try:
             version = self.schema_version()
             self.migrate(upgrade=migrate or version == 0)
+            if self.cleanup_pending():  # an erase's cleanup was cut short (a crash, a reader)
+                self.scrub()
         except BaseException:
             self.close()
             raise
+
+    def _use_wal(self, connection: sqlite3.Connection) -> None:
+        """Switch the file to WAL. On a new file this needs an exclusive lock for a moment,
+        and SQLite reports "database is locked" at once (no busy wait) when several processes
+        do it together: retry with jittered backoff until one of them has switched it."""
+        for attempt in range(1, WAL_ATTEMPTS + 1):
+            try:
+                mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) and "busy" not in str(error):
+                    raise
+                if attempt == WAL_ATTEMPTS:
+                    raise
+                time.sleep(WAL_BACKOFF_S * min(attempt, 10) * (0.5 + random.random()))
+                continue
+            if mode == "wal" or self.path == ":memory:":
+                return
+            raise StorageError(f"SQLite database {self.path!r} cannot use WAL (mode {mode!r})")
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -88,52 +109,48 @@ class SQLiteStore(SQLStore):
         row = self._one("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
         return row is not None
 
-    def _after_migration(self, version: int) -> None:
-        if version == 3:
-            for statement in FTS_SCHEMA:
-                self._run(statement)
-        super()._after_migration(version)
+    def _before_migration(self, version: int) -> None:
+        if version != 4:
+            return
+        for trigger in FTS_TRIGGERS:
+            self._run(f"DROP TRIGGER IF EXISTS {trigger}")
+        try:
+            self._run("DROP TABLE IF EXISTS search_fts")
+        except StorageError:  # a corrupt index: take it apart
+            for shadow in FTS_SHADOWS:
+                self._run(f"DROP TABLE IF EXISTS search_fts_{shadow}")
+            self._run("PRAGMA writable_schema = ON")
+            try:
+                self._run("DELETE FROM sqlite_master WHERE type = 'table' AND name = 'search_fts'")
+            finally:
+                self._run("PRAGMA writable_schema = OFF")
 
-    def lexical_match(self, namespace: str, terms: Sequence[str]) -> list[tuple[RevisionKey, str]]:
-        """Terms of three or more characters through the trigram index (a quoted FTS5 phrase
-        matches exactly the rows containing it); shorter CJK terms by ``instr``."""
-        if not terms:
-            return []
-        unique = list(dict.fromkeys(terms))
-        long_terms = [term for term in unique if len(term) >= 3]
-        conditions: list[str] = []
-        params: list[Any] = [namespace]
-        if long_terms:
-            conditions.append("rowid IN (SELECT rowid FROM search_fts WHERE search_fts MATCH ?)")
-            params.append(" OR ".join('"' + term.replace('"', '""') + '"' for term in long_terms))
-        for term in unique:
-            if len(term) < 3:
-                conditions.append("instr(search_text, ?) > 0")
-                params.append(term)
-        rows = self._all(
-            "SELECT record_id, revision, search_text FROM search_docs WHERE namespace = ? "
-            f"AND ({' OR '.join(conditions)}) ORDER BY record_id, revision",
-            params,
-        )
-        return [((str(r[0]), int(r[1])), str(r[2])) for r in rows]
+    def _clean_files(self) -> str | None:
+        """Copy the WAL into the database file and truncate it (old page images of erased
+        rows live in the WAL; in the file, ``secure_delete`` zeroed them). A reader's open
+        snapshot pins the WAL: wait briefly, then report instead of blocking writers."""
+        busy, log, copied = self._checkpoint()
+        if busy or log > 0:
+            return (
+                f"another connection holds a read transaction on {self.path!r}: the write-ahead "
+                f"log was not emptied ({copied} of {log} frames copied); erased bytes may "
+                "remain in its -wal file until Memory.finish_cleanup() succeeds"
+            )
+        return None
 
-    def erase_content(
-        self, namespace: str, event_ids: Collection[str], record_ids: Collection[str]
-    ) -> None:
-        super().erase_content(namespace, event_ids, record_ids)
-        self._fts_dirty = True
-
-    def scrub(self) -> None:
-        """Leave no erased byte in the files. Deleted FTS5 entries live on in older index
-        segments until a merge, so the index is merged into one segment first; then the WAL
-        is copied into the database file and truncated. With ``secure_delete`` every freed
-        cell and page was zeroed on the way."""
-        if self._depth == 0 and self._conn is not None:
-            if self._fts_dirty:
-                with self.transaction(None):
-                    self._run("INSERT INTO search_fts (search_fts) VALUES ('optimize')")
-                self._fts_dirty = False
-            self._run("PRAGMA wal_checkpoint(TRUNCATE)")
+    def _checkpoint(self) -> tuple[int, int, int]:
+        connection = self._connection()
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {CLEANUP_WAIT_MS}")
+            row = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.OperationalError as error:
+            if "locked" in str(error) or "busy" in str(error):
+                return 1, -1, -1  # a writer holds the lock: report, do not wait
+            raise StorageError(f"SQLite error on {self.path!r}: {error}") from error
+        finally:
+            with suppress(sqlite3.Error):
+                connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        return int(row[0]), int(row[1]), int(row[2])
 
     def query_plan(self, text: str, params: tuple[Any, ...] = ()) -> list[str]:
         """``EXPLAIN QUERY PLAN`` details, for tests that check an index is used."""
@@ -141,7 +158,7 @@ class SQLiteStore(SQLStore):
 
     def close(self) -> None:
         if self._conn is not None:
-            with suppress(sqlite3.Error):
-                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            with suppress(sqlite3.Error, StorageError):
+                self._checkpoint()  # leave a small file behind; a reader only makes it skip
             self._conn.close()
             self._conn = None

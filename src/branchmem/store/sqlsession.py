@@ -1,0 +1,240 @@
+"""What SQLite and PostgreSQL share below the queries: execution, transactions, migrations.
+
+A backend supplies the connection, how a write transaction begins (SQLite takes the database
+write lock with ``BEGIN IMMEDIATE``; PostgreSQL takes a per-namespace advisory lock) and how
+its driver's errors map onto ``branchmem.errors``. Queries use ``?`` placeholders and a
+portable subset of SQL; ``_sql`` rewrites them for a driver that wants ``%s``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
+from typing import Any
+
+from ..errors import InvalidInput, SchemaVersionError
+from ..provenance import RevisionNode
+from ..topology import EventNode
+from .schema import MIGRATIONS, SCHEMA_VERSION
+
+CHUNK = 500  # ids per IN (...) list
+
+
+class SQLSession(ABC):
+    """A DB-API connection with the store's transactions; subclasses choose the database."""
+
+    bigint = "INTEGER"
+    double = "REAL"
+    blob = "BLOB"
+
+    def __init__(self) -> None:
+        self._depth = 0
+        self._seqs: dict[str, int] = {}
+        self._forget()
+
+    # -- what a backend supplies -------------------------------------------------------
+    @abstractmethod
+    def _connection(self) -> Any:
+        """The connection of the current call."""
+
+    @abstractmethod
+    def _session(self) -> AbstractContextManager[None]:
+        """Hold a connection for one public call (a pool checkout, or nothing)."""
+
+    @abstractmethod
+    def _begin_write(self, namespace: str | None) -> None:
+        """Start the outermost write transaction, serialising writers of ``namespace``."""
+
+    @abstractmethod
+    def _translate(self, error: Exception) -> Exception | None:
+        """The ``branchmem.errors`` exception for a driver error (None: not a driver error)."""
+
+    def _sql(self, text: str) -> str:
+        return text
+
+    # -- execution ---------------------------------------------------------------------
+    def _run(self, text: str, params: Sequence[Any] = ()) -> Any:
+        try:
+            return self._connection().execute(self._sql(text), tuple(params))
+        except UnicodeEncodeError as error:  # a backstop: the stores check text first
+            raise InvalidInput(f"text the database cannot store: {error}") from error
+        except Exception as error:
+            mapped = self._translate(error)
+            if mapped is None:
+                raise
+            raise mapped from error
+
+    def _all(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return list(self._run(text, params).fetchall())
+
+    def _one(self, text: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        row = self._run(text, params).fetchone()
+        return None if row is None else tuple(row)
+
+    def _chunks(self, ids: Iterable[str]) -> Iterator[list[str]]:
+        items = list(dict.fromkeys(ids))
+        for start in range(0, len(items), CHUNK):
+            yield items[start : start + CHUNK]
+
+    @staticmethod
+    def _marks(count: int) -> str:
+        return ",".join("?" * count)
+
+    # -- transactions ------------------------------------------------------------------
+    # Within one call (a transaction or a read snapshot) events and revisions are cached:
+    # nothing else can change them while the call holds its lock or snapshot. The namespace
+    # sequence is counted in memory and written back before COMMIT.
+    def _forget(self) -> None:
+        self._events: dict[tuple[str, str], EventNode | None] = {}
+        self._revisions: dict[tuple[str, str], list[RevisionNode]] = {}
+        self._children: dict[tuple[str, str], list[str]] = {}
+
+    @contextmanager
+    def transaction(self, namespace: str | None = None) -> Iterator[None]:
+        if self._depth > 0:
+            name = f"bm_{self._depth}"
+            self._run(f"SAVEPOINT {name}")
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._run(f"ROLLBACK TO SAVEPOINT {name}")
+                self._run(f"RELEASE SAVEPOINT {name}")
+                self._forget()
+                raise
+            finally:
+                self._depth -= 1
+            self._run(f"RELEASE SAVEPOINT {name}")
+            return
+        with self._session():
+            self._begin_write(namespace)
+            self._depth = 1
+            self._forget()
+            self._seqs = {}
+            try:
+                yield
+                self._flush_seqs()
+            except BaseException:
+                self._depth = 0
+                self._forget()
+                self._rollback()
+                raise
+            self._depth = 0
+            self._forget()
+            self._run("COMMIT")
+
+    @contextmanager
+    def reading(self, namespace: str) -> Iterator[None]:
+        if self._depth > 0:
+            yield
+            return
+        with self._session():
+            self._begin_read()
+            self._depth = 1
+            self._forget()
+            try:
+                yield
+            finally:
+                self._depth = 0
+                self._forget()
+                self._rollback()
+
+    def _begin_read(self) -> None:
+        self._run("BEGIN")
+
+    def _flush_seqs(self) -> None:
+        for namespace, value in self._seqs.items():
+            self._run("UPDATE namespaces SET seq = ? WHERE namespace = ?", (value, namespace))
+        self._seqs = {}
+
+    def _rollback(self) -> None:
+        with suppress(Exception):  # a lost connection has rolled back already
+            self._run("ROLLBACK")
+
+    # -- schema ------------------------------------------------------------------------
+    def schema_version(self) -> int:
+        """The version the database is at (0: empty)."""
+        with self._session():
+            exists = self._table_exists("branchmem_schema")
+            if not exists:
+                return 0
+            row = self._one("SELECT MAX(version) FROM branchmem_schema")
+            return int(row[0]) if row and row[0] is not None else 0
+
+    @abstractmethod
+    def _table_exists(self, name: str) -> bool: ...
+
+    def migrate(self, *, upgrade: bool = True) -> int:
+        """Bring the schema to this version; refuse a database written by a newer one."""
+        current = self.schema_version()
+        if current > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"the store is at schema version {current}, newer than this branchmem "
+                f"({SCHEMA_VERSION}); upgrade branchmem"
+            )
+        if current < SCHEMA_VERSION and current > 0 and not upgrade:
+            raise SchemaVersionError(
+                f"the store is at schema version {current}; run `branchmem migrate` to "
+                f"upgrade it to {SCHEMA_VERSION}"
+            )
+        if current == SCHEMA_VERSION:
+            return current  # nothing to do: opening a current store takes no write lock
+        with self.transaction(None):
+            current = self._locked_version()  # another process may have migrated meanwhile
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                self._before_migration(version)
+                for statement in MIGRATIONS[version - 1]:
+                    self._run(
+                        statement.format(bigint=self.bigint, double=self.double, blob=self.blob)
+                    )
+                self._after_migration(version)
+                self._run("INSERT INTO branchmem_schema (version) VALUES (?)", (version,))
+        return SCHEMA_VERSION
+
+    def _after_migration(self, version: int) -> None:  # noqa: B027 - most have nothing
+        """Fill what the portable statements of ``version`` created from older rows."""
+
+    def _before_migration(self, version: int) -> None:  # noqa: B027 - most have nothing
+        """Drop what only this database has before the portable statements of ``version``."""
+
+    def _locked_version(self) -> int:
+        if not self._table_exists("branchmem_schema"):
+            return 0
+        row = self._one("SELECT MAX(version) FROM branchmem_schema")
+        return int(row[0]) if row and row[0] is not None else 0
+
+    # -- sequence ----------------------------------------------------------------------
+    def next_seq(self, namespace: str) -> int:
+        if namespace in self._seqs:
+            self._seqs[namespace] += 1
+            return self._seqs[namespace]
+        row = self._one(
+            "INSERT INTO namespaces (namespace, seq) VALUES (?, 1) "
+            "ON CONFLICT (namespace) DO UPDATE SET seq = namespaces.seq + 1 RETURNING seq",
+            (namespace,),
+        )
+        assert row is not None
+        if self._depth > 0:
+            self._seqs[namespace] = int(row[0])
+        return int(row[0])
+
+    def _many(self, text: str, rows: list[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        try:
+            self._connection().executemany(self._sql(text), rows)
+        except UnicodeEncodeError as error:
+            raise InvalidInput(f"text the database cannot store: {error}") from error
+        except Exception as error:
+            mapped = self._translate(error)
+            if mapped is None:
+                raise
+            raise mapped from error
+
+    def _current_seq(self, namespace: str) -> int:
+        """The last arrival number drawn, without drawing one (every backend numbers alike)."""
+        if namespace in self._seqs:
+            return self._seqs[namespace]
+        row = self._one("SELECT seq FROM namespaces WHERE namespace = ?", (namespace,))
+        return int(row[0]) if row else 0

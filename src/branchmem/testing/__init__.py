@@ -1,0 +1,39 @@
+"""The conformance suite, shipped so that a backend outside this project can prove itself.
+
+A new backend's test module is a few lines: subclass ``BackendConformance`` and say how to
+build a ``Memory`` on it. pytest collects every behavioural test of the engine (the SPEC's
+sentences) plus a differential test that replays random forests, in shuffled arrival order,
+into the backend and into a naive oracle and compares every decision::
+
+    from branchmem import Memory
+    from branchmem.testing import BackendConformance
+
+    class TestMyStore(BackendConformance):
+        differential_trees = 200  # fewer random trees for a backend with round trips
+
+        def make_memory(self, mode: str = "strict") -> Memory:
+            return Memory(mode, store=MyStore())
+
+Importing this package needs pytest (``pip install 'branchmem[test-core]'``); importing
+``branchmem`` does not.
+"""
+
+from __future__ import annotations
+
+from .conformance import SCALE, BackendConformance, chengdu, ids
+from .differential import Op, apply, compare, random_history, run_scenario
+from .oracle import Oracle, ORevision
+
+__all__ = [
+    "SCALE",
+    "BackendConformance",
+    "ORevision",
+    "Op",
+    "Oracle",
+    "apply",
+    "chengdu",
+    "compare",
+    "ids",
+    "random_history",
+    "run_scenario",
+]

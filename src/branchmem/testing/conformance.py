@@ -1,0 +1,567 @@
+"""Every behavioural test of the engine, written once; each backend subclasses it.
+
+A backend's test module is a few lines: subclass ``BackendConformance`` and implement
+``make_memory``. The tests read like SPEC.md's sentences; the differential test at the end
+compares the backend against the naive oracle on random forests with shuffled arrival.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from branchmem import ConflictError, CycleError, ErasedError, InvalidInput, Memory, NotFoundError
+from branchmem.errors import BranchmemError
+
+from .differential import run_scenario
+
+SCALE = int(os.environ.get("BRANCHMEM_BENCH_SCALE", "1"))
+
+
+def ids(records: list) -> list[str]:  # type: ignore[type-arg]
+    return [record.id for record in records]
+
+
+def chengdu(mem: Memory) -> None:
+    """The story: 'moving to Chengdu' edited into 'moving to Hangzhou'."""
+    mem.add_event("u1", role="user", content="Hi, I need help planning a move.")
+    mem.add_event("a1", "u1", role="assistant", content="Sure! Where are you moving?")
+    mem.add_event("u2", "a1", content="I'm moving to Chengdu next month.")
+    mem.add_event("a2", "u2", role="assistant", content="Chengdu, great choice.")
+    mem.add_record("f-chengdu", sources=["u2"], content="moving to Chengdu", key="city")
+    mem.add_event("u2b", "a1", content="I'm moving to Hangzhou next month.")  # the edit
+    mem.add_event("a2b", "u2b", role="assistant", content="Hangzhou, lovely.")
+    mem.add_record("f-hangzhou", sources=["u2b"], content="moving to Hangzhou", key="city")
+    mem.add_record("f-planning", sources=["u1"], content="user is planning a move")
+
+
+class BackendConformance:
+    """The engine's contract. Subclasses say how to build a ``Memory`` on their backend."""
+
+    differential_trees = 2720 * SCALE
+    differential_chunks = 8
+
+    def make_memory(self, mode: str = "strict") -> Memory:
+        raise NotImplementedError
+
+    @pytest.fixture
+    def mem(self) -> Iterator[Memory]:
+        memory = self.make_memory()
+        yield memory
+        memory.close()
+
+    @pytest.fixture
+    def compat(self) -> Iterator[Memory]:
+        memory = self.make_memory("compat")
+        yield memory
+        memory.close()
+
+    # -- the rule ----------------------------------------------------------------------
+    def test_sibling_fact_is_hidden_and_shared_prefix_stays(self, mem: Memory) -> None:
+        chengdu(mem)
+        assert ids(mem.visible("a2b")) == ["f-planning", "f-hangzhou"]
+        assert ids(mem.visible("a2")) == ["f-planning", "f-chengdu"]
+
+    def test_one_source_on_a_sibling_hides_the_whole_record(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.add_record("f-both", sources=["u1", "u2"], content="planning a move to Chengdu")
+        assert "f-both" not in ids(mem.visible("a2b"))
+        assert "f-both" in ids(mem.visible("a2"))
+
+    def test_switch_back_restores_the_old_branch_with_nothing_rewritten(self, mem: Memory) -> None:
+        chengdu(mem)
+        before = mem.get_record("f-chengdu")
+        assert mem.current("city", "a2b").content == "moving to Hangzhou"  # type: ignore[union-attr]
+        assert mem.current("city", "a2").content == "moving to Chengdu"  # type: ignore[union-attr]
+        assert mem.get_record("f-chengdu") == before
+        assert ids(mem.visible("a2b")) == ["f-planning", "f-hangzhou"]
+
+    def test_explain_names_the_offending_source_and_the_fork(self, mem: Memory) -> None:
+        chengdu(mem)
+        why = mem.explain("f-chengdu", "a2b")
+        assert (why.visible, why.reason, why.source, why.fork) == (False, "off_path", "u2", "a1")
+        assert mem.explain("f-hangzhou", "a2b").reason == "visible"
+
+    def test_an_anchor_sees_records_sourced_at_itself(self, mem: Memory) -> None:
+        chengdu(mem)
+        assert "f-chengdu" in ids(mem.visible("u2"))
+        assert "f-chengdu" not in ids(mem.visible("a1"))
+
+    def test_a_record_shows_its_highest_visible_revision(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.add_record("budget", sources=["u1"], content="budget 3000", key="budget")
+        mem.revise("budget", content="budget 4000", sources=["u2b"])
+        assert mem.current("budget", "a2b").content == "budget 4000"  # type: ignore[union-attr]
+        shown = mem.current("budget", "a2")
+        assert shown is not None and (shown.content, shown.revision) == ("budget 3000", 1)
+
+    def test_records_on_records_inherit_their_sources(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.add_record("summary", sources=["f-chengdu", "f-planning"], kind="summary")
+        assert "summary" not in ids(mem.visible("a2b"))
+        assert mem.explain("summary", "a2b").source == "u2"
+        assert "summary" in ids(mem.visible("a2"))
+
+    def test_sources_that_cannot_share_a_path_are_never_visible(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.add_record("mixed", sources=["u2", "u2b"])
+        for anchor in ("u1", "a2", "a2b"):
+            assert mem.explain("mixed", anchor).reason == "inconsistent_sources"
+        assert mem.report()["store"]["inconsistent_revisions"] == 1
+
+    def test_a_record_without_sources_is_visible_at_every_anchor(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.add_record("global", sources=[], content="user's name is Lin")
+        assert all("global" in ids(mem.visible(a)) for a in ("u1", "a2", "a2b"))
+
+    def test_path_runs_from_the_root_to_the_anchor(self, mem: Memory) -> None:
+        chengdu(mem)
+        assert [e.id for e in mem.path("a2b")] == ["u1", "a1", "u2b", "a2b"]
+        assert mem.get_event("a2b").tree == "u1"
+
+    # -- arrival in any order ----------------------------------------------------------
+    def test_child_before_parent_is_detached_until_the_parent_arrives(self, mem: Memory) -> None:
+        mem.add_event("c", "b", content="child first")
+        mem.add_record("fact", sources=["c"])
+        mem.add_event("a", content="root")
+        assert mem.explain("fact", "a").reason == "detached"
+        mem.add_event("b", "a", content="the missing middle")
+        assert ids(mem.visible("c")) == ["fact"]
+        assert [e.id for e in mem.path("c")] == ["a", "b", "c"]
+        assert mem.get_event("c").tree == "a"
+
+    def test_records_before_their_sources(self, mem: Memory) -> None:
+        mem.add_event("root")
+        mem.add_record("summary", sources=["fact"], kind="summary")
+        assert mem.explain("summary", "root").reason == "unknown_source"
+        mem.add_record("fact", sources=["e1"])
+        assert mem.explain("summary", "root").reason == "unknown_source"
+        mem.add_event("e1", "root")
+        assert sorted(ids(mem.visible("e1"))) == ["fact", "summary"]
+        assert mem.explain("summary", "root").reason == "off_path"
+
+    def test_a_detached_anchor_has_a_partial_path(self, mem: Memory) -> None:
+        mem.add_event("x2", "x1")  # x1 has not arrived
+        mem.add_event("x3", "x2")
+        mem.add_event("y3", "x2")
+        mem.add_record("on-chain", sources=["x2"])
+        mem.add_record("sibling", sources=["y3"])
+        assert ids(mem.visible("x3")) == ["on-chain"]
+        assert mem.explain("sibling", "x3").reason == "off_path"
+        assert mem.explain("sibling", "x3").fork == "x2"
+
+    def test_undecided_sources_are_hidden_in_strict_and_counted_in_compat(
+        self, compat: Memory
+    ) -> None:
+        compat.add_event("root")
+        compat.add_event("x3", "x2")
+        compat.add_record("above-the-gap", sources=["root"])
+        assert ids(compat.visible("x3")) == ["above-the-gap"]
+        assert ids(compat.visible("x3", mode="strict")) == []
+        assert compat.report()["decisions"]["detached"] >= 1
+
+    # -- identity, conflicts, cycles ---------------------------------------------------
+    def test_identical_re_add_is_a_no_op(self, mem: Memory) -> None:
+        first = mem.add_event("a", content="hello")
+        again = mem.add_event("a", content="hello")
+        assert first == again
+        assert mem.report()["store"]["events"] == 1
+
+    @pytest.mark.parametrize(
+        "change", [{"parent": "other"}, {"content": "changed"}, {"tree": "elsewhere"}]
+    )
+    def test_same_id_with_different_fields_is_a_conflict(self, mem: Memory, change: dict) -> None:  # type: ignore[type-arg]
+        mem.add_event("other")
+        mem.add_event("a", content="hello")
+        with pytest.raises(ConflictError, match="'a'"):
+            mem.add_event("a", **{"content": "hello", **change})
+
+    def test_self_parent_is_a_cycle(self, mem: Memory) -> None:
+        with pytest.raises(CycleError, match="'a'"):
+            mem.add_event("a", "a")
+        assert mem.report()["store"]["events"] == 0
+
+    def test_a_late_parent_that_closes_a_cycle_is_refused(self, mem: Memory) -> None:
+        mem.add_event("b", "a")
+        mem.add_event("c", "b")
+        with pytest.raises(CycleError):
+            mem.add_event("a", "c")
+        assert mem.report()["store"]["events"] == 2
+
+    def test_a_batch_is_all_or_nothing(self, mem: Memory) -> None:
+        mem.add_event("root")
+        batch = [
+            {"id": "a", "parent": "root"},
+            {"id": "b", "parent": "a"},
+            {"id": "b", "parent": "root"},
+        ]
+        with pytest.raises(ConflictError):
+            mem.add_events(batch)
+        with pytest.raises(NotFoundError):
+            mem.get_event("a")
+        assert [e.id for e in mem.add_events(reversed(batch[:2]))] == ["b", "a"]
+        assert [e.id for e in mem.path("b")] == ["root", "a", "b"]
+
+    def test_a_tree_conflict_found_when_topology_arrives_writes_nothing(self, mem: Memory) -> None:
+        mem.add_event("child", "parent", tree="t-child")
+        with pytest.raises(ConflictError, match="child"):
+            mem.add_event("parent", tree="t-parent")
+        with pytest.raises(NotFoundError):
+            mem.get_event("parent")
+
+    def test_records_may_not_be_built_on_themselves(self, mem: Memory) -> None:
+        mem.add_event("e")
+        mem.add_record("a", sources=["e", "b"])
+        with pytest.raises(CycleError):
+            mem.add_record("b", sources=["a"])
+        with pytest.raises(NotFoundError):
+            mem.get_record("b")
+
+    def test_events_and_records_share_one_id_space(self, mem: Memory) -> None:
+        mem.add_event("x")
+        with pytest.raises(ConflictError):
+            mem.add_record("x", sources=[])
+
+    @pytest.mark.parametrize(
+        "call",
+        [
+            lambda m: m.add_event(""),
+            lambda m: m.add_event(7),
+            lambda m: m.add_event("a", meta={"x": object()}),
+            lambda m: m.add_record("r", sources="e1"),
+            lambda m: m.add_record("r", sources=[""]),
+            lambda m: m.add_record("r", sources=[], kind="retraction"),
+            lambda m: m.retract("x", sources=[]),
+            lambda m: m.visible("e", mode="lenient"),
+            lambda m: m.add_events([{"id": "a", "colour": "red"}]),
+        ],
+    )
+    def test_bad_input_is_a_clear_error_and_writes_nothing(self, mem: Memory, call) -> None:  # type: ignore[no-untyped-def]
+        mem.add_event("e")
+        before = mem.report()["store"]
+        with pytest.raises(InvalidInput):
+            call(mem)
+        assert mem.report()["store"] == before
+
+    @pytest.mark.parametrize(
+        ("call", "field"),
+        [
+            (lambda m: m.add_event("e\ud800"), "event id"),
+            (lambda m: m.add_event("x", "e", content="a\ud800b"), "content"),
+            (lambda m: m.add_event("x", "e", role="\udc00"), "role"),
+            (lambda m: m.add_event("x", "e", meta={"note": "\ud800"}), "meta"),
+            (lambda m: m.add_record("r", sources=["e"], content="a\ud800"), "content"),
+            (lambda m: m.add_record("r", sources=["e"], key="k\ud800"), "key"),
+            (lambda m: m.add_record("r", sources=["e\ud800"]), "source"),
+            (lambda m: m.retract("x", sources=["e"], key="k", reason="\ud800"), "record 'x'"),
+            (lambda m: m.visible("e", namespace="n\ud800"), "namespace"),
+        ],
+    )
+    def test_a_lone_surrogate_is_refused_naming_the_field_on_every_backend(
+        self,
+        mem: Memory,
+        call: Callable[[Memory], object],
+        field: str,
+    ) -> None:
+        mem.add_event("e")
+        before = mem.report()["store"]
+        # the library names the field; a remote client refuses to encode the request at all
+        pattern = f"{field}.*lone surrogate" if isinstance(mem, Memory) else "surrogate"
+        with pytest.raises(InvalidInput, match=pattern):
+            call(mem)
+        assert mem.report()["store"] == before
+
+    def test_ids_and_keys_are_at_most_512_characters(self, mem: Memory) -> None:
+        mem.add_event("e")
+        with pytest.raises(InvalidInput, match="key is 600 characters"):
+            mem.add_record("r", sources=["e"], key="k" * 600)
+        with pytest.raises(InvalidInput, match=r"513 characters|at most 512"):
+            mem.add_event("x" * 513)
+        mem.add_record("r", sources=["e"], key="k" * 512)  # the limit itself is allowed
+        assert mem.get_record("r").key == "k" * 512
+
+    def test_unknown_ids_raise_not_found_naming_them(self, mem: Memory) -> None:
+        with pytest.raises(NotFoundError, match="'nope'"):
+            mem.visible("nope")
+        with pytest.raises(NotFoundError, match="'nope'"):
+            mem.get_record("nope")
+        with pytest.raises(NotFoundError, match="'nope'"):
+            mem.withdraw("nope")
+
+    # -- keys, scopes, supersede -------------------------------------------------------
+    def test_path_order_not_arrival_order_picks_the_current_value(self, mem: Memory) -> None:
+        mem.add_event("u1")
+        mem.add_event("u2", "u1")
+        mem.add_event("u3", "u2")
+        mem.add_record("late-but-deep", sources=["u3"], content="4000", key="budget")
+        mem.add_record("early-arrival", sources=["u1"], content="3000", key="budget")
+        assert mem.current("budget", "u3").id == "late-but-deep"  # type: ignore[union-attr]
+        assert ids(mem.visible("u3", include_superseded=True)) == ["early-arrival", "late-but-deep"]
+        assert mem.explain("early-arrival", "u3").reason == "superseded"
+
+    def test_scopes_never_compete(self, mem: Memory) -> None:
+        mem.add_event("u1")
+        mem.add_event("u2", "u1")
+        mem.add_record("reviews", sources=["u1"], content="async", key="meetings", scope="reviews")
+        mem.add_record(
+            "incidents", sources=["u2"], content="voice", key="meetings", scope="incidents"
+        )
+        assert ids(mem.visible("u2")) == ["reviews", "incidents"]
+        assert mem.current("meetings", "u2", scope="reviews").content == "async"  # type: ignore[union-attr]
+
+    def test_explicit_supersede_acts_where_the_new_record_is_visible(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.add_record("f-hz-note", sources=["u2b"], content="Hangzhou, not Chengdu")
+        mem.supersede("f-hz-note", "f-planning")
+        assert "f-planning" not in ids(mem.visible("a2b"))
+        assert "f-planning" in ids(mem.visible("a2"))
+
+    def test_supersede_cycles_are_refused(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.supersede("f-hangzhou", "f-planning")
+        with pytest.raises(CycleError):
+            mem.supersede("f-planning", "f-hangzhou")
+
+    # -- retraction --------------------------------------------------------------------
+    def test_branch_retraction_acts_only_where_it_is_visible(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.add_event("u3b", "a2b", content="don't bring up the move again")
+        mem.retract("x1", sources=["u3b"], targets=["f-planning"])
+        assert "f-planning" not in ids(mem.visible("u3b"))
+        assert "f-planning" in ids(mem.visible("a2"))
+        assert "x1" in ids(mem.visible("u3b", kind="retraction"))
+
+    def test_retract_by_key_hides_only_what_was_stated_at_or_above(self, mem: Memory) -> None:
+        mem.add_event("u1")
+        mem.add_event("u2", "u1")
+        mem.add_event("u3", "u2")
+        mem.add_record("old", sources=["u1"], content="allergic to peanuts", key="allergy")
+        mem.retract("forget", sources=["u2"], key="allergy")
+        mem.add_record("new", sources=["u3"], content="allergic to shrimp", key="allergy")
+        assert mem.current("allergy", "u2") is None
+        assert mem.current("allergy", "u3").id == "new"  # type: ignore[union-attr]
+        assert mem.explain("old", "u3").reason == "retracted"
+
+    def test_tree_retraction_hides_everywhere_until_withdrawn(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.retract("forget-all", sources=["u2b"], key="city", scope="tree")
+        for anchor in ("a2", "a2b", "u1"):
+            assert mem.current("city", anchor) is None
+        mem.withdraw("forget-all")
+        assert mem.current("city", "a2").id == "f-chengdu"  # type: ignore[union-attr]
+
+    def test_a_restatement_after_a_tree_retraction_is_visible(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.retract("forget", sources=["u2b"], key="city", scope="tree")
+        mem.add_event("u4", "a2b", content="I'm moving to Hangzhou after all")
+        mem.add_record("f-again", sources=["u4"], content="moving to Hangzhou", key="city")
+        assert mem.current("city", "u4").id == "f-again"  # type: ignore[union-attr]
+
+    # -- stale dependents --------------------------------------------------------------
+    def test_dependents_go_stale_exactly_where_their_source_is_invalid(self, mem: Memory) -> None:
+        mem.add_event("u1")
+        mem.add_event("u2", "u1")
+        mem.add_event("u2b", "u1")
+        mem.add_record("budget", sources=["u1"], content="3000", key="budget")
+        mem.add_record("summary", sources=["budget"], kind="summary", content="budget 3000")
+        mem.add_record("budget2", sources=["u2"], content="4000", key="budget")
+        assert mem.explain("summary", "u2").reason == "stale"
+        assert ids(mem.stale("u2")) == ["summary"]
+        assert "summary" in ids(mem.visible("u2b"))
+        assert "summary" in ids(mem.visible("u2", include_stale=True))
+
+    def test_a_dependent_of_an_older_revision_is_stale_where_a_newer_one_shows(
+        self, mem: Memory
+    ) -> None:
+        chengdu(mem)
+        mem.add_record("summary", sources=["f-planning"], kind="summary")
+        mem.revise("f-planning", content="planning a move to Hangzhou", sources=["u2b"])
+        assert mem.explain("summary", "a2b").reason == "stale"
+        assert mem.explain("summary", "a2").reason == "visible"
+        mem.add_record("pinned", sources=["f-planning@2"], kind="summary")
+        assert mem.explain("pinned", "a2b").reason == "visible"
+
+    def test_withdraw_and_restore(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.add_record("summary", sources=["f-hangzhou"], kind="summary")
+        mem.withdraw("f-hangzhou", reason="wrong extraction")
+        assert mem.explain("f-hangzhou", "a2b").reason == "withdrawn"
+        assert mem.explain("summary", "a2b").reason == "stale"
+        mem.restore("f-hangzhou")
+        assert ids(mem.visible("a2b")) == ["f-planning", "f-hangzhou", "summary"]
+
+    def test_withdrawing_an_event_makes_what_was_built_on_it_stale(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.withdraw("u2b")
+        assert mem.explain("f-hangzhou", "a2b").reason == "stale"
+        assert mem.dependents("u2b") == {"f-hangzhou"}
+
+    def test_erase_removes_the_text_of_the_target_and_its_dependents(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.add_record("summary", sources=["f-hangzhou", "f-planning"], kind="summary")
+        erased = mem.erase("u2b", reason="user asked")
+        assert erased == {"u2b", "f-hangzhou", "summary"}
+        assert mem.get_event("u2b").content == ""
+        assert mem.explain("f-hangzhou", "a2b").reason == "erased"
+        assert ids(mem.visible("a2b")) == ["f-planning"]
+        assert [e.op for e in mem.audit(id="summary")][-1] == "erase"
+        with pytest.raises(ErasedError):
+            mem.get_record("summary")
+        with pytest.raises(ErasedError):
+            mem.restore("f-hangzhou")
+        assert mem.erase("u2b") == set()  # again: nothing left to erase
+        mem.add_event("u2b", "a1", content="I'm moving to Hangzhou next month.")  # re-import
+        assert mem.get_event("u2b").content == ""
+
+    def test_erase_leaves_no_text_about_the_erased_in_retractions_or_the_audit(
+        self, mem: Memory
+    ) -> None:
+        chengdu(mem)
+        mem.add_record("f-health", sources=["u2"], content="diagnosed with asthma", key="asthma")
+        mem.retract("r-target", sources=["a2"], targets=["f-health"], reason="asthma is private")
+        mem.retract("r-key", sources=["a2"], key="asthma", reason="never mention asthma")
+        mem.withdraw("f-planning", reason="plans changed")  # unrelated: its reason stays
+        mem.erase("f-health", reason="user asked")
+        for retraction in ("r-target", "r-key"):
+            record = mem.get_record(retraction)  # still a retraction, still there
+            assert record.kind == "retraction" and "asthma" not in repr(record), record
+        assert "asthma" not in repr(mem.audit())
+        assert {e.reason for e in mem.audit()} >= {"plans changed", "user asked"}
+        mem.add_record("f-again", sources=["u2"], content="a new fact", key="asthma")
+        assert "f-again" in ids(mem.visible("a2"))  # the forgotten key retracts nothing now
+
+    def test_a_retraction_keeps_a_key_that_other_records_still_hold(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.retract("r-city", sources=["a2"], key="city", reason="stop")
+        mem.erase("f-chengdu")
+        assert "f-chengdu" not in ids(mem.visible("a2"))
+        mem.add_record("f-city", sources=["u2"], content="a new city", key="city")
+        assert "f-city" not in ids(mem.visible("a2"))  # f-hangzhou holds "city": it stays
+
+    def test_dependents_are_transitive(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.add_record("summary", sources=["f-hangzhou"], kind="summary")
+        mem.add_record("profile", sources=["summary"], kind="profile")
+        assert mem.dependents("u2b") == {"f-hangzhou", "summary", "profile"}
+
+    # -- modes and missing information -------------------------------------------------
+    def test_no_anchor_strict_returns_nothing(self, mem: Memory) -> None:
+        chengdu(mem)
+        assert mem.visible(None) == []
+        assert mem.explain("f-chengdu", None).reason == "no_anchor"
+
+    def test_no_anchor_compat_returns_everything_and_counts(self, compat: Memory) -> None:
+        chengdu(compat)
+        assert set(ids(compat.visible(None, include_superseded=True))) == {
+            "f-chengdu", "f-hangzhou", "f-planning",
+        }  # fmt: skip
+        assert compat.report()["decisions"]["no_anchor"] == 1
+
+    def test_legacy_records_strict_hides_compat_shows_both_count(self, compat: Memory) -> None:
+        chengdu(compat)
+        compat.add_record("old", sources=None, content="from before provenance")
+        assert "old" in ids(compat.visible("a2b"))
+        assert "old" not in ids(compat.visible("a2b", mode="strict"))
+        assert compat.report()["decisions"]["legacy"] == 2
+
+    def test_unknown_sources_strict_hides_compat_ignores(self, compat: Memory) -> None:
+        chengdu(compat)
+        compat.add_record("half", sources=["u2b", "lost-event"])
+        assert compat.explain("half", "a2b").reason == "visible"
+        assert compat.explain("half", "a2b", mode="strict").reason == "unknown_source"
+        assert compat.explain("half", "a2").reason == "off_path"  # a sibling hides in both
+
+    def test_cross_tree_views_use_each_other_trees_head(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.add_event("v1", content="another conversation")
+        mem.add_event("v2", "v1")
+        mem.add_event("v2b", "v1")
+        mem.add_record("pet", sources=["v2"], content="has a cat")
+        assert mem.explain("pet", "a2b").reason == "no_view"
+        assert mem.explain("pet", "a2b", cross_tree=True).reason == "no_view"
+        mem.set_head("v2")
+        assert mem.head("v1") == "v2"
+        assert "pet" in ids(mem.visible("a2b", cross_tree=True))
+        mem.set_head("v2b")
+        assert mem.explain("pet", "a2b", cross_tree=True).reason == "off_path"
+
+    # -- audit and report --------------------------------------------------------------
+    def test_audit_holds_ids_never_content(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.withdraw("f-chengdu", reason="user asked")
+        entries = mem.audit()
+        assert {e.op for e in entries} >= {"add_event", "add_record", "withdraw"}
+        assert "Chengdu" not in repr(entries)
+        assert [e.op for e in mem.audit(id="f-chengdu")] == ["add_record", "withdraw"]
+        assert [h["op"] for h in mem.history("f-chengdu")] == ["add_record", "withdraw"]
+
+    def test_namespaces_never_cross(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.add_event("u1", namespace="other", content="a different user")
+        assert mem.visible("u1", namespace="other") == []
+        with pytest.raises(NotFoundError):
+            mem.get_record("f-chengdu", namespace="other")
+        with pytest.raises(NotFoundError):
+            mem.get_event("a2b", namespace="other")
+        assert mem.audit(namespace="other")[0].ids == ("u1",)
+
+    def test_no_public_method_reads_across_namespaces(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.set_head("a2b")
+        mem.add_event("x", namespace="other")
+        other: dict[str, Any] = {"namespace": "other"}
+        assert mem.visible("x", **other) == []
+        assert mem.visible("x", cross_tree=True, mode="compat", **other) == []
+        assert mem.visible(None, mode="compat", **other) == []
+        assert mem.stale("x", **other) == []
+        assert mem.current("city", "x", **other) is None
+        assert mem.heads(**other) == {}
+        assert mem.head("u1", **other) is None
+        assert [e.ids for e in mem.audit(**other)] == [("x",)]
+        assert mem.report(**other)["store"]["records"] == 0
+        for call in (
+            lambda: mem.get_event("u1", **other),
+            lambda: mem.path("a2b", **other),
+            lambda: mem.get_record("f-chengdu", **other),
+            lambda: mem.explain("f-chengdu", "x", **other),
+            lambda: mem.history("f-chengdu", **other),
+            lambda: mem.dependents("u2", **other),
+            lambda: mem.withdraw("f-chengdu", **other),
+            lambda: mem.supersede("f-hangzhou", "f-chengdu", **other),
+            lambda: mem.retract("r", sources=["x"], targets=["f-chengdu"], **other),
+            lambda: mem.revise("f-chengdu", content="x", sources=["x"], **other),
+        ):
+            with pytest.raises(NotFoundError):
+                call()
+        mem.add_record("borrowed", sources=["u2b"], **other)  # u2b lives in another namespace
+        assert mem.explain("borrowed", "x", **other).reason == "unknown_source"
+
+    def test_errors_are_one_tree(self) -> None:
+        for error in (ConflictError, CycleError, InvalidInput, NotFoundError):
+            assert issubclass(error, BranchmemError)
+
+    # -- the oracle --------------------------------------------------------------------
+    @pytest.fixture(params=range(differential_chunks))
+    def chunk(self, request: pytest.FixtureRequest) -> int:
+        return int(request.param)
+
+    def test_differential_against_the_oracle(
+        self, chunk: int, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    ) -> None:
+        per_chunk = self.differential_trees // self.differential_chunks
+        compared = 0
+        for index in range(per_chunk):
+            seed = chunk * 1_000_003 + index
+            compared += run_scenario(self.make_memory, random.Random(seed))
+        session = Path(tmp_path_factory.getbasetemp())
+        if hasattr(request.config, "workerinput"):  # an xdist worker: its basetemp is below
+            session = session.parent
+        tally = session / "differential-tally"
+        tally.mkdir(exist_ok=True)
+        (tally / f"{type(self).__name__}-{chunk}").write_text(f"{per_chunk} {compared}")
+        assert compared > 0

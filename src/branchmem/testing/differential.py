@@ -1,0 +1,252 @@
+"""Random forests with shuffled arrival, applied to the engine and to the oracle side by side.
+
+Shared by the differential test of every backend: ``run_scenario(make_memory, rng)``
+replays one random history into a fresh ``Memory`` and the oracle and compares every
+decision at every event as anchor, in both modes, with and without cross-tree views.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from branchmem import Memory
+from branchmem.errors import BranchmemError
+
+from .oracle import Oracle
+
+Op = tuple[str, dict[str, Any]]
+
+
+def random_history(rng: random.Random) -> list[Op]:
+    """One namespace's worth of operations, in a shuffled arrival order."""
+    n_events = rng.randint(3, 16)
+    n_roots = rng.choice([1, 1, 1, 2, 3])
+    ids = [f"e{i}" for i in range(n_events)]
+    events: list[dict[str, Any]] = []
+    trees: dict[str, str] = {}
+    shared_tree = rng.random() < 0.15  # several roots in one tree (LibreChat-style edits)
+    for index, event_id in enumerate(ids):
+        if index < n_roots:
+            tree = "t0" if shared_tree else rng.choice([None, None, f"t{index}"])
+            trees[event_id] = tree or event_id
+            events.append({"id": event_id, "parent": None, "tree": tree, "content": event_id})
+        else:
+            parent = rng.choice(ids[:index])
+            trees[event_id] = trees[parent]
+            event = {"id": event_id, "parent": parent, "content": event_id}
+            roll = rng.random()
+            if roll < 0.1:  # restating the tree it inherits is allowed
+                event["tree"] = trees[event_id]
+            elif roll < 0.13:  # naming another tree is a conflict, now or when topology arrives
+                event["tree"] = "elsewhere"
+            events.append(event)
+    parents = {e["id"]: e["parent"] for e in events}
+    if rng.random() < 0.3:  # events that never arrive: their subtrees stay detached
+        for _ in range(rng.randint(1, 2)):
+            if len(events) > 1:
+                events.pop(rng.randrange(len(events)))
+    ops: list[Op] = [("event", e) for e in events]
+    if rng.random() < 0.1 and events:  # a conflicting re-add, which must change nothing
+        clash = dict(rng.choice(events))
+        clash["content"] = "different"
+        ops.append(("event", clash))
+
+    record_ids = [f"r{i}" for i in range(rng.randint(2, 18))]
+    keys = [None, None, "city", "budget"]
+    for record_id in record_ids:
+        others = [r for r in record_ids if r != record_id]
+        spec = {
+            "id": record_id,
+            "sources": _sources(rng, ids, others, parents),
+            "key": rng.choice(keys),
+            "scope": rng.choice([None, None, "work"]),
+        }
+        ops.append(("record", spec))
+        if rng.random() < 0.25:
+            sources = _sources(rng, ids, record_ids, parents)
+            ops.append(("revise", {"id": record_id, "sources": sources}))
+    for index in range(rng.randint(0, 3)):
+        targets = tuple(rng.sample(record_ids, k=1)) if rng.random() < 0.5 else ()
+        retraction = {
+            "id": f"x{index}",
+            "sources": _sources(rng, ids, [], parents, allow_legacy=False),
+            "targets": targets,
+            "key": None if targets else rng.choice(["city", "budget"]),
+            "key_scope": rng.choice([None, None, "work"]),
+            "scope": rng.choice(["branch", "branch", "tree"]),
+        }
+        ops.append(("retract", retraction))
+    for _ in range(rng.randint(0, 2)):
+        new, old = rng.sample(record_ids, k=2) if len(record_ids) > 1 else (record_ids[0],) * 2
+        ops.append(("supersede", {"new": new, "old": old}))
+    for _ in range(rng.randint(0, 3)):
+        item = rng.choice(ids + record_ids)
+        ops.append(("withdraw", {"id": item}))
+        if rng.random() < 0.3:
+            ops.append(("restore", {"id": item}))
+    for _ in range(rng.randint(0, 3)):
+        ops.append(("head", {"id": rng.choice(ids)}))
+    if rng.random() < 0.2:
+        ops.append(("erase", {"id": rng.choice(ids + record_ids)}))
+    rng.shuffle(ops)
+    return ops
+
+
+def _sources(
+    rng: random.Random,
+    events: list[str],
+    records: list[str],
+    parents: dict[str, str | None],
+    allow_legacy: bool = True,
+) -> list[str] | None:
+    roll = rng.random()
+    if allow_legacy and roll < 0.08:
+        return None
+    if roll < 0.12:
+        return []
+    if rng.random() < 0.75:  # mostly sources along one path, as a deriver's would be
+        line = [rng.choice(events)]
+        while (parent := parents[line[-1]]) is not None:
+            line.append(parent)
+        picked = rng.sample(line, k=min(len(line), rng.randint(1, 3)))
+    else:
+        picked = rng.sample(events, k=min(len(events), rng.randint(1, 3)))
+    if records and rng.random() < 0.3:
+        cited = rng.choice(records)
+        picked.append(cited if rng.random() < 0.7 else f"{cited}@{rng.randint(1, 2)}")
+    if rng.random() < 0.08:
+        picked.append("ghost")
+    return picked
+
+
+def apply(mem: Memory, oracle: Oracle, op: Op, namespace: str) -> None:
+    """Apply one operation to both; an error from one must be an error from the other."""
+    kind, args = op
+    engine_error = oracle_error = None
+    actions: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
+        "event": (
+            lambda: mem.add_event(
+                args["id"], args.get("parent"), tree=args.get("tree"),
+                content=args.get("content", ""), namespace=namespace,
+            ),
+            lambda: oracle.add_event(args),
+        ),
+        "record": (
+            lambda: mem.add_record(
+                args["id"], sources=args["sources"], key=args["key"], scope=args["scope"],
+                namespace=namespace,
+            ),
+            lambda: oracle.add_record(args["id"], args["sources"], args["key"], args["scope"]),
+        ),
+        "revise": (
+            lambda: mem.revise(
+                args["id"], content="revised", sources=args["sources"], namespace=namespace
+            ),
+            lambda: oracle.revise(args["id"], args["sources"]),
+        ),
+        "retract": (
+            lambda: mem.retract(
+                args["id"], sources=args["sources"], targets=args["targets"], key=args["key"],
+                key_scope=args["key_scope"], scope=args["scope"], namespace=namespace,
+            ),
+            lambda: oracle.retract(
+                args["id"], args["sources"], args["targets"], args["key"], args["key_scope"],
+                args["scope"],
+            ),
+        ),
+        "supersede": (
+            lambda: mem.supersede(args["new"], args["old"], namespace=namespace),
+            lambda: oracle.supersede(args["new"], args["old"]),
+        ),
+        "withdraw": (
+            lambda: mem.withdraw(args["id"], namespace=namespace),
+            lambda: oracle.withdraw(args["id"]),
+        ),
+        "restore": (
+            lambda: mem.restore(args["id"], namespace=namespace),
+            lambda: oracle.restore(args["id"]),
+        ),
+        "erase": (
+            lambda: mem.erase(args["id"], namespace=namespace),
+            lambda: oracle.erase(args["id"]),
+        ),
+        "head": (
+            lambda: mem.set_head(args["id"], namespace=namespace),
+            lambda: oracle.set_head(args["id"]),
+        ),
+    }  # fmt: skip
+    engine_call, oracle_call = actions[kind]
+    if kind == "head" and args["id"] not in oracle.events:
+        oracle_call = _not_found
+    try:
+        engine_call()
+    except BranchmemError as error:
+        engine_error = type(error).__name__
+    try:
+        oracle_call()
+    except BranchmemError as error:
+        oracle_error = type(error).__name__
+    assert engine_error == oracle_error, (op, engine_error, oracle_error)
+
+
+def _not_found() -> None:
+    from branchmem.errors import NotFoundError
+
+    raise NotFoundError("absent")
+
+
+def compare(mem: Memory, oracle: Oracle, namespace: str) -> int:
+    """Compare every decision at every anchor; return how many were compared.
+
+    One read snapshot for all of it, as one public call would have: backends with round
+    trips serve the repeated lookups from their per-call cache.
+    """
+    with mem._read(namespace):
+        return _compare(mem, oracle, namespace)
+
+
+def _compare(mem: Memory, oracle: Oracle, namespace: str) -> int:
+    compared = 0
+    anchors: list[str | None] = [None, *sorted(oracle.events)]
+    record_ids = sorted(oracle.records)
+    for anchor in anchors:
+        for mode in ("strict", "compat"):
+            for cross_tree in (False, True) if oracle.heads else (False,):
+                expected = oracle.decide_all(anchor, mode=mode, cross_tree=cross_tree)
+                view = mem._view(namespace, anchor, cross_tree, mode)
+                for record_id in record_ids:
+                    decision = view.decide(record_id)
+                    want = expected[record_id]
+                    assert decision.reason == want[0], (anchor, mode, cross_tree, decision, want)
+                    for include in ((False, False), (True, False), (False, True), (True, True)):
+                        assert decision.returned(*include) == oracle.returned(want, *include), (
+                            anchor, mode, cross_tree, include, decision, want,
+                        )  # fmt: skip
+                    compared += 1
+                got = {
+                    r.id
+                    for r in mem.visible(
+                        anchor, mode=mode, cross_tree=cross_tree, namespace=namespace
+                    )
+                }
+                want_ids = {r for r, d in expected.items() if oracle.returned(d, False, False)}
+                assert got == want_ids, (anchor, mode, cross_tree, got, want_ids)
+    return compared
+
+
+def run_scenario(make_memory: Callable[[], Memory], rng: random.Random) -> int:
+    """Replay one random history into both and compare midway and at the end."""
+    mem = make_memory()
+    oracle = Oracle()
+    namespace = f"ns{rng.randrange(10**9)}"
+    ops = random_history(rng)
+    checkpoint = rng.randrange(len(ops)) if ops else 0
+    compared = 0
+    for index, op in enumerate(ops):
+        apply(mem, oracle, op, namespace)
+        if index == checkpoint:
+            compared += compare(mem, oracle, namespace)
+    compared += compare(mem, oracle, namespace)
+    return compared
