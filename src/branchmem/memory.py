@@ -32,6 +32,7 @@ from .errors import (
     InvalidInput,
     NotFoundError,
 )
+from .keyed import KeyedView
 from .model import (
     ERASED,
     RETRACTED,
@@ -863,8 +864,21 @@ class Memory:
         mode: str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Record | None:
-        """The value of ``(scope, key)`` that holds at ``anchor``, or None."""
+        """The value of ``(scope, key)`` that holds at ``anchor``, or None.
+
+        At an attached anchor in a one-tree view this reads the key's frontier-ordered index
+        (``keyed.KeyedView``): its cost follows the answer, not the path or the key's
+        superseded history. Other views build the whole ``View``."""
         check_id(key, "key")
+        if anchor is not None and not cross_tree:
+            with self._read(namespace):
+                node = self._event_node(namespace, anchor)
+                if node.attached:
+                    chosen = self.mode if mode is None else check_mode(mode)
+                    keyed = KeyedView(self._store, namespace, node, chosen)
+                    revision = keyed.current(key, scope)
+                    self._counts.setdefault(namespace, Counter()).update(keyed.counts)
+                    return None if revision is None else self._to_record(namespace, revision)
         found = self.visible(
             anchor, key=key, scope=scope, cross_tree=cross_tree, mode=mode, namespace=namespace
         )

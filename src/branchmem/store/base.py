@@ -116,6 +116,54 @@ class Store(ABC):
         """(target, revision) for every revision citing one of ``targets``."""
         return [(t, key) for t in dict.fromkeys(targets) for key in self.citing(namespace, t)]
 
+    # -- keyed reads (SPEC §7): cost of what is returned, not of the key's history -----
+    # Not abstract on purpose: the defaults below are exact but read the whole history of a
+    # key; a backend overrides them with an index (every backend shipped here does).
+    def key_candidates(
+        self, namespace: str, key: str, tree: str, depth: int
+    ) -> Iterator[RevisionNode]:
+        """Revisions with ``key`` a one-tree view of ``tree`` at ``depth`` could show, best
+        ranked first: those whose only frontier is in ``tree`` at depth <= ``depth`` (deepest
+        first, then latest seq), then those with no frontier (latest seq first). A revision
+        with a frontier in another tree is left out: such a view never shows it. Backends
+        page the index, so a reader that stops early pays only for what it read."""
+        placed: list[tuple[int, int, RevisionNode]] = []
+        unplaced: list[tuple[int, RevisionNode]] = []
+        for record_id in self.records_with_key(namespace, key):
+            for node in self.get_revisions(namespace, record_id):
+                if node.key != key:
+                    continue
+                frontiers = node.gate.frontiers
+                if not frontiers:
+                    unplaced.append((node.seq, node))
+                    continue
+                only = frontiers[0]
+                if len(frontiers) == 1 and only.tree == tree and only.depth <= depth:
+                    placed.append((only.depth, node.seq, node))
+        placed.sort(key=lambda item: item[:2], reverse=True)
+        unplaced.sort(key=lambda item: item[0], reverse=True)
+        yield from (node for _, _, node in placed)
+        yield from (node for _, node in unplaced)
+
+    def revisions_newest_first(self, namespace: str, record_id: str) -> Iterator[RevisionNode]:
+        """A record's revisions, latest first, read lazily (the latest usually answers)."""
+        yield from reversed(self.get_revisions(namespace, record_id))
+
+    def retractions_naming(
+        self, namespace: str, record_id: str, key: str | None
+    ) -> list[RetractionNode]:
+        """Retractions of both scopes that name ``record_id`` as a target or retract ``key``
+        (any key scope); the caller applies ``RetractionNode.covers``."""
+        every = self.retractions(namespace, self.record_ids(namespace))
+        return sorted(
+            (
+                node
+                for node in every.values()
+                if record_id in node.targets or (key is not None and node.key == key)
+            ),
+            key=lambda node: node.seq,
+        )
+
     # -- relations ---------------------------------------------------------------------
     @abstractmethod
     def add_supersede(self, namespace: str, new_id: str, old_id: str) -> None: ...

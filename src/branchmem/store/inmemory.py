@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -39,6 +40,10 @@ class _Namespace:
     repairs: dict[tuple[str, str], RepairItem] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
     deliveries: dict[str, list[Delivery]] = field(default_factory=dict)
+    # key -> tree ("" for revisions without a frontier) -> (-depth, -seq, record, revision),
+    # kept sorted: the order a one-tree view ranks a key's revisions in
+    by_key: dict[str, dict[str, list[tuple[int, int, str, int]]]] = field(default_factory=dict)
+    retractions_by_name: dict[str, set[str]] = field(default_factory=dict)  # target/key -> ids
 
 
 class InMemoryStore(Store):
@@ -202,6 +207,11 @@ class InMemoryStore(Store):
         for ref in node.refs or ():
             self._index_add(space.citing, ref.target, key)
             self._index_add(space.citing, ref.text, key)
+        entry = self._key_entry(node)
+        if entry is not None:
+            ranked = space.by_key.setdefault(entry[0], {}).setdefault(entry[1], [])
+            insort(ranked, entry[2])
+            self._undo(lambda: ranked.remove(entry[2]))
 
     def _unindex(self, space: _Namespace, node: RevisionNode) -> None:
         key = (node.record_id, node.revision)
@@ -215,6 +225,21 @@ class InMemoryStore(Store):
         for ref in node.refs or ():
             self._index_discard(space.citing, ref.target, key)
             self._index_discard(space.citing, ref.text, key)
+        entry = self._key_entry(node)
+        if entry is not None:
+            ranked = space.by_key[entry[0]][entry[1]]
+            ranked.remove(entry[2])
+            self._undo(lambda: insort(ranked, entry[2]))
+
+    @staticmethod
+    def _key_entry(node: RevisionNode) -> tuple[str, str, tuple[int, int, str, int]] | None:
+        """Where a keyed revision sits in ``by_key`` (None: unkeyed, or never shown by a
+        one-tree view because its frontiers span trees)."""
+        frontiers = node.gate.frontiers
+        if node.key is None or len(frontiers) > 1:
+            return None
+        tree, depth = (frontiers[0].tree, frontiers[0].depth) if frontiers else ("", 0)
+        return node.key, tree, (-depth, -node.seq, node.record_id, node.revision)
 
     def _revision(self, space: _Namespace, key: RevisionKey) -> RevisionNode:
         return space.revisions[key[0]][key[1] - 1]
@@ -232,6 +257,20 @@ class InMemoryStore(Store):
 
     def record_ids(self, namespace: str) -> list[str]:
         return list(self._space(namespace).record_order)
+
+    def key_candidates(
+        self, namespace: str, key: str, tree: str, depth: int
+    ) -> Iterator[RevisionNode]:
+        space = self._space(namespace)
+        by_tree = space.by_key.get(key, {})
+        placed = by_tree.get(tree, [])
+        for index in range(bisect_left(placed, (-depth,)), len(placed)):
+            yield self._revision(space, placed[index][2:])
+        for entry in by_tree.get("", []):
+            yield self._revision(space, entry[2:])
+
+    def revisions_newest_first(self, namespace: str, record_id: str) -> Iterator[RevisionNode]:
+        yield from reversed(self._space(namespace).revisions.get(record_id, []))
 
     def citing(self, namespace: str, target: str) -> list[RevisionKey]:
         return sorted(self._space(namespace).citing.get(target, ()))
@@ -255,7 +294,29 @@ class InMemoryStore(Store):
         return list(self._space(namespace).superseded_by.get(new_id, ()))
 
     def put_retraction(self, namespace: str, node: RetractionNode) -> None:
-        self._dict_set(self._space(namespace).retractions, node.id, node)
+        space = self._space(namespace)
+        self._dict_set(space.retractions, node.id, node)
+        names = [*node.targets, *([] if node.key is None else [f"key:{node.key}"])]
+        for name in names:
+            self._name_retraction(space.retractions_by_name.setdefault(name, set()), node.id)
+
+    def _name_retraction(self, found: set[str], retraction_id: str) -> None:
+        if retraction_id not in found:
+            found.add(retraction_id)
+            self._undo(lambda: found.discard(retraction_id))
+
+    def retractions_naming(
+        self, namespace: str, record_id: str, key: str | None
+    ) -> list[RetractionNode]:
+        space = self._space(namespace)
+        ids = set(space.retractions_by_name.get(record_id, ()))
+        if key is not None:
+            ids |= space.retractions_by_name.get(f"key:{key}", set())
+        found = (space.retractions[item] for item in ids if item in space.retractions)
+        return sorted(
+            (n for n in found if record_id in n.targets or (key is not None and n.key == key)),
+            key=lambda n: n.seq,
+        )
 
     def retractions(self, namespace: str, ids: Collection[str]) -> dict[str, RetractionNode]:
         known = self._space(namespace).retractions

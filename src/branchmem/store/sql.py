@@ -8,6 +8,7 @@ portable subset of SQL; ``_sql`` rewrites them for a driver that wants ``%s``.
 
 from __future__ import annotations
 
+import itertools
 from abc import abstractmethod
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
@@ -22,7 +23,7 @@ from ..search.lexical import normalize
 from ..topology import EventNode
 from . import codec
 from .base import RevisionKey, Store
-from .schema import MIGRATIONS, SCHEMA_VERSION
+from .schema import KEYED_READS_VERSION, MIGRATIONS, SCHEMA_VERSION
 
 CHUNK = 500  # ids per IN (...) list
 
@@ -196,6 +197,8 @@ class SQLStore(Store):
     def _after_migration(self, version: int) -> None:
         """Create what only this database has, once the portable schema is at ``version``;
         a subclass adds its own objects first, then calls this."""
+        if version == KEYED_READS_VERSION:
+            self._backfill_keyed_reads()
         if version == 3:  # index what was written before there was a search index
             rows = self._all("SELECT namespace, record_id, revision, content FROM revisions")
             self._many(
@@ -365,7 +368,8 @@ class SQLStore(Store):
             else:
                 cached.append(node)
         key = (namespace, node.record_id, node.revision)
-        for table in () if known_new else ("frontiers", "ungated", "citing", "pending"):
+        tables = ("frontiers", "ungated", "citing", "pending", "key_frontiers")
+        for table in () if known_new else tables:
             self._run(  # a replaced revision: its old index rows go first
                 f"DELETE FROM {table} WHERE namespace = ? AND record_id = ? AND revision = ?",
                 key,
@@ -400,6 +404,7 @@ class SQLStore(Store):
             "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [(namespace, t, node.record_id, node.revision) for t in sorted(targets)],
         )
+        self._rank_by_key(namespace, [node])
 
     def _many(self, text: str, rows: list[tuple[Any, ...]]) -> None:
         if not rows:
@@ -487,6 +492,91 @@ class SQLStore(Store):
             found.extend((row[0], (row[1], int(row[2]))) for row in rows)
         return sorted(found)
 
+    # -- keyed reads (SPEC §7) ----------------------------------------------------------
+    _PAGES = (8, 64, 512)  # a keyed read usually stops at its first candidate
+
+    def _rank_by_key(self, namespace: str, nodes: Iterable[RevisionNode]) -> None:
+        """Index keyed revisions in the order a one-tree view ranks them; a revision whose
+        frontiers span trees is left out (a one-tree view never shows it)."""
+        rows = []
+        for node in nodes:
+            frontiers = node.gate.frontiers
+            if node.key is None or len(frontiers) > 1:
+                continue
+            tree, depth = (frontiers[0].tree, frontiers[0].depth) if frontiers else ("", -1)
+            rows.append((namespace, node.key, tree, depth, node.seq, node.record_id, node.revision))
+        self._many(
+            "INSERT INTO key_frontiers (namespace, key_name, tree, depth, seq, record_id, "
+            "revision) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            rows,
+        )
+
+    def _backfill_keyed_reads(self) -> None:
+        rows = self._all(
+            f"SELECT namespace, {codec.REVISION_COLUMNS} FROM revisions WHERE key_name IS NOT NULL"
+        )
+        for row in rows:
+            self._rank_by_key(str(row[0]), [codec.revision_node(tuple(row[1:]))])
+        for namespace, retraction_id, targets in self._all(
+            "SELECT namespace, id, targets FROM retractions"
+        ):
+            self._many(
+                "INSERT INTO retraction_targets (namespace, target, id) VALUES (?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                [(namespace, t, retraction_id) for t in dict.fromkeys(codec.loads(targets))],
+            )
+
+    def key_candidates(
+        self, namespace: str, key: str, tree: str, depth: int
+    ) -> Iterator[RevisionNode]:
+        columns = ", ".join("r." + c for c in codec.REVISION_COLUMNS.split(", "))
+        for ranked_tree, cursor in ((tree, (depth, 2**62)), ("", (-1, 2**62))):
+            for size in itertools.chain(self._PAGES, itertools.repeat(self._PAGES[-1])):
+                rows = self._all(  # (depth, seq) < cursor: the next page, on the index
+                    f"SELECT {columns}, k.depth FROM key_frontiers k JOIN revisions r "
+                    "ON r.namespace = k.namespace AND r.record_id = k.record_id "
+                    "AND r.revision = k.revision WHERE k.namespace = ? AND k.key_name = ? "
+                    "AND k.tree = ? AND (k.depth < ? OR (k.depth = ? AND k.seq < ?)) "
+                    "ORDER BY k.depth DESC, k.seq DESC LIMIT ?",
+                    (namespace, key, ranked_tree, cursor[0], cursor[0], cursor[1], size),
+                )
+                for row in rows:
+                    node = codec.revision_node(tuple(row[:-1]))
+                    cursor = (int(row[-1]), node.seq)
+                    yield node
+                if len(rows) < size:
+                    break
+
+    def revisions_newest_first(self, namespace: str, record_id: str) -> Iterator[RevisionNode]:
+        cached = self._revisions.get((namespace, record_id))
+        if cached is not None:
+            yield from reversed(list(cached))
+            return
+        below = 2**31
+        for size in itertools.chain(self._PAGES, itertools.repeat(self._PAGES[-1])):
+            rows = self._all(
+                f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
+                "AND record_id = ? AND revision < ? ORDER BY revision DESC LIMIT ?",
+                (namespace, record_id, below, size),
+            )
+            for row in rows:
+                node = codec.revision_node(row)
+                below = node.revision
+                yield node
+            if len(rows) < size:
+                return
+
+    def retractions_naming(
+        self, namespace: str, record_id: str, key: str | None
+    ) -> list[RetractionNode]:
+        rows = self._all(
+            f"SELECT {self._RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? AND "
+            "(key_name = ? OR id IN (SELECT id FROM retraction_targets WHERE namespace = ? "
+            "AND target = ?)) ORDER BY seq",
+            (namespace, key, namespace, record_id),
+        )
+        return [codec.retraction_node(row) for row in rows]
+
     # -- relations ---------------------------------------------------------------------
     def add_supersede(self, namespace: str, new_id: str, old_id: str) -> None:
         self._run(
@@ -530,6 +620,11 @@ class SQLStore(Store):
                 node.key_scope, node.seq,
             ),
         )  # fmt: skip
+        self._many(
+            "INSERT INTO retraction_targets (namespace, target, id) VALUES (?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            [(namespace, target, node.id) for target in dict.fromkeys(node.targets)],
+        )
 
     _RETRACTION_COLUMNS = "id, scope, targets, key_name, key_scope, seq"
 
@@ -591,7 +686,7 @@ class SQLStore(Store):
                 f"key_scope = NULL WHERE namespace = ? AND record_id IN ({marks})",
                 (namespace, *chunk),
             )
-            for table in ("search_docs", "vectors", "repairs"):
+            for table in ("search_docs", "vectors", "repairs", "key_frontiers"):
                 self._run(
                     f"DELETE FROM {table} WHERE namespace = ? AND record_id IN ({marks})",
                     (namespace, *chunk),
