@@ -1,0 +1,155 @@
+"""``current()`` at an attached anchor reads the key index, not the path (SPEC §7).
+
+Its decisions are compared with the oracle by the differential test of every backend
+(``differential.compare``); these tests hold what that cannot see: the work a read does
+stays the same while the path and the key's superseded history grow, the jump-pointer path
+test agrees with the walked path, and the index survives migration and erasure.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from branchmem import Memory
+from branchmem.provenance import RevisionNode
+from branchmem.store.inmemory import InMemoryStore
+from branchmem.store.schema import KEYED_READS_VERSION, MIGRATIONS
+from branchmem.store.sqlite import SQLiteStore
+from branchmem.topology import AnchorPath, EventNode
+
+KEYS = 10
+
+
+def agent(mem: Memory, turns: int) -> str:
+    """Each turn: one event on the path, one write to one of ten keys."""
+    mem.add_events([{"id": f"e{i}", "parent": f"e{i - 1}" if i else None} for i in range(turns)])
+    for i in range(turns):
+        mem.add_record(f"w{i}", sources=[f"e{i}"], content=f"v{i}", key=f"k{i % KEYS}")
+    return f"e{turns - 1}"
+
+
+class CountingStore(InMemoryStore):
+    """The in-memory store, counting the event lookups and key candidates reads consume."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lookups = 0
+        self.candidates = 0
+
+    def get_event(self, namespace: str, event_id: str) -> EventNode | None:
+        self.lookups += 1
+        return super().get_event(namespace, event_id)
+
+    def key_candidates(
+        self, namespace: str, key: str, tree: str, depth: int
+    ) -> Iterator[RevisionNode]:
+        for node in super().key_candidates(namespace, key, tree, depth):
+            self.candidates += 1
+            yield node
+
+
+def work_of_current(turns: int) -> tuple[int, int]:
+    store = CountingStore()
+    mem = Memory(store=store)
+    head = agent(mem, turns)
+    store.lookups = store.candidates = 0
+    for key in range(KEYS):
+        found = mem.current(f"k{key}", head)
+        assert found is not None and found.id == f"w{turns - KEYS + key}"
+    return store.lookups, store.candidates
+
+
+def test_current_does_the_same_work_after_ten_times_the_history() -> None:
+    short, long = work_of_current(200), work_of_current(2000)
+    assert long[1] == short[1] == KEYS  # the first candidate of each key wins
+    assert long[0] <= short[0] + 2 * KEYS  # ancestor tests: a few lookups, not the path
+
+
+def test_current_on_sqlite_runs_the_same_statements_after_ten_times_the_history(
+    tmp_path: Path,
+) -> None:
+    counts = []
+    for turns in (200, 2000):
+        with Memory.open(tmp_path / f"agent-{turns}.db") as mem:
+            head = agent(mem, turns)
+            store = mem.store
+            assert isinstance(store, SQLiteStore)
+            statements: list[str] = []
+            store._connection().set_trace_callback(statements.append)
+            assert mem.current("k3", head).id == f"w{turns - KEYS + 3}"  # type: ignore[union-attr]
+            store._connection().set_trace_callback(None)
+            counts.append(len(statements))
+    assert counts[1] <= counts[0] + 2, counts
+
+
+def test_the_jump_pointer_path_agrees_with_the_walked_path() -> None:
+    rng = random.Random(5)
+    mem = Memory()
+    events = ["r"]
+    mem.add_event("r")
+    for index in range(300):
+        event_id = f"n{index}"
+        mem.add_event(event_id, rng.choice(events[-20:] if rng.random() < 0.8 else events))
+        events.append(event_id)
+    store = mem.store
+    for anchor_id in rng.sample(events, 25):
+        anchor = store.get_event("default", anchor_id)
+        assert anchor is not None
+        path = AnchorPath(anchor, lambda event_id: store.get_event("default", event_id))
+        on_path = set(store.path_ids("default", anchor_id))
+        for event_id in rng.sample(events, 100):
+            assert path.contains(event_id) == (event_id in on_path), (anchor_id, event_id)
+        assert not path.contains("never-arrived")
+
+
+def test_a_store_migrated_from_before_the_key_index_reads_keys_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "before.db"
+    with Memory.open(path) as mem:
+        head = agent(mem, 50)
+        mem.add_event("side", "e20")
+        mem.add_record("on-side", sources=["side"], key="k0")
+        mem.retract("forget", sources=["e49"], targets=["w40"])
+        before = {f"k{k}": mem.current(f"k{k}", head) for k in range(KEYS)}
+    with sqlite3.connect(path) as db:  # the store as the previous schema left it
+        db.execute("DROP TABLE key_frontiers")
+        db.execute("DROP TABLE retraction_targets")
+        db.execute("DROP INDEX retractions_by_key")
+        db.execute("DELETE FROM branchmem_schema WHERE version >= ?", (KEYED_READS_VERSION,))
+    assert MIGRATIONS[KEYED_READS_VERSION - 1][0].lstrip().startswith("CREATE TABLE key_frontiers")
+    with Memory.open(path, migrate=True) as mem:
+        after = {f"k{k}": mem.current(f"k{k}", head) for k in range(KEYS)}
+        assert after == before
+        assert after["k0"].id == "w30"  # type: ignore[union-attr]  # w40 is retracted here
+        assert mem.current("k0", "side").id == "on-side"  # type: ignore[union-attr]
+
+
+def test_an_erased_key_leaves_the_index(tmp_path: Path) -> None:
+    marker = "KEY-marker-9c1e"
+    path = tmp_path / "erase.db"
+    with Memory.open(path) as mem:
+        mem.add_event("u1")
+        mem.add_record("f1", sources=["u1"], content="x", key=marker)
+        assert mem.current(marker, "u1") is not None
+        mem.erase("f1")
+        assert mem.current(marker, "u1") is None
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT COUNT(*) FROM key_frontiers WHERE key_name = ?", (marker,))
+        assert rows.fetchone() == (0,)
+
+
+def test_a_detached_anchor_and_cross_tree_views_give_what_visible_gives() -> None:
+    mem = Memory("compat")
+    mem.add_event("late", "missing-parent")
+    mem.add_event("t1")
+    mem.add_event("t2")
+    mem.set_head("t2")
+    mem.add_record("a", sources=["late"], key="k")
+    mem.add_record("b", sources=["t2"], key="k")
+    for anchor, cross in (("late", False), ("t1", True)):
+        found = mem.visible(anchor, key="k", cross_tree=cross)
+        want = found[-1].id if found else None
+        got = mem.current("k", anchor, cross_tree=cross)
+        assert (got.id if got else None) == want
