@@ -374,8 +374,7 @@ class Memory:
         """Events from the root (or, while ancestry is missing, the gap) down to ``anchor``."""
         with self._read(namespace):
             self._event_node(namespace, anchor)
-            ids = self._store.path_ids(namespace, anchor)
-            return [self._event_node(namespace, i).to_event(namespace) for i in ids]
+            return [node.to_event(namespace) for node in self._store.path_events(namespace, anchor)]
 
     def set_head(self, event_id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
         """Make ``event_id`` its tree's current node (used by cross-tree views)."""
@@ -1279,16 +1278,9 @@ class Memory:
             return built
 
     def _path_events(self, namespace: str, anchor: str) -> list[Event]:
-        store = self._store
-        ids = store.path_ids(namespace, anchor)
-        store.prefetch(namespace, ids)
-        nodes = [store.get_event(namespace, event_id) for event_id in ids]
-        statuses = store.statuses(namespace, ids)
-        return [
-            node.to_event(namespace)
-            for node in nodes
-            if node is not None and node.id not in statuses
-        ]
+        nodes = self._store.path_events(namespace, anchor)
+        statuses = self._store.statuses(namespace, [node.id for node in nodes])
+        return [node.to_event(namespace) for node in nodes if node.id not in statuses]
 
     # -- deliveries --------------------------------------------------------------------
     def deliveries(self, session: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[Delivery]:

@@ -68,6 +68,13 @@ class Store(ABC):
     def path_ids(self, namespace: str, anchor: str) -> list[str]:
         """Known ancestors-or-self of ``anchor``, root (or gap) first."""
 
+    def path_events(self, namespace: str, anchor: str) -> list[EventNode]:
+        """``path_ids`` with the events themselves (backends with round trips: one query)."""
+        found = (
+            self.get_event(namespace, event_id) for event_id in self.path_ids(namespace, anchor)
+        )
+        return [node for node in found if node is not None]
+
     @abstractmethod
     def iter_events(self, namespace: str, tree: str | None = None) -> Iterator[EventNode]:
         """Every event (of one tree), in arrival order."""

@@ -319,6 +319,23 @@ class SQLStore(Store):
         )
         return [row[0] for row in rows]
 
+    def path_events(self, namespace: str, anchor: str) -> list[EventNode]:
+        columns = ", ".join("e." + c for c in codec.EVENT_COLUMNS.split(", "))
+        rows = self._all(
+            "WITH RECURSIVE up(id, parent, n) AS ("
+            " SELECT id, parent, 0 FROM events WHERE namespace = ? AND id = ?"
+            " UNION ALL SELECT e.id, e.parent, up.n + 1 FROM events e JOIN up"
+            " ON e.namespace = ? AND e.id = up.parent)"
+            f" SELECT {columns} FROM up JOIN events e ON e.namespace = ? AND e.id = up.id"
+            " ORDER BY up.n DESC",
+            (namespace, anchor, namespace, namespace),
+        )
+        nodes = [codec.event_node(row) for row in rows]
+        if self._depth > 0:
+            for node in nodes:
+                self._events[(namespace, node.id)] = node
+        return nodes
+
     def iter_events(self, namespace: str, tree: str | None = None) -> Iterator[EventNode]:
         if tree is None:
             rows = self._all(
@@ -536,9 +553,9 @@ class SQLStore(Store):
                     f"SELECT {columns}, k.depth FROM key_frontiers k JOIN revisions r "
                     "ON r.namespace = k.namespace AND r.record_id = k.record_id "
                     "AND r.revision = k.revision WHERE k.namespace = ? AND k.key_name = ? "
-                    "AND k.tree = ? AND (k.depth < ? OR (k.depth = ? AND k.seq < ?)) "
+                    "AND k.tree = ? AND (k.depth, k.seq) < (?, ?) "
                     "ORDER BY k.depth DESC, k.seq DESC LIMIT ?",
-                    (namespace, key, ranked_tree, cursor[0], cursor[0], cursor[1], size),
+                    (namespace, key, ranked_tree, cursor[0], cursor[1], size),
                 )
                 for row in rows:
                     node = codec.revision_node(tuple(row[:-1]))
@@ -569,13 +586,19 @@ class SQLStore(Store):
     def retractions_naming(
         self, namespace: str, record_id: str, key: str | None
     ) -> list[RetractionNode]:
-        rows = self._all(
-            f"SELECT {self._RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? AND "
-            "(key_name = ? OR id IN (SELECT id FROM retraction_targets WHERE namespace = ? "
-            "AND target = ?)) ORDER BY seq",
-            (namespace, key, namespace, record_id),
+        rows = self._all(  # two lookups, each on its index (an OR would scan the namespace)
+            f"SELECT {self._RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
+            "AND id IN (SELECT id FROM retraction_targets WHERE namespace = ? AND target = ?)",
+            (namespace, namespace, record_id),
         )
-        return [codec.retraction_node(row) for row in rows]
+        if key is not None:
+            rows += self._all(
+                f"SELECT {self._RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
+                "AND key_name = ?",
+                (namespace, key),
+            )
+        found = {row[0]: codec.retraction_node(row) for row in rows}
+        return sorted(found.values(), key=lambda node: node.seq)
 
     # -- relations ---------------------------------------------------------------------
     def add_supersede(self, namespace: str, new_id: str, old_id: str) -> None:
