@@ -12,7 +12,7 @@ from branchbench.cli import _parser, main
 from branchbench.scenario import scenarios_root
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "branchbench.md"
-COMMANDS = ["run", "validate", "score", "manifest"]
+COMMANDS = ["run", "curve", "validate", "score", "manifest"]
 
 
 def test_validate_passes_on_every_packaged_split(capsys: pytest.CaptureFixture[str]) -> None:

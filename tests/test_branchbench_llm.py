@@ -34,11 +34,13 @@ class FakeModel(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # headers and body go out at once
     calls: list[dict[str, Any]]
     fail: bool
+    fail_after: int | None
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).calls.append(body)
-        if type(self).fail or not self.path.endswith("/chat/completions"):
+        late = type(self).fail_after is not None and len(type(self).calls) > type(self).fail_after
+        if type(self).fail or late or not self.path.endswith("/chat/completions"):
             self._reply(400, {"error": {"message": "bad request", "type": "invalid"}})
             return
         system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
@@ -70,7 +72,7 @@ class FakeModel(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def endpoint() -> Iterator[type[FakeModel]]:
-    handler = type("Handler", (FakeModel,), {"calls": [], "fail": False})
+    handler = type("Handler", (FakeModel,), {"calls": [], "fail": False, "fail_after": None})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -131,7 +133,7 @@ def test_llm_extractor_feeds_every_system_the_model_facts(
     endpoint: type[FakeModel], tmp_path: Path, small_root: Path
 ) -> None:
     config = RunConfig(split="dev", systems=["branchmem"], endpoint=_url(endpoint),
-                       model="echo", runs=1, extractor="llm",
+                       model="echo", runs=1, extractors=["llm"],
                        scenarios_root=str(small_root))  # fmt: skip
     out = run(config, tmp_path / "run")
     extraction = [c for c in endpoint.calls if c["messages"][0]["content"] == EXTRACT_PROMPT]
@@ -174,3 +176,46 @@ def test_unparsable_extraction_reply_yields_no_facts() -> None:
     assert parse_facts('facts: [{"key": "city", "value": "杭州"}]') == [
         {"key": "city", "value": "杭州"}
     ]
+
+
+def test_cache_key_includes_the_endpoint(endpoint: type[FakeModel], tmp_path: Path) -> None:
+    cache = tmp_path / "c.jsonl"
+    messages = [{"role": "user", "content": "hi"}]
+    first, _ = ChatModel(_url(endpoint), "echo", cache).complete(messages)
+    slash = ChatModel(_url(endpoint) + "/", "echo", cache).complete(messages)[0]
+    assert slash == first and len(endpoint.calls) == 1  # the same endpoint, cached
+    # the same model name behind another base URL is asked, not read from the cache
+    other = ChatModel(_url(endpoint).replace("/v1", "/v2"), "echo", cache).complete(messages)[0]
+    assert other != first and len(endpoint.calls) == 2
+
+
+def test_limit_runs_only_the_first_scenarios(
+    endpoint: type[FakeModel], tmp_path: Path, small_root: Path
+) -> None:
+    out = tmp_path / "run"
+    assert main(["run", "--split", "dev", "--scenarios", str(small_root), "--systems",
+                 "branchmem", "--endpoint", _url(endpoint), "--model", "echo", "--runs", "1",
+                 "--extractor", "oracle", "--limit", "1", "--quiet",
+                 "--out", str(out)]) == 0  # fmt: skip
+    rows = [json.loads(line) for line in (out / "contexts.jsonl").read_text().splitlines()]
+    first = sorted(small_root.joinpath("dev").glob("*.json"))[0].stem
+    assert {r["scenario"] for r in rows} == {first}
+    assert json.loads((out / "run.json").read_text())["limit"] == 1
+    assert len(endpoint.calls) == len(rows) * 2
+
+
+def test_endpoint_down_half_way_leaves_no_results(
+    endpoint: type[FakeModel], tmp_path: Path, small_root: Path
+) -> None:
+    out = tmp_path / "run"
+    args = ["run", "--split", "dev", "--scenarios", str(small_root), "--systems", "branchmem",
+            "--endpoint", _url(endpoint), "--model", "echo", "--runs", "1", "--extractor",
+            "oracle", "--quiet", "--out", str(out)]  # fmt: skip
+    endpoint.fail_after = 5
+    assert main(args) == 2
+    assert not any((out / name).exists() for name in ("contexts.jsonl", "answers.jsonl",
+                                                        "run.json", "summary.json"))  # fmt: skip
+    endpoint.fail_after = None
+    assert main(args) == 0  # resumes: the five cached answers are not asked again
+    answers = (out / "answers.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(endpoint.calls) == 6 + len(answers) - 5

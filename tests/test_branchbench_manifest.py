@@ -9,7 +9,13 @@ import pytest
 
 from branchbench.cli import main
 from branchbench.errors import ManifestError
-from branchbench.manifest import verify_manifest, write_manifest
+from branchbench.manifest import (
+    FROZEN_MANIFEST_SHA256,
+    file_sha256,
+    manifest_path,
+    verify_manifest,
+    write_manifest,
+)
 from branchbench.runner import RunConfig, run
 from branchbench.scenario import scenarios_root
 
@@ -25,8 +31,8 @@ def first_test_file(root: Path) -> Path:
     return sorted((root / "test").glob("*.json"))[0]
 
 
-def test_packaged_split_matches_its_manifest() -> None:
-    assert len(verify_manifest()) == 64
+def test_packaged_split_matches_its_manifest_and_the_pinned_digest() -> None:
+    assert verify_manifest() == FROZEN_MANIFEST_SHA256 == file_sha256(manifest_path())
 
 
 def test_changed_file_is_named(root: Path) -> None:
@@ -53,7 +59,21 @@ def test_regenerated_manifest_accepts_the_change(root: Path) -> None:
     target = first_test_file(root)
     target.write_text(target.read_text(encoding="utf-8") + "\n", encoding="utf-8")
     write_manifest(root)
-    verify_manifest(root)
+    verify_manifest(root, pinned=False)
+
+
+def test_a_refrozen_copy_is_refused_by_the_pin(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = first_test_file(root)
+    target.write_text(target.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    write_manifest(root)
+    with pytest.raises(ManifestError, match="re-frozen"):
+        verify_manifest(root)
+    status = main(["run", "--split", "test", "--scenarios", str(root), "--out",
+                   str(tmp_path / "out"), "--quiet"])  # fmt: skip
+    assert status == 2 and "re-frozen" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 def test_run_refuses_to_start_on_a_mismatch(root: Path, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,17 @@ def test_summary_has_the_documented_shape(test_run: tuple[Path, dict[str, Any]])
     assert summary["probes"] == 69 and summary["leak_probes"] == 34
     assert len(summary["manifest_sha256"]) == 64
     assert set(summary["systems"]) == set(CORE_SYSTEMS)
-    for entry in summary["systems"].values():
-        for key in ("context_leak_rate", "context_retain_rate", "context_stale_rate"):
+    for name, entry in summary["systems"].items():
+        for key in ("context_leak_rate", "context_retain_rate"):
             assert 0.0 <= entry[key] <= 1.0
+            lo, hi = entry["intervals"][key]
+            assert lo <= entry[key] <= hi
+        assert entry["n"]["context_leak_rate"] == 34
+        memory_rates = [entry[k] for k in ("memory_leak_rate", "context_stale_rate")]
+        if name in ("full_history", "raw_current_branch"):
+            assert not entry["has_memory"] and memory_rates == [None, None]  # n/a, not 0%
+        else:
+            assert entry["has_memory"] and all(0.0 <= r <= 1.0 for r in memory_rates)
         assert set(entry["per_operation"]) == {
             "edit_user", "regenerate", "fork_checkpoint", "switch_back", "correct_in_branch"
         }  # fmt: skip
@@ -53,7 +62,7 @@ def test_branchmem_leaks_nothing_and_retains_like_the_upper_bound(
 
 
 @pytest.mark.parametrize(
-    "name", ["full_history", "rolling_summary", "extract_retrieve", "label_based"]
+    "name", ["full_history", "rolling_summary", "rolling_summary_notes", "extract_retrieve"]
 )
 def test_baselines_leak(test_run: tuple[Path, dict[str, Any]], name: str) -> None:
     assert test_run[1]["systems"][name]["context_leak_rate"] > 0.0
@@ -116,3 +125,41 @@ def test_unknown_system_is_an_error_naming_it(
 ) -> None:
     assert main(["run", "--split", "dev", "--out", str(tmp_path), "--systems", "nope"]) == 2
     assert "'nope'" in capsys.readouterr().err
+
+
+def test_run_json_records_the_code_and_versions(test_run: tuple[Path, dict[str, Any]]) -> None:
+    meta = json.loads((test_run[0] / "run.json").read_text(encoding="utf-8"))
+    assert (
+        meta["git_commit"] is None
+        or meta["git_commit"] == "dirty"
+        or (len(meta["git_commit"]) == 40)
+    )
+    assert len(meta["code_sha256"]) == 64 and meta["python"].count(".") == 2
+    assert set(meta["packages"]) == {"branchmem", "mem0ai", "langgraph"}
+    assert meta["packages"]["branchmem"]
+
+
+def test_both_extractors_are_reported(test_run: tuple[Path, dict[str, Any]]) -> None:
+    summary = test_run[1]
+    assert summary["extractors"] == ["oracle", "rules"]
+    assert summary["by_extractor"]["oracle"] == summary["systems"]
+    rules = summary["by_extractor"]["rules"]["branchmem"]
+    # text-derived keys are not perfect entity resolution: less is retained
+    assert rules["memory_retain_rate"] < summary["systems"]["branchmem"]["memory_retain_rate"]
+    assert "extractor `rules`" in (test_run[0] / "summary.md").read_text(encoding="utf-8")
+
+
+def test_without_matplotlib_the_table_comes_first_and_the_chart_is_skipped(
+    test_run: tuple[Path, dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = test_run[0]
+    (out / "leak_by_operation.png").unlink()
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails as if not installed
+    assert main(["score", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert "Traceback" not in printed.out + printed.err
+    assert printed.out.index("branchmem") < printed.out.index("chart skipped")
+    assert 'pip install "branchmem[bench]"' in printed.out
+    assert not (out / "leak_by_operation.png").exists()

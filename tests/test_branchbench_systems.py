@@ -70,16 +70,29 @@ def test_raw_filter_cannot_reach_facts_extracted_at_add_time(make: Build) -> Non
     assert all("虾" not in t.content for t in c.transcript)
 
 
-def test_rolling_summary_remembers_every_branch_and_old_values(make: Build) -> None:
-    memory = ctx(make("rolling_summary", ALL), "u4").memory_text()
-    assert "虾" in memory and "花生" in memory and "200" in memory
+def test_rolling_summary_keeps_the_last_arrival_of_each_topic(make: Build) -> None:
+    c = ctx(make("rolling_summary", ALL), "u4")
+    assert "虾" in c.memory_text() and "花生" not in c.memory_text()  # shrimp arrived last
+    assert "300" in c.memory_text() and "200" not in c.memory_text()
 
 
-def test_label_based_loses_the_shared_prefix_after_a_fork(make: Build) -> None:
+def test_rolling_summary_notes_are_history_not_assertions(make: Build) -> None:
+    c = ctx(make("rolling_summary_notes", ALL), "u4")
+    assert "花生" in c.memory_text() and "200" in c.memory_text()  # "(earlier: ...)" notes
+    assert "花生" not in c.asserted_text() and "200" not in c.asserted_text()
+    assert "300" in c.asserted_text()
+
+
+def test_label_based_shows_the_anchor_label_and_loses_the_shared_prefix(make: Build) -> None:
     system = make("label_based", PREFIX + BRANCH_A + BRANCH_B)
     c = ctx(system, "a2b", "我住在哪？")
-    assert "杭州" not in c.memory_text()  # written under the abandoned branch's label
+    assert "杭州" not in c.memory_text()  # written under the first branch's label
     assert any("杭州" in t.content for t in c.transcript)
+    assert "虾" in c.memory_text()
+    # the anchor decides, not the last arrival: back on branch A the shrimp is not shown,
+    # and the peanut record was rewritten under B's label, so nothing is
+    at_a = ctx(system, "a2")
+    assert "虾" not in at_a.memory_text() and "花生" not in at_a.memory_text()
 
 
 def test_branchmem_shows_only_records_sourced_on_the_path(make: Build) -> None:

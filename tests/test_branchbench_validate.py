@@ -9,7 +9,7 @@ import pytest
 from branchbench.errors import ScenarioError
 from branchbench.keywords import contains, normalize
 from branchbench.scenario import SPLITS, load_split, scenario_from_dict
-from branchbench.validate import validate_scenario, validate_split
+from branchbench.validate import keyword_warnings, validate_scenario, validate_split
 
 
 def base() -> dict[str, Any]:
@@ -206,8 +206,9 @@ def test_unknown_probe_type_is_a_schema_error() -> None:
 
 
 def test_normalisation_folds_width_case_and_space() -> None:
-    assert normalize("Ｃｈｅｎｇ du　３,０００") == normalize("chengdu 3000")
-    assert contains("We move to CHENG DU", "chengdu")
+    assert normalize("Ｃｈｅｎｇ du　３,０００") == normalize("cheng du 3000") == "cheng du 3000"
+    assert normalize("成 都") == "成都"
+    assert contains("We move to CHENG  DU", "cheng du")
     assert not contains("Hangzhou", "")
 
 
@@ -253,3 +254,76 @@ def test_long_scenario_that_fits_the_raw_budget_fails() -> None:
     raw["events"].extend(filler)
     raw["anchor"] = "f19"
     assert "long" not in checks(raw)
+
+
+# One crafted bad scenario per class an audit found passing the old validator: each is
+# rejected with a message naming the scenario, the probe and the word.
+def _label_as_forbidden(raw: dict[str, Any]) -> None:
+    raw["events"][2]["content"] = "下个月搬去成都，助手帮我查查"
+    raw["probes"][0]["forbidden"] = ["助手"]
+
+
+def _label_as_answer(raw: dict[str, Any]) -> None:
+    raw["events"][0]["content"] = "用户想规划搬家"
+    raw["probes"][1]["answer"] = ["用户"]
+
+
+def _forbidden_in_path_fact(raw: dict[str, Any]) -> None:
+    raw["events"][3]["facts"][0]["value"] = "搬去杭州，不去成都"
+
+
+def _stale_in_current_fact(raw: dict[str, Any]) -> None:
+    raw["events"][5]["facts"].append({"key": "deposit", "value": "押金3000"})
+
+
+def _answer_in_question(raw: dict[str, Any]) -> None:
+    raw["probes"][0]["question"] = "我是搬去杭州吗？"
+
+
+def _linear_chain_mid_anchor(raw: dict[str, Any]) -> None:
+    raw["events"] = [e for e in raw["events"] if e["id"] in ("u1", "a1", "u2")]
+    raw["events"][1]["content"] = "好的，杭州还是别处？"
+    raw["anchor"] = "a1"
+    raw["probes"] = [raw["probes"][0]]
+
+
+@pytest.mark.parametrize(
+    ("craft", "check", "probe", "word"),
+    [
+        (_label_as_forbidden, "labels", "p1", "助手"),
+        (_label_as_answer, "labels", "p2", "用户"),
+        (_forbidden_in_path_fact, "leak", "p1", "成都"),
+        (_stale_in_current_fact, "stale", "p3", "3000"),
+        (_answer_in_question, "question", "p1", "杭州"),
+        (_linear_chain_mid_anchor, "fork", None, "成都"),
+    ],
+)
+def test_each_audited_class_is_rejected_and_named(
+    craft: Any, check: str, probe: str | None, word: str
+) -> None:
+    raw = base()
+    craft(raw)
+    problems = [p for p in validate_scenario(scenario_from_dict(raw)) if p.check == check]
+    assert problems, f"{craft.__name__} passed the validator"
+    text = str(problems[0])
+    assert "t-1" in text and repr(word) in text
+    if probe:
+        assert repr(probe) in text
+
+
+def test_risky_keywords_are_warned_about_not_failed() -> None:
+    raw = base()
+    raw["probes"][0]["answer"] = ["杭州", "州"]
+    raw["events"][5]["content"] = "预算改成4000, go"
+    raw["probes"].append(
+        {"id": "p5", "type": "retain", "question": "什么?", "answer": ["go", "搬家"]}
+    )
+    scenario = scenario_from_dict(raw)
+    warned = {
+        (p.message.split(": ")[0], p.message.split("'")[3]) for p in keyword_warnings(scenario)
+    }
+    assert ("probe 'p1'", "州") in warned
+    assert ("probe 'p5'", "go") in warned
+    assert ("probe 'p3'", "4000") in warned and ("probe 'p3'", "3000") in warned
+    assert not any(w == "杭州" or w == "搬家" for _, w in warned)
+    assert "risky" not in {p.check for p in validate_scenario(scenario)}

@@ -3,19 +3,45 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from branchmem import Memory
+from branchmem.api.operations import operations
 from branchmem.cli import app, main
 
-COMMANDS = [
-    "migrate", "import", "demo", "serve", "mcp", "visible", "explain",
-    "current", "stale", "search", "context", "retract", "supersede", "withdraw", "restore",
-    "erase", "report", "audit", "history", "tree", "events add", "records add",
-    "records revise", "keys create", "keys list", "keys delete",
+# API methods without a command of their own, and what to use instead
+NO_COMMAND = {
+    "open": "--db URL on every command",
+    "close": "each command closes what it opened",
+    "store": "the backend object; --db names it",
+    "acting_as": "--actor NAME on every command",
+    "repair": "takes a Python function (the deriver)",
+    "is_visible": "explain prints visible/hidden (--json: .visible)",
+    "mode": "an attribute, not a call",
+}
+OTHER_COMMANDS = [
+    "import", "tree", "migrate", "serve", "mcp", "demo", "keys create", "keys list",
+    "keys delete",
 ]  # fmt: skip
+COMMANDS = [name.replace("_", "-") for name in operations()] + OTHER_COMMANDS
+
+
+def registered() -> dict[str, object]:
+    import typer.main
+
+    group = typer.main.get_command(app)
+    names: dict[str, object] = {}
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        sub = getattr(command, "commands", None)
+        if sub:
+            names.update({f"{name} {s}": c for s, c in sub.items()})
+        else:
+            names[name] = command
+    return names
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -25,15 +51,31 @@ def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture[str]
     assert "Usage: branchmem " + command in " ".join(shown.split())
 
 
-def test_every_registered_command_is_listed_here() -> None:
-    import typer.main
+def test_every_public_memory_method_has_a_command() -> None:
+    public = {name for name in vars(Memory) if not name.startswith("_")}
+    commands = set(registered())
+    missing = {
+        name
+        for name in public - set(NO_COMMAND)
+        if name.replace("_", "-") not in commands and name.rstrip("_") not in commands
+    }
+    assert missing == set(), f"add {sorted(missing)} to MemoryAPI (api/protocol.py)"
+    assert set(registered()) == set(COMMANDS)
 
-    group = typer.main.get_command(app)
-    names = set()
-    for name, command in group.commands.items():  # type: ignore[attr-defined]
-        sub = getattr(command, "commands", None)
-        names.update(f"{name} {s}" for s in sub) if sub else names.add(name)
-    assert names == set(COMMANDS)
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_takes_json(command: str) -> None:
+    if command in ("serve", "demo"):
+        return  # a server, and a story told in prose: no value to print
+    options = {opt for p in registered()[command].params for opt in p.opts}  # type: ignore[attr-defined]
+    assert "--json" in options
+
+
+def test_the_anchor_is_an_argument_everywhere() -> None:
+    for command in registered().values():
+        for param in command.params:  # type: ignore[attr-defined]
+            if param.name == "anchor":
+                assert param.param_type_name == "argument", command
 
 
 def test_migrate_creates_a_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -66,8 +108,24 @@ def test_import_prints_a_summary_and_the_head_path_is_the_transcript(
     path = tmp_path / "chat.json"
     path.write_text(json.dumps(export))
     db = str(tmp_path / "mem.db")
+    assert main(["import", str(path), "--db", db, "--namespace", "alice", "--dry-run"]) == 0
+    assert "nothing written" in capsys.readouterr().out
+    assert not Path(db).exists()
     assert main(["import", str(path), "--db", db, "--namespace", "alice"]) == 0
-    assert "conversations: 1" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "conversations: 1" in shown
+    row = next(line for line in shown.splitlines() if "chat-1" in line)
+    assert "moving" in row and "m3b" in row and "currentId" in row, row
+    with Memory.open(db) as mem:
+        head = mem.head("chat-1", namespace="alice")
+    assert head is not None and head.endswith("m3b")
+    assert main(["import", str(path), "--db", db, "-n", "alice", "--json"]) == 0
+    (outcome,) = json.loads(capsys.readouterr().out)["outcomes"]
+    assert (outcome["tree"], outcome["title"], outcome["head"]) == ("chat-1", "moving", head)
+    assert outcome["added"] == 0 and outcome["events"] == 4
+    assert main(["conversations", "--db", db, "-n", "alice", "--json"]) == 0
+    (listed,) = json.loads(capsys.readouterr().out)
+    assert (listed["tree"], listed["head"], listed["events"]) == ("chat-1", head, 4)
     with Memory.open(db) as mem:
         head = mem.head("chat-1", namespace="alice")
         assert head is not None
@@ -79,9 +137,65 @@ def test_a_library_error_is_a_one_line_message(
 ) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{ not json")
-    assert main(["import", str(bad), "--db", str(tmp_path / "m.db")]) == 2
+    assert main(["import", str(bad), "--db", str(tmp_path / "m.db")]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("branchmem: error:") and err.count("\n") == 1
+    assert err.startswith("branchmem: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["visible"],  # a missing argument
+        ["context", "u1", "--budget", "abc", "--db", "x.db"],  # a value of the wrong type
+        ["no-such-command"],
+        ["visible", "u1", "--no-such-option"],
+    ],
+)
+def test_a_usage_error_is_one_line_and_exit_2(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("branchmem") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_no_command_shows_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "get-event" in capsys.readouterr().out
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import branchmem
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"branchmem {branchmem.__version__}"
+    assert branchmem.__version__[0].isdigit()
+
+
+def test_reading_a_store_that_does_not_exist_does_not_create_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    typo = tmp_path / "typo.db"
+    for argv in (["visible", "u1"], ["heads"], ["conversations"], ["keys", "list"]):
+        assert main([*argv, "--db", str(typo)]) == 1
+        assert capsys.readouterr().err.strip() == f"branchmem: no store at {typo}"
+    assert not typo.exists()
+
+
+def test_unknown_parents_and_sources_are_accepted_and_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = ["--db", str(tmp_path / "m.db")]
+    assert main(["add-event", "x9", "nothere", *db]) == 0
+    assert capsys.readouterr().err.strip() == (
+        "branchmem: warning: event 'x9': parent 'nothere' is not in the store yet; "
+        "x9 stays hidden until it arrives"
+    )
+    assert main(["add-record", "f9", "-s", "ghost", "-s", "x9", *db]) == 0
+    warned = capsys.readouterr().err.strip().splitlines()
+    assert len(warned) == 1 and "source 'ghost'" in warned[0] and "f9 stays hidden" in warned[0]
+    assert main(["add-event", "nothere", *db]) == 0
+    assert capsys.readouterr().err == ""
 
 
 def test_demo_runs(capsys: pytest.CaptureFixture[str]) -> None:
@@ -92,11 +206,11 @@ def test_demo_runs(capsys: pytest.CaptureFixture[str]) -> None:
 def test_the_story_through_the_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = ["--db", str(tmp_path / "m.db")]
     for argv in (
-        ["events", "add", "u1", "--content", "planning a move"],
-        ["events", "add", "u2", "--parent", "u1", "--content", "moving to Chengdu"],
-        ["events", "add", "u2b", "--parent", "u1", "--content", "moving to Hangzhou"],
-        ["records", "add", "f1", "-s", "u2", "--content", "moving to Chengdu", "--key", "city"],
-        ["records", "add", "f2", "-s", "u2b", "--content", "moving to Hangzhou", "--key", "city"],
+        ["add-event", "u1", "--content", "planning a move"],
+        ["add-event", "u2", "u1", "--content", "moving to Chengdu"],
+        ["add-event", "u2b", "u1", "--content", "moving to Hangzhou"],
+        ["add-record", "f1", "-s", "u2", "--content", "moving to Chengdu", "--key", "city"],
+        ["add-record", "f2", "-s", "u2b", "--content", "moving to Hangzhou", "--key", "city"],
     ):
         assert main([*argv, *db]) == 0
     capsys.readouterr()
@@ -104,21 +218,49 @@ def test_the_story_through_the_commands(tmp_path: Path, capsys: pytest.CaptureFi
     assert [r["id"] for r in json.loads(capsys.readouterr().out)] == ["f2"]
     assert main(["explain", "f1", "u2b", *db]) == 0
     assert "hidden (off_path); source u2, paths part at u1" in capsys.readouterr().out
-    assert main(["search", "Hangzhou", "--anchor", "u2b", "--json", *db]) == 0
+    assert main(["search", "Hangzhou", "u2b", "--json", *db]) == 0
     assert [h["record"]["id"] for h in json.loads(capsys.readouterr().out)] == ["f2"]
-    assert main(["context", "u2b", "--budget", "200", *db]) == 0
+    assert main(["context", "u2b", "--budget", "200", "--session", "s1", *db]) == 0
     assert "moving to Hangzhou" in capsys.readouterr().out
+    assert main(["path", "u2b", "--json", *db]) == 0
+    assert [e["id"] for e in json.loads(capsys.readouterr().out)] == ["u1", "u2b"]
+    assert main(["set-head", "u2", *db]) == 0
+    assert main(["head", "u1", "--json", *db]) == 0
+    assert json.loads(capsys.readouterr().out.split("\n", 1)[1]) == "u2"
     assert main(["retract", "x1", "-s", "u2b", "-t", "f2", "--reason", "asked", *db]) == 0
     assert main(["current", "city", "u2b", "--json", *db]) == 0
     capsys.readouterr()
-    assert main(["tree", "u1", "--anchor", "u2", *db]) == 0
+    assert main(["stale-deliveries", "s1", "u2b", "--json", *db]) == 0
+    assert [d["reason"] for d in json.loads(capsys.readouterr().out)] == ["retracted"]
+    assert main(["deliveries", "s1", "--json", *db]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["items"] == [["f2", 1]]
+    assert main(["tree", "u1", "u2", *db]) == 0
     shown = capsys.readouterr().out
     assert "u2 [user] moving to Chengdu ◀ anchor" in shown
     assert "f2" in shown and "off_path" in shown
+    assert main(["dependents", "u2", "--json", *db]) == 0
+    assert json.loads(capsys.readouterr().out) == ["f1"]
     assert main(["erase", "u2", "--json", *db]) == 0
     assert json.loads(capsys.readouterr().out) == ["f1", "u2"]
     assert main(["audit", "--json", *db]) == 0
     assert [e["op"] for e in json.loads(capsys.readouterr().out)][-2:] == ["retract", "erase"]
+    assert main(["get-record", "f2", "--json", *db]) == 0
+    assert json.loads(capsys.readouterr().out)["content"] == "moving to Hangzhou"
+
+
+def test_actor_names_the_audit_entry(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = ["--db", str(tmp_path / "m.db")]
+    assert main(["add-event", "u1", "--actor", "ops", *db]) == 0
+    assert main(["audit", "--json", *db]) == 0
+    out = capsys.readouterr().out
+    assert json.loads(out[out.index("[") :])[0]["actor"] == "ops"
+
+
+def test_add_events_reads_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = tmp_path / "events.jsonl"
+    lines.write_text('{"id": "a"}\n{"id": "b", "parent": "a", "content": "hi"}\n')
+    assert main(["add-events", str(lines), "--db", str(tmp_path / "m.db"), "--json"]) == 0
+    assert [e["tree"] for e in json.loads(capsys.readouterr().out)] == ["a", "a"]
 
 
 def test_keys_are_created_listed_and_deleted(
@@ -132,14 +274,14 @@ def test_keys_are_created_listed_and_deleted(
     listed = json.loads(capsys.readouterr().out)
     assert [(k["tenant"], k["namespaces"]) for k in listed] == [("acme", ["acme/*"])]
     assert secret.rsplit("_", 1)[1] not in json.dumps(listed)
-    assert main(["keys", "create", "--tenant", "globex", "-n", "acme/bob", *db]) == 2
+    assert main(["keys", "create", "--tenant", "globex", "-n", "acme/bob", *db]) == 1
     assert "overlaps" in capsys.readouterr().err
     assert main(["keys", "delete", listed[0]["key_id"], *db]) == 0
-    assert main(["keys", "delete", listed[0]["key_id"], *db]) == 2
+    assert main(["keys", "delete", listed[0]["key_id"], *db]) == 1
 
 
 def test_no_store_given_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["visible", "u1"]) == 2
+    assert main(["visible", "u1"]) == 1
     assert "--db" in capsys.readouterr().err
 
 
@@ -147,7 +289,7 @@ def test_serve_refuses_no_auth_beyond_loopback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["serve", "--db", str(tmp_path / "s.db"), "--no-auth", "--host", "0.0.0.0"]
-    assert main(argv) == 2
+    assert main(argv) == 1
     assert "loopback" in capsys.readouterr().err
 
 
@@ -168,8 +310,8 @@ def test_commands_work_through_the_service_too(
             json.dumps({"user_name": "u", "character_name": "c"}) + "\n"
             + json.dumps({"name": "u", "is_user": True, "mes": "hello", "send_date": 1}) + "\n"
         )  # fmt: skip
-        assert main(["events", "add", "u1", "--content", "hi", *remote]) == 0
-        assert main(["records", "add", "f1", "-s", "u1", "--content", "greets", *remote]) == 0
+        assert main(["add-event", "u1", "--content", "hi", *remote]) == 0
+        assert main(["add-record", "f1", "-s", "u1", "--content", "greets", *remote]) == 0
         capsys.readouterr()
         assert main(["visible", "u1", "--json", *remote]) == 0
         assert [r["id"] for r in json.loads(capsys.readouterr().out)] == ["f1"]
@@ -177,8 +319,52 @@ def test_commands_work_through_the_service_too(
         assert "f1" in capsys.readouterr().out
         assert main(["import", str(export), "--format", "sillytavern", *remote]) == 0
         assert "conversations: 1" in capsys.readouterr().out
-        assert main(["visible", "u1", "--url", live.url, "--api-key", api_key]) == 2
+        assert main(["conversations", "--json", *remote]) == 0
+        assert len(json.loads(capsys.readouterr().out)) == 2
+        assert main(["visible", "u1", "--url", live.url, "--api-key", api_key]) == 1
         assert "not bound to namespace 'default'" in capsys.readouterr().err
     finally:
         live.stop()
         memory.close()
+
+
+# -- a missing extra is a one-line error naming the install command ---------------------------
+def run_without(module: str, code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter where importing ``module`` fails."""
+    prelude = f"import sys; sys.modules[{module!r}] = None\n"
+    return subprocess.run(
+        [sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.parametrize(
+    "module, argv, extra",
+    [
+        ("uvicorn", ["serve", "--db", "{db}"], "server"),
+        ("fastapi", ["serve", "--db", "{db}"], "server"),
+        ("mcp", ["mcp", "--db", "{db}"], "mcp"),
+        ("httpx", ["visible", "u1", "--url", "http://127.0.0.1:9"], "client"),
+    ],
+)
+def test_a_missing_extra_names_the_install_command(
+    module: str, argv: list[str], extra: str, tmp_path: Path
+) -> None:
+    args = [a.replace("{db}", str(tmp_path / "m.db")) for a in argv]
+    done = run_without(module, f"from branchmem.cli import main; raise SystemExit(main({args!r}))")
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("branchmem: ") and f"needs {module!r}" in done.stderr
+    assert done.stderr.rstrip().endswith(f'pip install "branchmem[{extra}]"')
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_the_client_without_httpx_says_how_to_install_it() -> None:
+    done = run_without(
+        "httpx",
+        "from branchmem.errors import MissingExtra\n"
+        "try:\n    from branchmem import Client\n"
+        "except MissingExtra as error:\n    print(error)\n",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        "branchmem.Client needs 'httpx', which is not installed: pip install \"branchmem[client]\""
+    )

@@ -1,4 +1,11 @@
-"""``Client`` mirrors ``Memory``: the same public methods, parameters, defaults and returns."""
+"""One API definition: ``Memory``, ``Client``, the HTTP routes and the CLI cannot drift.
+
+``MemoryAPI`` (``branchmem/api/protocol.py``) declares every public method once, with its
+route; mypy checks that ``Memory`` and ``Client`` satisfy it. These tests check what mypy
+cannot: that every public ``Memory`` method is declared (or excluded here, with the reason),
+that the declaration's parameters and defaults are ``Memory``'s own, and that the client
+carries each routed method.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +13,27 @@ import inspect
 
 import pytest
 
-pytest.importorskip("httpx", reason="the client is in the 'server' extra")
+pytest.importorskip("httpx", reason="the client needs the 'client' extra")
 
-from branchmem import Memory
+from branchmem import InvalidInput, Memory
+from branchmem.api import MemoryAPI
+from branchmem.api.operations import operations
 from branchmem.client import Client
 
-# what a remote memory cannot offer, and why
+# public Memory members that are not in MemoryAPI, and why
 EMBEDDED_ONLY = {
     "open": "opens a store file or database; a client connects with Client(url, key)",
     "store": "the storage backend itself lives in the server",
     "repair": "takes a Python function (the deriver); run it next to the store",
     "acting_as": "the server names the actor: the API key of each request",
+    "mode": "an attribute: the decision mode of this Memory (Client(mode=...) likewise)",
+}
+# declared in MemoryAPI without a route of their own, and why
+NOT_ROUTED = {
+    "close": "releases the local connection or HTTP pool",
+    "import_": "applies a parsed plan through add_events and set_head (Client.import_file "
+    "uploads the file instead)",
+    "is_visible": "explain(...).visible",
 }
 
 
@@ -24,18 +41,42 @@ def public(cls: type) -> set[str]:
     return {name for name in vars(cls) if not name.startswith("_")}
 
 
-def test_every_public_memory_method_is_on_the_client() -> None:
-    missing = public(Memory) - public(Client) - set(EMBEDDED_ONLY)
-    assert missing == set()
-
-
-@pytest.mark.parametrize("name", sorted(public(Memory) - set(EMBEDDED_ONLY) - {"mode"}))
-def test_signatures_match(name: str) -> None:
-    ours, theirs = (
-        inspect.signature(getattr(Client, name)),
-        inspect.signature(getattr(Memory, name)),
+def test_every_public_memory_method_is_declared_once() -> None:
+    declared = public(MemoryAPI)
+    assert public(Memory) - set(EMBEDDED_ONLY) == declared, (
+        "declare the new method in branchmem/api/protocol.py with its @http route"
     )
-    assert [(p.name, p.kind, p.default, p.annotation) for p in ours.parameters.values()] == [
-        (p.name, p.kind, p.default, p.annotation) for p in theirs.parameters.values()
-    ]
-    assert ours.return_annotation == theirs.return_annotation
+    assert declared - set(NOT_ROUTED) == set(operations())
+
+
+def test_every_declared_method_is_on_the_client() -> None:
+    assert public(MemoryAPI) <= public(Client)
+
+
+@pytest.mark.parametrize("name", sorted(public(MemoryAPI)))
+def test_the_declaration_is_memorys_signature(name: str) -> None:
+    def shape(cls: type) -> list[tuple[object, ...]]:
+        signature = inspect.signature(getattr(cls, name))
+        params = [(p.name, p.kind, p.default, p.annotation) for p in signature.parameters.values()]
+        return [*params, ("return", signature.return_annotation)]
+
+    assert shape(MemoryAPI) == shape(Memory)
+    assert shape(Client) == shape(Memory)
+
+
+def test_routes_are_unique_and_name_their_parameters() -> None:
+    seen = set()
+    for op in operations().values():
+        assert (op.verb, op.path) not in seen, op.name
+        seen.add((op.verb, op.path))
+        assert op.doc, f"{op.name}: the docstring is the route's and the command's help"
+
+
+def test_a_query_value_of_the_wrong_type_is_refused_before_sending() -> None:
+    with Client("http://127.0.0.1:9") as client:  # nothing listens: a request would fail
+        with pytest.raises(InvalidInput, match="query must be str"):
+            client.search(5, "u1")  # type: ignore[arg-type]
+        with pytest.raises(InvalidInput, match="cross_tree must be bool"):
+            client.visible("u1", cross_tree="yes")  # type: ignore[arg-type]
+        with pytest.raises(InvalidInput, match="k must be int"):
+            client.search("q", "u1", k=True)

@@ -66,7 +66,11 @@ def test_chatgpt_tree_head_and_hidden_nodes() -> None:
     # The shared root id is not unique across conversations, so it is prefixed.
     root = moving.events[0]
     assert root["id"] == f"{moving.tree}:client-created-root"
-    assert root["meta"] == {"source_id": "client-created-root", "hidden": True}
+    assert root["meta"] == {
+        "source_id": "client-created-root",
+        "hidden": True,
+        "title": "Moving plans",
+    }
     assert moving.events[1]["meta"]["hidden"] is True  # the hidden system message
     assert moving.transcript() == [
         ("user", "[image]\nHi! Here is my new flat. I need help planning a move."),

@@ -75,14 +75,14 @@ def test_rawfilter_cleans_the_transcript_but_not_mem0s_memory(tmp_path: Path) ->
 def test_wrapped_mem0_gives_only_the_anchor_branch(tmp_path: Path) -> None:
     context = run("mem0_branchmem", tmp_path)
     assert "Hangzhou" not in context.render()
-    assert context.memory == ("Chengdu",)
+    assert len(context.memory) == 1 and context.memory[0].startswith("Chengdu (created ")
     assert [turn.event_id for turn in context.transcript] == ["s0", "u1", "a1", "u2"]
 
 
 def test_wrapped_mem0_on_the_edited_branch_keeps_its_fact(tmp_path: Path) -> None:
     context = run("mem0_branchmem", tmp_path, anchor="a1b")
     assert "Chengdu" not in context.render()
-    assert context.memory == ("Hangzhou",)
+    assert len(context.memory) == 1 and context.memory[0].startswith("Hangzhou (created ")
 
 
 def test_context_stays_within_the_budget(tmp_path: Path) -> None:

@@ -59,7 +59,7 @@ def tenants() -> Iterator[Tenants]:
     made.memory.close()
 
 
-def operations(app: Any) -> list[tuple[str, str]]:
+def operations_of(app: Any) -> list[tuple[str, str]]:
     """Every (method, path template) of the namespaced API."""
     found = []
     for path, methods in app.openapi()["paths"].items():
@@ -91,7 +91,7 @@ def test_overlapping_bindings_of_two_tenants_are_refused(tenants: Tenants) -> No
 
 def test_every_namespaced_operation_refuses_a_foreign_namespace_alike(tenants: Tenants) -> None:
     """403 for another tenant's namespace and for one that does not exist, same body."""
-    ops = operations(tenants.app)
+    ops = operations_of(tenants.app)
     assert len(ops) >= 30
     for method, template in ops:
         answers = []
@@ -107,7 +107,7 @@ def test_every_namespaced_operation_refuses_a_foreign_namespace_alike(tenants: T
 
 
 def test_every_operation_needs_a_valid_key(tenants: Tenants) -> None:
-    for method, template in operations(tenants.app):
+    for method, template in operations_of(tenants.app):
         call = tenants.get if method == "GET" else tenants.post
         for key in (None, "bm_0000_wrong", tenants.acme[:-1] + "x", "not-a-key"):
             response = call(fill(template, "acme%2Falice"), key)
@@ -348,3 +348,28 @@ def test_an_import_plan_applies_through_the_client(
         assert [e.content for e in acme.path(head, namespace="acme/alice")][-1] == "Lovely"
         again = acme.import_(load(export), namespace="acme/alice")
         assert (again.events_added, again.events_existing) == (0, 2)
+
+
+def test_every_operation_of_the_table_is_a_route(tenants: Tenants) -> None:
+    from branchmem.api.operations import PREFIX
+    from branchmem.api.operations import operations as operations_of_table
+
+    served = set(operations_of(tenants.app))
+    for op in operations_of_table().values():
+        assert (op.verb, PREFIX + op.path) in served, op.name
+
+
+def test_a_method_returning_nothing_answers_204(tenants: Tenants) -> None:
+    ns = "/v1/ns/acme%2Falice"
+    response = tenants.post(f"{ns}/heads", tenants.acme, json={"event_id": "u1"})
+    assert response.status_code == 204 and response.content == b""
+    assert tenants.get(f"{ns}/heads/u1", tenants.acme).json() == {"head": "u1"}
+
+
+def test_conversations_are_listed(tenants: Tenants, live: LiveService) -> None:
+    with remote(live, tenants, tenants.acme) as acme:
+        (found,) = acme.conversations(namespace="acme/alice")
+        assert (found.tree, found.root, found.events) == ("u1", "u1", 1)
+        assert acme.conversations(namespace="acme/alice") == tenants.memory.conversations(
+            namespace="acme/alice"
+        )

@@ -16,14 +16,15 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from branchbench.context import DEFAULT_BUDGET
+from branchbench.curve import CURVE_BUDGETS, curve_charts, curves_markdown, run_curve
 from branchbench.errors import BenchError, ManifestError
-from branchbench.manifest import FROZEN_SPLIT, verify_manifest, write_manifest
-from branchbench.report import console_table, model_table, write_outputs
-from branchbench.runner import DEFAULT_RUNS, RunConfig, progress_steps, run
+from branchbench.manifest import FROZEN_SPLIT, file_sha256, verify_manifest, write_manifest
+from branchbench.report import chart, console_tables, has_matplotlib, model_table, write_outputs
+from branchbench.runner import DEFAULT_RUNS, EXTRACTORS, RunConfig, progress_steps, run
 from branchbench.scenario import SPLITS, load_file, load_split, split_files
 from branchbench.score import summarize
 from branchbench.systems import registry
-from branchbench.validate import Problem, validate_scenario, validate_split
+from branchbench.validate import Problem, keyword_warnings, validate_scenario, validate_split
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -55,13 +56,34 @@ def _parser() -> argparse.ArgumentParser:
     p_run.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="runs per prompt")
     p_run.add_argument(
         "--extractor",
-        choices=("oracle", "llm"),
+        action="append",
+        choices=EXTRACTORS,
         default=None,
-        help="fact extractor (default: oracle; llm with --endpoint only)",
+        help="fact extractor, repeatable (default: oracle and rules; llm needs --endpoint)",
+    )
+    p_run.add_argument(
+        "--limit", type=int, help="only the first N scenarios of the split (cost control)"
     )
     p_run.add_argument("--scenarios", type=Path, help="scenario root (default: packaged)")
     p_run.add_argument("--cache", type=Path, help="LLM cache file (default: OUT/llm_cache.jsonl)")
     p_run.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    p_curve = sub.add_parser(
+        "curve",
+        help="run a split at several budgets: retain and leak curves",
+        description="Run a split at each budget and write curves.json, curves.md and charts.",
+    )
+    p_curve.add_argument("--split", default="spread", choices=SPLITS, help="split to run")
+    p_curve.add_argument("--out", required=True, type=Path, help="results directory")
+    p_curve.add_argument(
+        "--budgets", type=int, nargs="+", default=list(CURVE_BUDGETS), help="token budgets"
+    )
+    p_curve.add_argument("--systems", nargs="+", default=[], metavar="NAME", help="systems")
+    p_curve.add_argument(
+        "--extractor", action="append", choices=EXTRACTORS, default=None, help="repeatable"
+    )
+    p_curve.add_argument("--scenarios", type=Path, help="scenario root (default: packaged)")
+    p_curve.add_argument("--quiet", action="store_true", help="no progress bar")
 
     p_val = sub.add_parser(
         "validate",
@@ -108,15 +130,20 @@ def _print_problems(console: Console, problems: Sequence[Problem]) -> int:
 def cmd_validate(args: argparse.Namespace, console: Console) -> int:
     """Validate files or splits; the file name must match the scenario id."""
     problems: list[Problem] = []
+    warnings: list[Problem] = []
     if args.files:
         for path in args.files:
-            problems.extend(validate_scenario(load_file(path)))
+            scenario = load_file(path)
+            problems.extend(validate_scenario(scenario))
+            warnings.extend(keyword_warnings(scenario))
         checked = f"{len(args.files)} file(s)"
     else:
         splits = args.split or list(SPLITS)
         for split in splits:
             scenarios = load_split(split, args.scenarios)
             problems.extend(validate_split(scenarios, split))
+            for scenario in scenarios:
+                warnings.extend(keyword_warnings(scenario))
             for path, s in zip(split_files(split, args.scenarios), scenarios, strict=True):
                 if path.stem != s.id:
                     problems.append(Problem(s.id, "split", f"file {path.name} holds id {s.id!r}"))
@@ -130,6 +157,10 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
             except ManifestError as e:
                 problems.append(Problem(FROZEN_SPLIT, "manifest", str(e)))
         checked = ", ".join(splits)
+    for warning in warnings:
+        console.print(f"[yellow]![/yellow] {escape(str(warning))}", highlight=False, soft_wrap=True)
+    if warnings:
+        console.print(f"{len(warnings)} risky keyword(s): warnings, not failures")
     status = _print_problems(console, problems)
     if not status:
         console.print(f"[green]✓[/green] {checked}: every check passed")
@@ -138,7 +169,6 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     """Run, score, write outputs, print the table."""
-    extractor = args.extractor or "oracle"
     config = RunConfig(
         split=args.split,
         systems=list(args.systems),
@@ -146,7 +176,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         endpoint=args.endpoint,
         model=args.model,
         runs=args.runs,
-        extractor=extractor,
+        extractors=list(args.extractor or ["oracle", "rules"]),
+        limit=args.limit,
         scenarios_root=str(args.scenarios) if args.scenarios else None,
         cache=str(args.cache) if args.cache else None,
     )
@@ -166,11 +197,55 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 
 def _report(results: Path, console: Console) -> int:
+    """Tables first; the chart is optional and comes last (it needs the [bench] extra)."""
     summary = summarize(results)
     written = write_outputs(summary, results)
-    console.print(console_table(summary))
+    for table in console_tables(summary):
+        console.print(table)
     for prompt in summary.get("model", {}).get("prompts", {}):
         console.print(model_table(summary, prompt))
+    if has_matplotlib():
+        written.append(chart(summary, results / "leak_by_operation.png"))
+    else:
+        console.print(
+            'chart skipped: matplotlib is not installed (pip install "branchmem[bench]")',
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
+        )
+    console.print(f"wrote {', '.join(str(p) for p in written)}", highlight=False)
+    return 0
+
+
+def cmd_curve(args: argparse.Namespace, console: Console) -> int:
+    """Run at every budget, print the curves' tables, then the optional charts."""
+    config = RunConfig(
+        split=args.split,
+        systems=list(args.systems),
+        extractors=list(args.extractor or ["oracle", "rules"]),
+        scenarios_root=str(args.scenarios) if args.scenarios else None,
+    )
+    budgets = sorted(set(args.budgets))
+    if not budgets or budgets[0] < 1:
+        raise BenchError("--budgets must be positive token counts")
+    if args.quiet:
+        curves = run_curve(config, args.out, budgets)
+    else:
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+        with Progress(*columns, console=console, transient=True) as bar:
+            total = progress_steps(config) * len(budgets)
+            task = bar.add_task(f"branchbench curve {args.split}", total=total)
+            curves = run_curve(config, args.out, budgets, lambda _: bar.advance(task))
+    console.print(curves_markdown(curves), highlight=False, markup=False, soft_wrap=True)
+    charts = curve_charts(curves, args.out)
+    if not charts:
+        console.print(
+            'charts skipped: matplotlib is not installed (pip install "branchmem[bench]")',
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
+        )
+    written = [args.out / "curves.json", args.out / "curves.md", *charts]
     console.print(f"wrote {', '.join(str(p) for p in written)}", highlight=False)
     return 0
 
@@ -181,7 +256,12 @@ def cmd_manifest(args: argparse.Namespace, console: Console) -> int:
         digest = verify_manifest(args.scenarios)
         console.print(f"[green]✓[/green] test split matches the manifest (sha256 {digest})")
         return 0
-    console.print(f"wrote {write_manifest(args.scenarios)}", highlight=False)
+    path = write_manifest(args.scenarios)
+    console.print(
+        f"wrote {path} (sha256 {file_sha256(path)}); `run --split test` accepts it only "
+        "once FROZEN_MANIFEST_SHA256 in branchbench/manifest.py says so",
+        highlight=False,
+    )
     return 0
 
 
@@ -201,6 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "run":
             return cmd_run(args, console)
+        if args.command == "curve":
+            return cmd_curve(args, console)
         if args.command == "validate":
             return cmd_validate(args, console)
         if args.command == "score":

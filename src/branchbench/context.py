@@ -41,15 +41,31 @@ class Turn:
 
 @dataclass(frozen=True)
 class Context:
-    """Memory lines and transcript turns, already within the budget."""
+    """Memory lines and transcript turns, already within the budget.
+
+    ``asserted`` is the part of each memory line stated as current (None: all of it); a
+    line may also report history ("earlier: ..."), which the model can read as such and
+    which therefore does not count as stale.
+    """
 
     memory: tuple[str, ...] = ()
     transcript: tuple[Turn, ...] = ()
     language: str = "zh"
+    asserted: tuple[str, ...] | None = None
 
     def memory_text(self) -> str:
         """The memory section alone, one line per record."""
         return "\n".join(f"- {line}" for line in self.memory)
+
+    def asserted_text(self) -> str:
+        """What the memory section states as current."""
+        lines = self.memory if self.asserted is None else self.asserted
+        return "\n".join(f"- {line}" for line in lines)
+
+    def transcript_text(self) -> str:
+        """The raw transcript alone, with its role labels."""
+        _, _, roles = HEADINGS.get(self.language, HEADINGS["en"])
+        return "\n".join(f"{roles.get(t.role, t.role)}: {t.content}" for t in self.transcript)
 
     def render(self) -> str:
         """The text put in front of the question."""

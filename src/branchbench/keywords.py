@@ -1,33 +1,194 @@
-"""Keyword normalisation shared by the validator and the scorer.
+"""Keyword matching shared by the validator and the scorer.
 
 Both sides must agree byte for byte, otherwise the validator could pass a probe that the
-scorer then reads differently (full-width digits, a stray space, "Chengdu" vs "chengdu").
+scorer then reads differently. A bare substring test scores nonsense ("Nice landscapes"
+contains "Iceland", "location" contains "cat", "45000" contains "4500", "四千五" does not
+contain "4500"), so matching is boundary-aware:
+
+- text and keyword are normalised alike: NFKC (full/half width), case folding, thousands
+  separators dropped, Chinese numerals and the multipliers 千/万/k written as digits
+  ("四千五" and "4.5k" are "4500"), whitespace removed except between two Latin words;
+- a keyword that starts (ends) with a Latin letter must not be preceded (followed) by
+  one: word boundaries, with a plural "s"/"es" allowed after it;
+- a keyword that starts (ends) with a digit must not touch another digit;
+- per probe, ``aliases`` name other spellings of a keyword and ``unless`` names longer
+  words that contain it without meaning it ("虾饺" is not "虾").
 """
+
+from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
 _SPACE = re.compile(r"\s+")
-_DIGIT_GROUP = re.compile(r"(?<=\d)[,，](?=\d{3})")
+_DIGIT_GROUP = re.compile(r"(?<=\d)[,，](?=\d{3}(?!\d))")
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
+_ZH_DIGITS = {
+    "零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4,
+    "五": 5, "六": 6, "七": 7, "八": 8, "九": 9,
+}  # fmt: skip
+_ZH_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10000}
+_ZH_NUMBER = re.compile(r"[零〇一二两三四五六七八九十][零〇一二两三四五六七八九十百千万]*")
+# "4.5k", "1.2万", "3千", "2万5" (25000), "4千5" (4500), "1万2000" (12000)
+_MULTIPLIED = re.compile(r"(\d+(?:\.\d+)?)(k(?![a-z])|千|万)(\d{1,4}(?![\d.]))?")
+
+Aliases = Mapping[str, Sequence[str]]
+
+
+def _zh_value(run: str) -> int | None:
+    """The value of a run of Chinese numerals; None when it is not a number."""
+    if all(ch in _ZH_DIGITS for ch in run):
+        return int("".join(str(_ZH_DIGITS[ch]) for ch in run)) if len(run) > 1 else None
+    total = section = number = 0
+    last_unit = 0
+    after_unit = False
+    for ch in run:
+        if ch in _ZH_DIGITS:
+            number = _ZH_DIGITS[ch]
+            after_unit = False
+            if ch in "零〇":
+                last_unit = 0
+            continue
+        unit = _ZH_UNITS[ch]
+        if unit == 10000:
+            section += number
+            total += section * 10000
+            section = number = 0
+        else:
+            section += (number or 1) * unit
+            number = 0
+        last_unit, after_unit = unit, True
+    if number and last_unit and not after_unit:
+        number *= last_unit // 10  # "四千五": the trailing digit is the next unit down
+    return total + section + number
+
+
+def _zh_number(match: re.Match[str]) -> str:
+    run = match.group(0)
+    if len(run) == 1 and run in _ZH_DIGITS:
+        return str(_ZH_DIGITS[run])
+    value = _zh_value(run)
+    return str(value) if value is not None else run
+
+
+def _multiplied(match: re.Match[str]) -> str:
+    base, unit, rest = match.group(1), match.group(2), match.group(3)
+    scale = 10000 if unit == "万" else 1000
+    value = float(base) * scale
+    if rest:
+        # "2万5" is 25000, "1万2000" is 12000
+        value += int(rest) * (scale // 10 if len(rest) == 1 else 1)
+    return str(int(value)) if value == int(value) else match.group(0)
+
+
+def _is_latin(ch: str) -> bool:
+    return ch.isalpha() and not _CJK.match(ch)
+
+
+def _is_wordish(ch: str) -> bool:
+    return _is_latin(ch) or ch.isdigit()
+
+
+def _collapse_space(text: str) -> str:
+    def keep(match: re.Match[str]) -> str:
+        start, end = match.start(), match.end()
+        before = text[start - 1] if start else ""
+        after = text[end] if end < len(text) else ""
+        return " " if before and after and _is_wordish(before) and _is_wordish(after) else ""
+
+    return _SPACE.sub(keep, text)
 
 
 @lru_cache(maxsize=65536)
 def normalize(text: str) -> str:
-    """Fold width (NFKC), case and whitespace; drop thousands separators between digits."""
+    """Fold width, case, thousands separators, numerals and whitespace (see module doc)."""
     folded = unicodedata.normalize("NFKC", text).casefold()
     folded = _DIGIT_GROUP.sub("", folded)
-    return _SPACE.sub("", folded)
+    folded = _ZH_NUMBER.sub(_zh_number, folded)
+    folded = _collapse_space(folded.strip())
+    return _MULTIPLIED.sub(_multiplied, folded)
 
 
-def contains(text: str, keyword: str) -> bool:
-    """True when the normalised keyword occurs in the normalised text."""
-    needle = normalize(keyword)
-    return bool(needle) and needle in normalize(text)
+def _left_ok(text: str, i: int, first: str) -> bool:
+    if i == 0:
+        return True
+    before = text[i - 1]
+    if first.isdigit():
+        return not before.isdigit() and not (before == "." and i > 1 and text[i - 2].isdigit())
+    if _is_latin(first):
+        return not _is_latin(before)
+    return True
 
 
-def found(text: str, keywords: Iterable[str]) -> list[str]:
-    """The keywords that occur in text, in the order given."""
+def _right_ok(text: str, j: int, last: str) -> bool:
+    if j >= len(text):
+        return True
+    after = text[j]
+    if last.isdigit():
+        return not after.isdigit() and not (
+            after == "." and j + 1 < len(text) and text[j + 1].isdigit()
+        )
+    if _is_latin(last):
+        for suffix in ("", "s", "es"):  # plurals: "cats" names the cat
+            k = j + len(suffix)
+            if text.startswith(suffix, j) and (k >= len(text) or not _is_latin(text[k])):
+                return True
+        return False
+    return True
+
+
+def _spans(text: str, needle: str) -> Iterable[tuple[int, int]]:
+    start = text.find(needle)
+    while start >= 0:
+        yield start, start + len(needle)
+        start = text.find(needle, start + 1)
+
+
+@lru_cache(maxsize=65536)
+def _matches(text: str, needle: str, unless: tuple[str, ...]) -> bool:
+    masks = [span for u in unless if u for span in _spans(text, u)]
+    for i, j in _spans(text, needle):
+        if not (_left_ok(text, i, needle[0]) and _right_ok(text, j, needle[-1])):
+            continue
+        if any(a <= i and j <= b for a, b in masks):
+            continue
+        return True
+    return False
+
+
+def contains(
+    text: str, keyword: str, aliases: Aliases | None = None, unless: Aliases | None = None
+) -> bool:
+    """True when the keyword, or one of its aliases, occurs in the text at word and
+    digit boundaries, and not only inside one of its ``unless`` words."""
     haystack = normalize(text)
-    return [k for k in keywords if normalize(k) and normalize(k) in haystack]
+    masks = tuple(normalize(u) for u in (unless or {}).get(keyword, ()))
+    for spelling in (keyword, *(aliases or {}).get(keyword, ())):
+        needle = normalize(spelling)
+        if needle and _matches(haystack, needle, masks):
+            return True
+    return False
+
+
+def found(
+    text: str,
+    keywords: Iterable[str],
+    aliases: Aliases | None = None,
+    unless: Aliases | None = None,
+) -> list[str]:
+    """The keywords that occur in text, in the order given."""
+    return [k for k in keywords if contains(text, k, aliases, unless)]
+
+
+def risk(keyword: str) -> str | None:
+    """Why a keyword is likely to match where it should not (None when it is safe)."""
+    word = normalize(keyword)
+    if len(word) == 1 and _CJK.match(word):
+        return "a single CJK character also matches inside longer words"
+    if word.isascii() and word.isalpha() and len(word) <= 4:
+        return "a Latin word of 4 letters or fewer is easy to hit by accident"
+    if word.isdigit():
+        return "a bare number without a unit matches any figure that happens to equal it"
+    return None

@@ -1,6 +1,7 @@
 """The model path: any OpenAI-compatible endpoint, temperature 0, every answer cached.
 
-Each request is keyed by the SHA-256 of (model, messages, temperature, run index); the
+Each request is keyed by the SHA-256 of (endpoint, model, messages, temperature, run
+index): two servers that serve a model under the same name never share answers; the
 cache is an append-only JSONL file, so an interrupted run resumes and ``branchbench
 score`` never needs the endpoint.
 """
@@ -37,9 +38,16 @@ def answer_messages(prompt: str, context: str, question: str, language: str) -> 
     return [{"role": "system", "content": prompt}, {"role": "user", "content": body}]
 
 
-def request_hash(model: str, messages: Messages, run: int) -> str:
-    """Cache key of a request: what was asked, of which model, in which run."""
-    payload = {"model": model, "messages": messages, "temperature": 0, "run": run}
+def request_hash(endpoint: str, model: str, messages: Messages, run: int) -> str:
+    """Cache key of a request: what was asked, of which model at which endpoint, in
+    which run."""
+    payload = {
+        "endpoint": endpoint.rstrip("/"),
+        "model": model,
+        "messages": messages,
+        "temperature": 0,
+        "run": run,
+    }
     blob = json.dumps(payload, ensure_ascii=False, sort_keys=True)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -77,7 +85,7 @@ class ChatModel:
 
     def complete(self, messages: Messages, run: int = 0) -> tuple[str, str]:
         """(request hash, answer text); from the cache when this request was made before."""
-        key = request_hash(self.model, messages, run)
+        key = request_hash(self.endpoint, self.model, messages, run)
         if key in self._cache:
             return key, self._cache[key]
         import openai
@@ -96,7 +104,13 @@ class ChatModel:
         self._cache[key] = content
         self.cache_path.parent.mkdir(parents=True, exist_ok=True)
         with self.cache_path.open("a", encoding="utf-8") as f:
-            row = {"hash": key, "model": self.model, "run": run, "answer": content}
+            row = {
+                "hash": key,
+                "endpoint": self.endpoint,
+                "model": self.model,
+                "run": run,
+                "answer": content,
+            }
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
         return key, content
 

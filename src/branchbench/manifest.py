@@ -2,20 +2,33 @@
 
 Reported results use the test split only; if a probe could be tuned after seeing
 results, the figures would mean nothing. The manifest makes any change visible and
-makes ``branchbench run`` refuse to start, naming the file.
+makes ``branchbench run`` refuse to start, naming the file; and the manifest's own
+SHA-256 is pinned here, so a copy of the split with a regenerated manifest is refused
+too (re-freezing is a code change, visible in review).
+
+``run_record`` is what a results directory says about the code that produced it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
+import platform
+import subprocess
 from pathlib import Path
+from typing import Any
 
 from branchbench.errors import ManifestError
 from branchbench.scenario import scenarios_root
 
 FROZEN_SPLIT = "test"
 MANIFEST_NAME = "manifest.json"
+# SHA-256 of scenarios/manifest.json; changing the test split means changing this line.
+FROZEN_MANIFEST_SHA256 = "6f67fa4ae19f8b267c25c836791e944b836053c008a101963709ea5a18b6b930"
+# The code a figure depends on: the scorer, the matching rules, the budget, the baselines.
+SCORED_CODE = ("score.py", "keywords.py", "context.py", "tokens.py", "extract.py", "systems")
+RECORDED_PACKAGES = ("branchmem", "mem0ai", "langgraph")
 
 
 def file_sha256(path: Path) -> str:
@@ -46,8 +59,9 @@ def write_manifest(root: Path | None = None) -> Path:
     return path
 
 
-def verify_manifest(root: Path | None = None) -> str:
-    """Check every frozen file against the manifest; return the manifest's own SHA-256.
+def verify_manifest(root: Path | None = None, pinned: bool = True) -> str:
+    """Check every frozen file against the manifest and (``pinned``) the manifest
+    against the SHA-256 pinned in this module; return the manifest's SHA-256.
 
     Raises ManifestError naming the first file that is changed, missing or unlisted.
     """
@@ -68,4 +82,61 @@ def verify_manifest(root: Path | None = None) -> str:
             )
     for name in sorted(set(actual) - set(expected)):
         raise ManifestError(f"test file {name} is not in the manifest")
-    return file_sha256(path)
+    digest = file_sha256(path)
+    if pinned and digest != FROZEN_MANIFEST_SHA256:
+        raise ManifestError(
+            f"test split manifest {path} has sha256 {digest[:12]}..., not the frozen "
+            f"{FROZEN_MANIFEST_SHA256[:12]}... pinned in branchbench.manifest: the split "
+            "was re-frozen"
+        )
+    return digest
+
+
+def code_sha256() -> str:
+    """One SHA-256 over the scorer and baselines source (sorted relative paths + bytes)."""
+    package = Path(__file__).resolve().parent
+    files: list[Path] = []
+    for name in SCORED_CODE:
+        target = package / name
+        files.extend(sorted(target.rglob("*.py")) if target.is_dir() else [target])
+    h = hashlib.sha256()
+    for path in files:
+        h.update(path.relative_to(package).as_posix().encode() + b"\0")
+        h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _git(*args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", *args],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip()
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def run_record() -> dict[str, Any]:
+    """Commit (``"dirty"`` when the checkout has uncommitted changes, None outside git),
+    the code hash, the Python and package versions."""
+    head = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain", "--untracked-files=no") if head else None
+    return {
+        "git_commit": ("dirty" if status else head) if head else None,
+        "git_head": head,
+        "code_sha256": code_sha256(),
+        "python": platform.python_version(),
+        "packages": {name: _version(name) for name in RECORDED_PACKAGES},
+    }

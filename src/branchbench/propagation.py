@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
-from branchmem.corrections import RepairResult, RepairView
+from branchmem import RepairResult, RepairView
 from branchmem.errors import BranchmemError, ErasedError, InvalidInput
 from branchmem.memory import Memory
 from branchmem.model import Record

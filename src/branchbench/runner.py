@@ -2,13 +2,17 @@
 context for each probe at its anchor; optionally a model answers from that context.
 
 Everything the scorer needs is written to the results directory: ``run.json`` (the
-configuration), ``contexts.jsonl`` (one row per system and probe) and, with a model,
-``answers.jsonl`` (one row per system, probe, prompt and run).
+configuration, the code and versions that ran), ``contexts.jsonl`` (one row per
+extractor, system and probe) and, with a model, ``answers.jsonl`` (one row per
+extractor, system, probe, prompt and run). Files are written only once everything has
+been computed, each atomically and ``run.json`` last: a run that fails half-way (an
+endpoint down) leaves the directory as it was.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -18,16 +22,25 @@ from typing import Any
 
 from branchbench.context import DEFAULT_BUDGET
 from branchbench.errors import BenchError, ScenarioError
-from branchbench.extract import Extractor, LLMExtractor, OracleExtractor
-from branchbench.keywords import contains
+from branchbench.extract import Extractor, LLMExtractor, OracleExtractor, RuleExtractor
 from branchbench.llm import PROMPTS, ChatModel, answer_messages
-from branchbench.manifest import FROZEN_SPLIT, verify_manifest
-from branchbench.scenario import Fact, Probe, Scenario, load_split
+from branchbench.manifest import FROZEN_SPLIT, run_record, verify_manifest
+from branchbench.scenario import Fact, Probe, Scenario, Tree, load_split
 from branchbench.systems import registry
 from branchbench.systems.base import Setup, SystemFactory
 from branchbench.validate import validate_split
 
 DEFAULT_RUNS = 3
+DEFAULT_EXTRACTORS = ("oracle", "rules")
+EXTRACTORS = ("oracle", "rules", "llm")
+RESULT_FILES = (
+    "contexts.jsonl",
+    "answers.jsonl",
+    "run.json",
+    "summary.json",
+    "summary.md",
+    "leak_by_operation.png",
+)
 
 Progress = Callable[[str], None]
 
@@ -42,9 +55,10 @@ class RunConfig:
     endpoint: str | None = None
     model: str | None = None
     runs: int = DEFAULT_RUNS
-    extractor: str = "oracle"
+    extractors: list[str] = field(default_factory=lambda: list(DEFAULT_EXTRACTORS))
     scenarios_root: str | None = None
     cache: str | None = None
+    limit: int | None = None
 
 
 def _check_inputs(config: RunConfig) -> tuple[list[Scenario], str | None]:
@@ -60,6 +74,10 @@ def _check_inputs(config: RunConfig) -> tuple[list[Scenario], str | None]:
             f"fails validation: {problems[0]}"
             f" ({len(problems)} problem(s); run `branchbench validate`)",
         )
+    if config.limit is not None:
+        if config.limit < 1:
+            raise BenchError(f"--limit must be at least 1, got {config.limit}")
+        scenarios = scenarios[: config.limit]
     return scenarios, manifest_sha
 
 
@@ -70,6 +88,23 @@ def _systems(names: Sequence[str]) -> dict[str, SystemFactory]:
     if unknown:
         raise BenchError(f"unknown system {unknown[0]!r}; available: {', '.join(available)}")
     return {n: available[n] for n in chosen}
+
+
+def _extractors(names: Sequence[str], chat: ChatModel | None) -> dict[str, Extractor]:
+    chosen = list(dict.fromkeys(names)) or list(DEFAULT_EXTRACTORS)
+    out: dict[str, Extractor] = {}
+    for name in chosen:
+        if name == "oracle":
+            out[name] = OracleExtractor()
+        elif name == "rules":
+            out[name] = RuleExtractor()
+        elif name == "llm":
+            if chat is None:
+                raise BenchError("the llm extractor needs --endpoint and --model")
+            out[name] = LLMExtractor(chat)
+        else:
+            raise BenchError(f"unknown extractor {name!r}; choose from {', '.join(EXTRACTORS)}")
+    return out
 
 
 def _probe_points(scenario: Scenario) -> dict[str, list[Probe]]:
@@ -87,9 +122,16 @@ def context_rows(
     budget: int,
     endpoint: str | None = None,
     model: str | None = None,
+    extractor: str = "oracle",
 ) -> list[dict[str, Any]]:
-    """Feed one scenario to one fresh system and record the context of each probe."""
+    """Feed one scenario to one fresh system and record the context of each probe.
+
+    Besides the context, a row records the transcript and memory apart, what the memory
+    asserts as current, and whether the whole anchor path fit the budget: the scorer
+    needs them to tell measurements from what holds by construction.
+    """
     points = _probe_points(scenario)
+    tree = Tree(scenario.messages)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="branchbench-") as scratch:
         system = factory(Setup(scenario.language, Path(scratch), endpoint, model))
@@ -99,12 +141,14 @@ def context_rows(
                 for probe in points.get(message.id, []):
                     anchor = scenario.probe_anchor(probe)
                     ctx = system.context(anchor, probe.question, budget)
+                    shown = {t.event_id for t in ctx.transcript}
                     rows.append(
                         {
                             "split": scenario.split,
                             "scenario": scenario.id,
                             "language": scenario.language,
                             "operation": scenario.operation,
+                            "extractor": extractor,
                             "system": name,
                             "probe": probe.id,
                             "type": probe.type,
@@ -112,10 +156,15 @@ def context_rows(
                             "question": probe.question,
                             "answer": list(probe.answer),
                             "forbidden": list(probe.forbidden),
+                            "aliases": {k: list(v) for k, v in probe.aliases.items()},
+                            "unless": {k: list(v) for k, v in probe.unless.items()},
                             "forbidden_in_question": any(
-                                contains(probe.question, k) for k in probe.forbidden
+                                probe.hit(probe.question, k) for k in probe.forbidden
                             ),
+                            "path_in_transcript": all(i in shown for i in tree.path(anchor)),
                             "memory": ctx.memory_text(),
+                            "asserted": ctx.asserted_text(),
+                            "transcript": ctx.transcript_text(),
                             "context": ctx.render(),
                             "tokens": ctx.tokens(),
                         }
@@ -125,50 +174,60 @@ def context_rows(
     return rows
 
 
-def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    with path.open("w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+def _jsonl(rows: Sequence[dict[str, Any]]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a file so that a reader sees the old content or the new, never a part."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def run(config: RunConfig, out_dir: Path, progress: Progress | None = None) -> Path:
     """Run the benchmark into ``out_dir`` and return it; scoring is separate (score.py).
 
     Refuses to start when the frozen split differs from its manifest or any scenario
-    fails validation.
+    fails validation. Nothing is written to ``out_dir`` unless the whole run succeeds.
     """
     scenarios, manifest_sha = _check_inputs(config)
     systems = _systems(config.systems)
     config.systems = list(systems)
-    out_dir.mkdir(parents=True, exist_ok=True)
     chat: ChatModel | None = None
     if config.endpoint:
         if not config.model:
             raise BenchError("--endpoint needs --model")
         cache = Path(config.cache) if config.cache else out_dir / "llm_cache.jsonl"
         chat = ChatModel(config.endpoint, config.model, cache)
-    extractor: Extractor = OracleExtractor()
-    if config.extractor == "llm":
-        if chat is None:
-            raise BenchError("the llm extractor needs --endpoint and --model")
-        extractor = LLMExtractor(chat)
+    extractors = _extractors(config.extractors, chat)
+    config.extractors = list(extractors)
 
     rows: list[dict[str, Any]] = []
     for scenario in scenarios:
-        extracted = {m.id: extractor.extract(m) for m in scenario.messages}
-        for name, factory in systems.items():
-            rows.extend(
-                context_rows(
-                    scenario, name, factory, extracted, config.budget, config.endpoint, config.model
+        for ex_name, extractor in extractors.items():
+            extracted = {m.id: extractor.extract(m) for m in scenario.messages}
+            for name, factory in systems.items():
+                rows.extend(
+                    context_rows(
+                        scenario,
+                        name,
+                        factory,
+                        extracted,
+                        config.budget,
+                        config.endpoint,
+                        config.model,
+                        extractor=ex_name,
+                    )
                 )
-            )
-            if progress:
-                progress(f"{scenario.id} / {name}")
-    _write_jsonl(out_dir / "contexts.jsonl", rows)
+                if progress:
+                    progress(f"{scenario.id} / {ex_name} / {name}")
 
+    answers: list[dict[str, Any]] = []
     if chat is not None:
-        answers = []
-        for row in rows:
+        # the model answers from the first extractor's contexts only: the cost of a run
+        # should not double because a second extractor is measured model-free
+        for row in (r for r in rows if r["extractor"] == config.extractors[0]):
             for prompt_name, prompt in PROMPTS.items():
                 messages = answer_messages(prompt, row["context"], row["question"], row["language"])
                 for i in range(config.runs):
@@ -176,6 +235,7 @@ def run(config: RunConfig, out_dir: Path, progress: Progress | None = None) -> P
                     answers.append(
                         {
                             "scenario": row["scenario"],
+                            "extractor": row["extractor"],
                             "system": row["system"],
                             "probe": row["probe"],
                             "prompt": prompt_name,
@@ -186,26 +246,30 @@ def run(config: RunConfig, out_dir: Path, progress: Progress | None = None) -> P
                     )
             if progress:
                 progress(f"answers {row['scenario']} / {row['system']} / {row['probe']}")
-        _write_jsonl(out_dir / "answers.jsonl", answers)
 
     meta = {
         **asdict(config),
         "manifest_sha256": manifest_sha,
         "scenarios": len(scenarios),
         "probes": sum(len(s.probes) for s in scenarios),
+        **run_record(),
     }
-    (out_dir / "run.json").write_text(
-        json.dumps(meta, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
-    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in RESULT_FILES:
+        (out_dir / name).unlink(missing_ok=True)  # no file of an earlier run survives
+    write_atomic(out_dir / "contexts.jsonl", _jsonl(rows))
+    if answers:
+        write_atomic(out_dir / "answers.jsonl", _jsonl(answers))
+    write_atomic(out_dir / "run.json", json.dumps(meta, ensure_ascii=False, indent=2) + "\n")
     return out_dir
 
 
 def progress_steps(config: RunConfig) -> int:
     """How many progress ticks a run makes (for a progress bar)."""
     root = Path(config.scenarios_root) if config.scenarios_root else None
-    n = len(load_split(config.split, root))
-    steps = n * len(_systems(config.systems))
+    scenarios = load_split(config.split, root)[: config.limit]
+    per_system = len(scenarios) * max(1, len(config.extractors))
+    steps = per_system * len(_systems(config.systems))
     if config.endpoint:
-        probes = sum(len(s.probes) for s in load_split(config.split, root))
-        steps += probes * len(_systems(config.systems))
+        steps += sum(len(s.probes) for s in scenarios) * len(_systems(config.systems))
     return steps

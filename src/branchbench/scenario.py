@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from branchbench.errors import ScenarioError
+from branchbench.keywords import contains
 
-SPLITS = ("dev", "test", "en", "long", "invalidation")
+SPLITS = ("dev", "test", "en", "long", "invalidation", "spread")
 OPERATIONS = (
     "edit_user",
     "regenerate",
@@ -25,6 +26,8 @@ OPERATIONS = (
     "correct_in_branch",
     "invalidation",
     "long_history",
+    "late_sibling",
+    "two_forks",
 )
 PROBE_TYPES = ("leak", "retain", "stale", "retracted")
 ROLES = ("user", "assistant", "system", "tool")
@@ -67,7 +70,9 @@ class Probe:
 
     ``leak``: forbidden = a sibling branch's fact. ``retain``: answer keywords must still
     be reachable. ``stale``: forbidden = a value superseded earlier on the same path.
-    ``retracted``: forbidden = a value the user retracted.
+    ``retracted``: forbidden = a value the user retracted. ``aliases`` maps a keyword to
+    other spellings that count as it; ``unless`` maps a keyword to longer words that
+    contain it without meaning it (see ``branchbench.keywords``).
     """
 
     id: str
@@ -78,6 +83,12 @@ class Probe:
     notes: str = ""
     anchor: str | None = None
     asked_after: str | None = None
+    aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    unless: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def hit(self, text: str, keyword: str) -> bool:
+        """Whether ``keyword`` (or an alias) occurs in ``text`` by the scorer's rules."""
+        return contains(text, keyword, self.aliases, self.unless)
 
 
 @dataclass(frozen=True)
@@ -117,6 +128,18 @@ def _strings(raw: Mapping[str, Any], name: str, where: str, sid: str) -> tuple[s
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ScenarioError(sid, f"{where}: field {name!r} must be a list of strings")
     return tuple(value)
+
+
+def _keyword_map(
+    raw: Mapping[str, Any], name: str, where: str, sid: str
+) -> dict[str, tuple[str, ...]]:
+    value = raw.get(name, {})
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
+        for k, v in value.items()
+    ):
+        raise ScenarioError(sid, f"{where}: field {name!r} must map keywords to lists of strings")
+    return {k: tuple(v) for k, v in value.items()}
 
 
 def _fact(raw: Any, where: str, sid: str) -> Fact:
@@ -192,6 +215,8 @@ def scenario_from_dict(raw: Any, source: str = "") -> Scenario:
                 notes=str(p.get("notes", "")),
                 anchor=p.get("anchor"),
                 asked_after=p.get("asked_after"),
+                aliases=_keyword_map(p, "aliases", where, sid),
+                unless=_keyword_map(p, "unless", where, sid),
             )
         )
     return Scenario(
@@ -234,6 +259,10 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
             out["anchor"] = p.anchor
         if p.asked_after:
             out["asked_after"] = p.asked_after
+        if p.aliases:
+            out["aliases"] = {k: list(v) for k, v in p.aliases.items()}
+        if p.unless:
+            out["unless"] = {k: list(v) for k, v in p.unless.items()}
         out["notes"] = p.notes
         return out
 

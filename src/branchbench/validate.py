@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from branchbench.context import DEFAULT_BUDGET, Turn, fit
-from branchbench.keywords import contains, normalize
+from branchbench.context import DEFAULT_BUDGET, HEADINGS, Turn, fit
+from branchbench.keywords import normalize, risk
 from branchbench.scenario import Fact, Message, Probe, Scenario, Tree
 
 
@@ -60,24 +60,83 @@ def _tree_problems(s: Scenario) -> list[Problem]:
 
 
 def _fork_problems(s: Scenario, tree: Tree) -> list[Problem]:
-    """A scenario without an abandoned branch cannot measure a leak."""
-    on_path = set(tree.path(s.anchor))
-    off_path = [m for m in s.messages if m.id not in on_path and m.content.strip()]
-    if not off_path:
-        return [Problem(s.id, "fork", f"no event lies off the anchor path of {s.anchor!r}")]
-    return []
+    """A scenario without an abandoned branch cannot measure a leak. Events below the
+    anchor of a linear chain lie off its path too, but nothing forked: the path must pass
+    an event with two children."""
+    children: dict[str, int] = {}
+    for m in s.messages:
+        if m.parent is not None:
+            children[m.parent] = children.get(m.parent, 0) + 1
+
+    def forked(anchor: str) -> bool:
+        return any(children.get(i, 0) >= 2 for i in tree.path(anchor))
+
+    out: list[Problem] = []
+    if not forked(s.anchor):
+        words = ", ".join(repr(k) for p in s.probes if p.type == "leak" for k in p.forbidden)
+        out.append(
+            Problem(
+                s.id,
+                "fork",
+                f"the path to anchor {s.anchor!r} passes no fork point"
+                + (
+                    f"; forbidden {words} lie below it, not on an abandoned branch" if words else ""
+                ),
+            )
+        )
+    for p in s.probes:
+        anchor = s.probe_anchor(p)
+        if p.type == "leak" and anchor != s.anchor and not forked(anchor):
+            words = ", ".join(repr(k) for k in p.forbidden)
+            out.append(
+                Problem(
+                    s.id,
+                    "fork",
+                    f"probe {p.id!r}: the path to anchor {anchor!r} passes no fork point;"
+                    f" forbidden {words} lie below it, not on an abandoned branch",
+                )
+            )
+    return out
+
+
+def _labels(language: str) -> list[str]:
+    """Words every rendered context contains whatever the memory holds."""
+    mem_head, conv_head, roles = HEADINGS.get(language, HEADINGS["en"])
+    return [mem_head, conv_head, *roles.values()]
 
 
 def _texts(messages: Iterable[Message]) -> list[tuple[str, str]]:
     return [(m.id, m.content) for m in messages]
 
 
-def _where(keyword: str, texts: list[tuple[str, str]]) -> list[str]:
-    return [mid for mid, text in texts if contains(text, keyword)]
+def _where(probe: Probe, keyword: str, texts: list[tuple[str, str]]) -> list[str]:
+    return [mid for mid, text in texts if probe.hit(text, keyword)]
 
 
 def _facts_on(path: list[Message]) -> list[tuple[int, Fact]]:
     return [(depth, f) for depth, m in enumerate(path) for f in m.facts]
+
+
+def _current_facts(path: list[Message]) -> list[Fact]:
+    """Facts on the path still current at its end: not superseded deeper on it (same
+    key and scope, or explicitly) and not retracted below them."""
+    facts = _facts_on(path)
+    current = []
+    for d, f in facts:
+        if f.op != "assert":
+            continue
+        replaced = any(
+            d2 > d
+            and (
+                (f2.op == "assert" and f2.key == f.key and f2.scope == f.scope)
+                or (f.id is not None and f.id in f2.supersedes)
+                or (f2.op == "retract" and f2.key == f.key and f2.scope in (None, f.scope))
+            )
+            for d2, f2 in facts
+        )
+        if not replaced:
+            current.append(f)
+    return current
 
 
 def _probe_problems(s: Scenario, tree: Tree, probe: Probe) -> list[Problem]:
@@ -107,22 +166,39 @@ def _probe_problems(s: Scenario, tree: Tree, probe: Probe) -> list[Problem]:
     if not probe.answer:
         fail("keywords", "no answer keywords")
     for kw in probe.forbidden:
-        if contains(probe.question, kw):
+        if probe.hit(probe.question, kw):
             fail("question", f"forbidden keyword {kw!r} occurs in the question")
         for ans in probe.answer:
-            if contains(ans, kw):
+            if probe.hit(ans, kw):
                 fail("answer", f"forbidden keyword {kw!r} occurs in answer keyword {ans!r}")
     for kw in probe.answer:
-        if not _where(kw, on_path):
+        if probe.hit(probe.question, kw):
+            # echoing the question would score as correct
+            fail("question", f"answer keyword {kw!r} occurs in the question")
+        if not _where(probe, kw, on_path):
             fail("answer-on-path", f"answer keyword {kw!r} is not on the anchor path")
+    for label in _labels(s.language):
+        for kw in probe.forbidden:
+            if probe.hit(label, kw):
+                fail("labels", f"forbidden keyword {kw!r} matches the context label {label!r}")
+        for kw in probe.answer:
+            if probe.hit(label, kw):
+                fail("labels", f"answer keyword {kw!r} is satisfied by the label {label!r}")
 
     if probe.type == "leak":
         if not probe.forbidden:
             fail("leak", "a leak probe needs forbidden keywords")
+        path_facts = [(m.id, f.value) for m in path for f in m.facts if f.op == "assert"]
         for kw in probe.forbidden:
-            if hits := _where(kw, on_path):
+            if hits := _where(probe, kw, on_path):
                 fail("leak", f"forbidden keyword {kw!r} is on the anchor path (in {hits[0]!r})")
-            if not _where(kw, off_path):
+            elif hits := _where(probe, kw, path_facts):
+                fail(
+                    "leak",
+                    f"forbidden keyword {kw!r} is in a fact derived on the anchor path"
+                    f" (from {hits[0]!r})",
+                )
+            if not _where(probe, kw, off_path):
                 fail(
                     "leak",
                     f"forbidden keyword {kw!r} occurs in no off-path event arriving"
@@ -142,11 +218,11 @@ def _stale_problems(s: Scenario, probe: Probe, path: list[Message]) -> list[Prob
     if not probe.forbidden:
         out.append(Problem(s.id, "stale", f"probe {probe.id!r}: needs forbidden keywords"))
     for kw in probe.forbidden:
-        stated = [(d, f) for d, f in facts if f.op == "assert" and contains(f.value, kw)]
+        stated = [(d, f) for d, f in facts if f.op == "assert" and probe.hit(f.value, kw)]
         superseded = any(
             d2 > d
             and f2.op == "assert"
-            and not contains(f2.value, kw)
+            and not probe.hit(f2.value, kw)
             and ((f2.key == f.key and f2.scope == f.scope) or (f.id and f.id in f2.supersedes))
             for d, f in stated
             for d2, f2 in facts
@@ -169,6 +245,16 @@ def _stale_problems(s: Scenario, probe: Probe, path: list[Message]) -> list[Prob
                     " not superseded later on the anchor path",
                 )
             )
+        for f in _current_facts(path):
+            if probe.hit(f.value, kw):
+                out.append(
+                    Problem(
+                        s.id,
+                        "stale",
+                        f"probe {probe.id!r}: forbidden value {kw!r} is also in the current"
+                        f" fact {f.value!r} (key {f.key!r}), so a correct memory shows it",
+                    )
+                )
     return out
 
 
@@ -183,7 +269,7 @@ def _retracted_problems(
         out.append(Problem(s.id, "retracted", f"probe {probe.id!r}: needs forbidden keywords"))
     for kw in probe.forbidden:
         stated = [
-            (m, f) for m in arrived for f in m.facts if f.op == "assert" and contains(f.value, kw)
+            (m, f) for m in arrived for f in m.facts if f.op == "assert" and probe.hit(f.value, kw)
         ]
         if not stated:
             out.append(
@@ -234,7 +320,7 @@ def _long_problems(s: Scenario, tree: Tree, budget: int) -> list[Problem]:
             continue
         turns = [Turn(i, by_id[i].role, by_id[i].content) for i in tree.path(s.probe_anchor(probe))]
         window = fit([], turns, budget, s.language).render()
-        if not all(contains(window, k) for k in probe.answer):
+        if not all(probe.hit(window, k) for k in probe.answer):
             return []
     return [
         Problem(s.id, "long", f"every retain probe is answerable from the last {budget} tokens")
@@ -259,6 +345,22 @@ def validate_scenario(s: Scenario, budget: int = DEFAULT_BUDGET) -> list[Problem
     if s.split == "long":
         problems.extend(_long_problems(s, tree, budget))
     return problems
+
+
+def keyword_warnings(s: Scenario) -> list[Problem]:
+    """Keywords likely to match where they should not: a single CJK character, a Latin
+    word of four letters or fewer, a bare number. Warnings, not failures: the matcher's
+    boundaries and a probe's ``unless`` words may make them safe."""
+    out: list[Problem] = []
+    for probe in s.probes:
+        for role, keywords in (("answer", probe.answer), ("forbidden", probe.forbidden)):
+            for kw in keywords:
+                why = risk(kw)
+                if why and kw not in probe.unless:
+                    out.append(
+                        Problem(s.id, "risky", f"probe {probe.id!r}: {role} keyword {kw!r}: {why}")
+                    )
+    return out
 
 
 def validate_split(scenarios: Iterable[Scenario], split: str | None = None) -> list[Problem]:

@@ -4,7 +4,6 @@ A derived memory is visible only when every one of its source events lies on the
 path of the current anchor.
 """
 
-from .corrections import Delivery, RepairItem, RepairResult, RepairView, StaleDelivery
 from .errors import (
     BranchmemError,
     ConflictError,
@@ -14,7 +13,18 @@ from .errors import (
     NotFoundError,
 )
 from .memory import Memory
-from .model import Event, Explanation, Hit, Record
+from .model import (
+    Conversation,
+    Delivery,
+    Event,
+    Explanation,
+    Hit,
+    Record,
+    RepairItem,
+    RepairResult,
+    RepairView,
+    StaleDelivery,
+)
 from .search.context import Context
 
 __all__ = [
@@ -22,6 +32,7 @@ __all__ = [
     "Client",
     "ConflictError",
     "Context",
+    "Conversation",
     "CycleError",
     "Delivery",
     "ErasedError",
@@ -37,11 +48,22 @@ __all__ = [
     "RepairView",
     "StaleDelivery",
 ]
-__version__ = "0.1.0"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("branchmem")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
+
+__version__ = _version()
 
 
 def __getattr__(name: str) -> object:
-    """``branchmem.Client`` needs httpx (the ``server`` extra): import it on first use."""
+    """``branchmem.Client`` needs httpx (the ``client`` extra): import it on first use."""
     if name == "Client":
         from .client import Client
 

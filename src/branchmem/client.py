@@ -12,21 +12,33 @@ request that may have reached the server is retried only when repeating it canno
 the outcome (reads, and writes that are no-ops when repeated: adding an identical event or
 record). ``mode`` sets the decision mode of every view this client asks for, as
 ``Memory(mode)`` does.
+
+The API methods are not written here: each is one line, ``name = remote(MemoryAPI.name)``,
+which sends the call by its route in the operation table and decodes the answer with the
+codec (``branchmem.api``); mypy reads each signature from ``MemoryAPI``.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import itertools
 import json
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 from urllib.parse import quote
 
-import httpx
+from .errors import MissingExtra
 
-from .audit import AuditEntry
-from .corrections import Delivery, RepairItem, StaleDelivery
+try:
+    import httpx
+except ImportError as missing:  # the core library has no dependencies; the client has one
+    raise MissingExtra("branchmem.Client", "client", missing.name) from missing
+
+from .api.codec import decode, encode_argument
+from .api.operations import Operation, operations
+from .api.protocol import MemoryAPI
 from .errors import (
     BranchmemError,
     ConflictError,
@@ -34,6 +46,7 @@ from .errors import (
     ErasedError,
     Forbidden,
     InvalidInput,
+    MissingExtra,
     NotFoundError,
     SchemaVersionError,
     ServiceError,
@@ -42,8 +55,7 @@ from .errors import (
     Unauthorized,
     Unavailable,
 )
-from .model import MODES, Event, Explanation, Hit, Record
-from .search.context import Context
+from .model import MODES, Event, Explanation
 from .validation import check_id
 
 if TYPE_CHECKING:
@@ -60,7 +72,7 @@ def _error_classes() -> dict[str, type[BranchmemError]]:
     classes: list[type[BranchmemError]] = [
         BranchmemError, InvalidInput, NotFoundError, ConflictError, CycleError, ErasedError,
         StorageError, SchemaVersionError, ImportFormatError, EmbedderUnavailable,
-        ServiceError, Unauthorized, Forbidden, TooLarge, Unavailable,
+        MissingExtra, ServiceError, Unauthorized, Forbidden, TooLarge, Unavailable,
     ]  # fmt: skip
     found = {cls.code: cls for cls in classes}
     found["malformed"] = InvalidInput
@@ -78,28 +90,42 @@ def _flag(value: bool) -> str:
     return "true" if value else "false"
 
 
-def _record(data: Mapping[str, Any]) -> Record:
-    sources = data["sources"]
-    return Record(
-        id=data["id"],
-        revision=int(data["revision"]),
-        kind=data["kind"],
-        content=data["content"],
-        sources=None if sources is None else tuple(sources),
-        key=data.get("key"),
-        scope=data.get("scope"),
-        meta=dict(data.get("meta") or {}),
-        seq=int(data.get("seq", 0)),
-        namespace=data.get("namespace", DEFAULT_NAMESPACE),
-    )
+F = TypeVar("F", bound=Callable[..., Any])
+
+# a query parameter must already have the type the server parses it as
+_SCALARS: Final = (str, int, float, bool)
 
 
-def _event(data: Mapping[str, Any]) -> Event:
-    return Event(**data)
+def _query_value(op: Operation, name: str, hint: Any, value: Any) -> Any:
+    """A query parameter as sent; refused here when the server could only misread it
+    (``search(5, ...)`` would arrive as the text "5")."""
+    if value is None:
+        return None
+    allowed = [t for t in (hint, *getattr(hint, "__args__", ())) if t in _SCALARS]
+    accepted = (*allowed, int) if float in allowed else tuple(allowed)
+    if (allowed and not isinstance(value, accepted)) or (
+        isinstance(value, bool) and bool not in allowed
+    ):
+        wanted = " or ".join(t.__name__ for t in allowed)
+        raise InvalidInput(f"{op.name}: {name} must be {wanted}, got {type(value).__name__}")
+    return _flag(value) if isinstance(value, bool) else value
 
 
-def _items(pairs: Iterable[Sequence[Any]]) -> tuple[tuple[str, int], ...]:
-    return tuple((str(i), int(r)) for i, r in pairs)
+def remote(declared: F) -> F:
+    """A ``Client`` method for an API method: same signature and docstring, sent over HTTP
+    by the operation table's route and decoded by the codec (``Client._call``)."""
+    name = declared.__name__
+    signature = inspect.signature(declared)
+
+    @functools.wraps(declared)
+    def call(self: Client, *args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        arguments.pop("self")
+        return self._call(operations()[name], arguments)
+
+    return call  # type: ignore[return-value]
 
 
 class Client:
@@ -210,6 +236,8 @@ class Client:
     def _decode(self, response: httpx.Response) -> Any:
         if response.status_code >= 400:
             raise self._problem(response)
+        if response.status_code == 204:
+            return None
         return response.json()
 
     def _ns(self, namespace: str) -> str:
@@ -231,66 +259,68 @@ class Client:
     def _mode(self, mode: str | None) -> str | None:
         return self.mode if mode is None else mode
 
-    # -- events ------------------------------------------------------------------------
-    def add_event(
-        self,
-        id: str,
-        parent: str | None = None,
-        *,
-        tree: str | None = None,
-        role: str = "user",
-        content: str = "",
-        meta: Mapping[str, Any] | None = None,
-        ts: float | None = None,
-        namespace: str = DEFAULT_NAMESPACE,
-    ) -> Event:
-        body = {
-            "id": id, "parent": parent, "tree": tree, "role": role, "content": content,
-            "meta": self._meta(meta), "ts": ts,
-        }  # fmt: skip
-        data = self._request("POST", self._ns(namespace) + "/events", body=body, repeatable=True)
-        return _event(data)
+    def _call(self, op: Operation, arguments: dict[str, Any]) -> Any:
+        """One operation of the table: path, query or body from the arguments, then the
+        result decoded into the API's own types."""
+        where = self._ns(arguments.pop("namespace"))
+        if "mode" in arguments and arguments["mode"] is None:
+            arguments["mode"] = self.mode
+        segments = {p.name: self._id(arguments.pop(p.name), p.name) for p in op.where("path")}
+        where += op.path.format(**segments)
+        data: Any
+        if op.verb == "GET":
+            query = {
+                p.name: _query_value(op, p.name, p.hint, arguments[p.name])
+                for p in op.where("query")
+            }
+            data = (
+                list(self._pages(where, query))
+                if op.page
+                else self._request("GET", where, params=query)
+            )
+        else:
+            body = {name: encode_argument(value) for name, value in arguments.items()}
+            repeatable = op.repeatable and not body.get("supersedes")
+            data = self._request(op.verb, where, body=body, repeatable=repeatable)
+        if op.envelope is not None:
+            data = data[op.envelope]
+        return decode(op.result, data)
 
-    def add_events(
-        self, events: Iterable[Mapping[str, Any] | Event], *, namespace: str = DEFAULT_NAMESPACE
-    ) -> list[Event]:
-        specs: list[Any] = []
-        for item in events:
-            if isinstance(item, Event):
-                specs.append(
-                    {"id": item.id, "parent": item.parent, "tree": item.tree, "role": item.role,
-                     "content": item.content, "meta": item.meta, "ts": item.ts}
-                )  # fmt: skip
-            elif isinstance(item, Mapping):
-                specs.append(dict(item))
-            else:
-                specs.append(item)
-        data = self._request(
-            "POST", self._ns(namespace) + "/events/batch", body={"events": specs}, repeatable=True
-        )
-        return [_event(e) for e in data]
+    # -- the API: one line per MemoryAPI method (mypy reads each signature from there) --
+    add_event = remote(MemoryAPI.add_event)
+    add_events = remote(MemoryAPI.add_events)
+    get_event = remote(MemoryAPI.get_event)
+    path = remote(MemoryAPI.path)
+    set_head = remote(MemoryAPI.set_head)
+    head = remote(MemoryAPI.head)
+    heads = remote(MemoryAPI.heads)
+    conversations = remote(MemoryAPI.conversations)
+    add_record = remote(MemoryAPI.add_record)
+    revise = remote(MemoryAPI.revise)
+    get_record = remote(MemoryAPI.get_record)
+    supersede = remote(MemoryAPI.supersede)
+    retract = remote(MemoryAPI.retract)
+    withdraw = remote(MemoryAPI.withdraw)
+    erase = remote(MemoryAPI.erase)
+    restore = remote(MemoryAPI.restore)
+    dependents = remote(MemoryAPI.dependents)
+    visible = remote(MemoryAPI.visible)
+    explain = remote(MemoryAPI.explain)
+    current = remote(MemoryAPI.current)
+    stale = remote(MemoryAPI.stale)
+    report = remote(MemoryAPI.report)
+    audit = remote(MemoryAPI.audit)
+    history = remote(MemoryAPI.history)
+    repair_queue = remote(MemoryAPI.repair_queue)
+    search = remote(MemoryAPI.search)
+    context = remote(MemoryAPI.context)
+    deliveries = remote(MemoryAPI.deliveries)
+    stale_deliveries = remote(MemoryAPI.stale_deliveries)
 
-    def get_event(self, id: str, *, namespace: str = DEFAULT_NAMESPACE) -> Event:
-        return _event(
-            self._request("GET", f"{self._ns(namespace)}/events/{self._id(id, 'event id')}")
-        )
+    def is_visible(self, record_id: str, anchor: str | None, **options: Any) -> bool:
+        return self.explain(record_id, anchor, **options).visible
 
-    def path(self, anchor: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[Event]:
-        where = f"{self._ns(namespace)}/events/{self._id(anchor, 'event id')}/path"
-        return [_event(e) for e in self._pages(where)]
-
-    def set_head(self, event_id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
-        self._request(
-            "POST", self._ns(namespace) + "/heads", body={"event": event_id}, repeatable=True
-        )
-
-    def head(self, tree: str, *, namespace: str = DEFAULT_NAMESPACE) -> str | None:
-        data = self._request("GET", f"{self._ns(namespace)}/heads/{self._id(tree, 'tree')}")
-        return data["head"]  # type: ignore[no-any-return]
-
-    def heads(self, *, namespace: str = DEFAULT_NAMESPACE) -> dict[str, str]:
-        return dict(self._request("GET", self._ns(namespace) + "/heads")["heads"])
-
+    # -- what only the client has ------------------------------------------------------
     def import_(
         self,
         plan: ImportPlan,
@@ -322,151 +352,8 @@ class Client:
             headers={"Content-Type": "application/octet-stream"},
         )
         data["source"] = str(source)
-        return ImportSummary(**data)
-
-    # -- records -----------------------------------------------------------------------
-    def add_record(
-        self,
-        id: str,
-        *,
-        sources: Iterable[str] | None,
-        content: str = "",
-        kind: str = "fact",
-        key: str | None = None,
-        scope: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-        supersedes: Iterable[str] = (),
-        namespace: str = DEFAULT_NAMESPACE,
-    ) -> Record:
-        if isinstance(supersedes, str):
-            raise InvalidInput("supersedes must be a list of record ids")
-        body = {
-            "id": id, "sources": self._sources(sources, id), "content": content, "kind": kind,
-            "key": key, "scope": scope, "meta": self._meta(meta), "supersedes": list(supersedes),
-        }  # fmt: skip
-        repeatable = not body["supersedes"]
-        data = self._request(
-            "POST", self._ns(namespace) + "/records", body=body, repeatable=repeatable
-        )
-        return _record(data)
-
-    @staticmethod
-    def _sources(sources: object, what: object) -> Any:
-        if sources is None:
-            return None
-        if isinstance(sources, str):
-            raise InvalidInput(f"record {what!r}: sources must be a list of ids, not a string")
-        if isinstance(sources, Iterable):
-            return list(sources)
-        return sources
-
-    @staticmethod
-    def _meta(meta: object) -> Any:
-        return dict(meta) if isinstance(meta, Mapping) else meta
-
-    def get_record(
-        self, id: str, *, revision: int | None = None, namespace: str = DEFAULT_NAMESPACE
-    ) -> Record:
-        where = f"{self._ns(namespace)}/records/{self._id(id, 'record id')}"
-        return _record(self._request("GET", where, params={"revision": revision}))
-
-    def revise(
-        self,
-        id: str,
-        *,
-        content: str,
-        sources: Iterable[str] | None,
-        meta: Mapping[str, Any] | None = None,
-        namespace: str = DEFAULT_NAMESPACE,
-    ) -> Record:
-        where = f"{self._ns(namespace)}/records/{self._id(id, 'record id')}/revisions"
-        body = {"content": content, "sources": self._sources(sources, id), "meta": self._meta(meta)}
-        return _record(self._request("POST", where, body=body))
-
-    # -- invalidation and corrections ---------------------------------------------------
-    def supersede(self, new_id: str, old_id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
-        body = {"new_id": new_id, "old_id": old_id}
-        self._request("POST", self._ns(namespace) + "/supersede", body=body)
-
-    def retract(
-        self,
-        id: str,
-        *,
-        sources: Iterable[str] | None,
-        targets: Iterable[str] = (),
-        key: str | None = None,
-        key_scope: str | None = None,
-        scope: str = "branch",
-        reason: str = "",
-        namespace: str = DEFAULT_NAMESPACE,
-    ) -> Record:
-        if isinstance(targets, str):
-            raise InvalidInput("targets must be a list of record ids")
-        body = {
-            "id": id, "sources": self._sources(sources, id), "targets": list(targets),
-            "key": key, "key_scope": key_scope, "scope": scope, "reason": reason,
-        }  # fmt: skip
-        return _record(self._request("POST", self._ns(namespace) + "/retractions", body=body))
-
-    def _item(self, namespace: str, item_id: str, action: str) -> str:
-        return f"{self._ns(namespace)}/items/{self._id(item_id, 'id')}/{action}"
-
-    def withdraw(self, id: str, *, reason: str = "", namespace: str = DEFAULT_NAMESPACE) -> None:
-        self._request(
-            "POST", self._item(namespace, id, "withdraw"), body={"reason": reason},
-            repeatable=True,
-        )  # fmt: skip
-
-    def restore(self, id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
-        self._request("POST", self._item(namespace, id, "restore"), body={}, repeatable=True)
-
-    def erase(self, id: str, *, reason: str = "", namespace: str = DEFAULT_NAMESPACE) -> set[str]:
-        data = self._request("POST", self._item(namespace, id, "erase"), body={"reason": reason})
-        return set(data["erased"])
-
-    def dependents(self, id: str, *, namespace: str = DEFAULT_NAMESPACE) -> set[str]:
-        return set(self._pages(self._item(namespace, id, "dependents")))
-
-    # -- views -------------------------------------------------------------------------
-    def visible(
-        self,
-        anchor: str | None,
-        *,
-        kind: str | None = None,
-        key: str | None = None,
-        scope: str | None = None,
-        cross_tree: bool = False,
-        mode: str | None = None,
-        include_superseded: bool = False,
-        include_stale: bool = False,
-        namespace: str = DEFAULT_NAMESPACE,
-    ) -> list[Record]:
-        params = {
-            "anchor": anchor, "kind": kind, "key": key, "scope": scope,
-            "cross_tree": _flag(cross_tree), "mode": self._mode(mode),
-            "include_superseded": _flag(include_superseded),
-            "include_stale": _flag(include_stale),
-        }  # fmt: skip
-        return [_record(r) for r in self._pages(self._ns(namespace) + "/visible", params)]
-
-    def explain(
-        self,
-        record_id: str,
-        anchor: str | None,
-        *,
-        cross_tree: bool = False,
-        mode: str | None = None,
-        include_superseded: bool = False,
-        include_stale: bool = False,
-        namespace: str = DEFAULT_NAMESPACE,
-    ) -> Explanation:
-        where = f"{self._ns(namespace)}/records/{self._id(record_id, 'record id')}/explain"
-        params = {
-            "anchor": anchor, "cross_tree": _flag(cross_tree), "mode": self._mode(mode),
-            "include_superseded": _flag(include_superseded),
-            "include_stale": _flag(include_stale),
-        }  # fmt: skip
-        return Explanation(**self._request("GET", where, params=params))
+        summary: ImportSummary = decode(ImportSummary, data)
+        return summary
 
     def explanations(
         self,
@@ -479,139 +366,36 @@ class Client:
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[Explanation]:
         """``explain`` for every record of the namespace at once (what ``/ui`` shows)."""
-        params = {
-            "anchor": anchor, "cross_tree": _flag(cross_tree), "mode": self._mode(mode),
-            "include_superseded": _flag(include_superseded),
-            "include_stale": _flag(include_stale),
-        }  # fmt: skip
-        views = self._pages(self._ns(namespace) + "/explanations", params)
-        return [Explanation(**view["explanation"]) for view in views]
+        return [view[0] for view in self.record_views(
+            anchor, cross_tree=cross_tree, mode=mode, include_superseded=include_superseded,
+            include_stale=include_stale, namespace=namespace,
+        )]  # fmt: skip
 
-    def is_visible(self, record_id: str, anchor: str | None, **options: Any) -> bool:
-        return self.explain(record_id, anchor, **options).visible
-
-    def current(
-        self,
-        key: str,
-        anchor: str | None,
-        *,
-        scope: str | None = None,
-        cross_tree: bool = False,
-        mode: str | None = None,
-        namespace: str = DEFAULT_NAMESPACE,
-    ) -> Record | None:
-        check_id(key, "key")
-        params = {
-            "key": key, "anchor": anchor, "scope": scope, "cross_tree": _flag(cross_tree),
-            "mode": self._mode(mode),
-        }  # fmt: skip
-        data = self._request("GET", self._ns(namespace) + "/current", params=params)
-        return None if data is None else _record(data)
-
-    def stale(
+    def record_views(
         self,
         anchor: str | None,
         *,
         cross_tree: bool = False,
         mode: str | None = None,
         include_superseded: bool = False,
+        include_stale: bool = False,
         namespace: str = DEFAULT_NAMESPACE,
-    ) -> list[Record]:
+    ) -> list[tuple[Explanation, str | None]]:
+        """Every record's decision at ``anchor`` with its text (the explorer's table)."""
         params = {
             "anchor": anchor, "cross_tree": _flag(cross_tree), "mode": self._mode(mode),
             "include_superseded": _flag(include_superseded),
+            "include_stale": _flag(include_stale),
         }  # fmt: skip
-        return [_record(r) for r in self._pages(self._ns(namespace) + "/stale", params)]
+        views = self._pages(self._ns(namespace) + "/explanations", params)
+        return [(decode(Explanation, view["explanation"]), view["content"]) for view in views]
 
-    # -- retrieval and deliveries -------------------------------------------------------
-    def search(
-        self,
-        query: str,
-        anchor: str | None,
-        *,
-        k: int = 10,
-        kind: str | None = None,
-        key: str | None = None,
-        scope: str | None = None,
-        cross_tree: bool = False,
-        mode: str | None = None,
-        namespace: str = DEFAULT_NAMESPACE,
-    ) -> list[Hit]:
-        if not isinstance(query, str):
-            raise InvalidInput(f"query must be a string, got {type(query).__name__}")
-        params = {
-            "query": query, "anchor": anchor, "k": k, "kind": kind, "key": key, "scope": scope,
-            "cross_tree": _flag(cross_tree), "mode": self._mode(mode),
-        }  # fmt: skip
-        data = self._request("GET", self._ns(namespace) + "/search", params=params)
-        return [
-            Hit(record=_record(h["record"]), score=float(h["score"]), why=h["why"]) for h in data
-        ]
+    def tree_events(self, tree: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[Event]:
+        """The attached events of one conversation, in arrival order (the explorer's tree)."""
+        data = self._request("GET", f"{self._ns(namespace)}/trees/{self._id(tree, 'tree')}")
+        events: list[Event] = decode(list[Event], data["events"])
+        return events
 
-    def context(
-        self,
-        anchor: str | None,
-        *,
-        query: str | None = None,
-        budget: int | None = None,
-        session: str | None = None,
-        cross_tree: bool = False,
-        mode: str | None = None,
-        namespace: str = DEFAULT_NAMESPACE,
-    ) -> Context:
-        body = {
-            "anchor": anchor, "query": query, "budget": budget, "session": session,
-            "cross_tree": cross_tree, "mode": self._mode(mode),
-        }  # fmt: skip
-        data = self._request("POST", self._ns(namespace) + "/context", body=body)
-        return Context(
-            text=data["text"], items=_items(data["items"]), anchor=data["anchor"],
-            tokens=int(data["tokens"]), events=tuple(data["events"]),
-        )  # fmt: skip
 
-    def deliveries(self, session: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[Delivery]:
-        check_id(session, "session")
-        found = self._pages(self._ns(namespace) + "/deliveries", {"session": session})
-        return [
-            Delivery(d["session"], int(d["seq"]), d["anchor"], float(d["time"]), _items(d["items"]))
-            for d in found
-        ]
-
-    def stale_deliveries(
-        self, session: str, anchor: str | None = None, *, namespace: str = DEFAULT_NAMESPACE
-    ) -> list[StaleDelivery]:
-        check_id(session, "session")
-        params = {"session": session, "anchor": anchor}
-        return [
-            StaleDelivery(**d)
-            for d in self._pages(self._ns(namespace) + "/stale-deliveries", params)
-        ]
-
-    def repair_queue(self, *, namespace: str = DEFAULT_NAMESPACE) -> list[RepairItem]:
-        return [RepairItem(**item) for item in self._pages(self._ns(namespace) + "/repair-queue")]
-
-    # -- reporting ---------------------------------------------------------------------
-    def report(self, *, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
-        """The serving worker's decision counts and the store's gauges."""
-        return dict(self._request("GET", self._ns(namespace) + "/report"))
-
-    def audit(
-        self,
-        *,
-        id: str | None = None,
-        op: str | None = None,
-        since: float | None = None,
-        until: float | None = None,
-        namespace: str = DEFAULT_NAMESPACE,
-    ) -> list[AuditEntry]:
-        params = {"id": id, "op": op, "since": since, "until": until}
-        return [
-            AuditEntry(**{**e, "ids": tuple(e["ids"])})
-            for e in self._pages(self._ns(namespace) + "/audit", params)
-        ]
-
-    def history(
-        self, record_id: str, *, namespace: str = DEFAULT_NAMESPACE
-    ) -> list[dict[str, Any]]:
-        where = f"{self._ns(namespace)}/records/{self._id(record_id, 'record id')}/history"
-        return list(self._pages(where))
+# Checked by mypy: Client satisfies the protocol (a missing or mistyped method fails)
+_remote: type[MemoryAPI] = Client

@@ -88,3 +88,27 @@ class Unavailable(ServiceError):
     """No worker could be reached (every URL was tried)."""
 
     code = "unavailable"
+
+
+class MissingExtra(BranchmemError, ImportError):
+    """An optional part of branchmem needs a package that is not installed.
+
+    The message names the exact install command, e.g. ``pip install "branchmem[client]"``.
+    """
+
+    code = "missing_extra"
+
+    def __init__(self, feature: str, extra: str, missing: str | None = None) -> None:
+        needs = f"{feature} needs {missing!r}, which is not installed" if missing else feature
+        super().__init__(f'{needs}: pip install "branchmem[{extra}]"')
+        self.extra = extra
+
+
+def require(module: str, feature: str, extra: str) -> None:
+    """Import ``module`` or raise ``MissingExtra`` naming the extra that brings it."""
+    from importlib import import_module
+
+    try:
+        import_module(module)
+    except ImportError as error:
+        raise MissingExtra(feature, extra, error.name or module) from error

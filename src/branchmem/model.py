@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -36,6 +37,10 @@ REASONS: Final = (
     WITHDRAWN,
     ERASED,
 )
+
+# Why a delivered item would not be given now, besides the visibility reasons above; also
+# what a revision does to the records built on the revision before it.
+REVISED: Final = "revised"
 
 RETRACTION_KIND: Final = "retraction"
 MODES: Final = ("strict", "compat")
@@ -97,3 +102,95 @@ class Hit:
     record: Record
     score: float
     why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """One tree of a namespace as a conversation list shows it.
+
+    ``root`` is None while the root has not arrived; ``title`` comes from the root event's
+    ``meta["title"]`` (importers put the export's title there); ``updated_seq`` is the
+    highest arrival ``seq`` of the tree's events, so the most recently active comes first.
+    """
+
+    tree: str
+    root: str | None
+    head: str | None
+    title: str | None
+    events: int
+    updated_seq: int
+
+
+# What corrections leave behind for consumers: the repair queue and delivered contexts.
+# A correction (withdraw, retract, supersede, erase) hides what it targets at once; what was
+# *built* on the target goes stale, and what a running conversation was already *given* is
+# out of date. These values describe both by id only: no text of an event or record is kept
+# in them, so erasure never has to find a copy in a queue or a delivery log.
+
+
+@dataclass(frozen=True, slots=True)
+class RepairItem:
+    """A record made stale by a correction, waiting for a deriver to rebuild it.
+
+    ``anchor`` is the view where it went stale (the home of the retraction or the superseding
+    record; for a withdrawal, the record's own deepest source event); ``reason`` is what the
+    ``cause`` underwent: withdrawn, retracted or superseded.
+    """
+
+    record_id: str
+    revision: int
+    reason: str
+    cause: str
+    anchor: str | None
+    seq: int
+    attempts: int = 0
+    last_error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RepairView:
+    """What a deriver is shown: where the record went stale and what holds there now."""
+
+    anchor: str | None
+    reason: str
+    cause: str
+    records: list[Record] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class RepairResult:
+    """The outcome of one ``Memory.repair`` pass."""
+
+    repaired: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    cleared: list[str] = field(default_factory=list)
+    pending: int = 0
+
+
+# deriver(stale_record, view) -> (content, sources) or None (no replacement: stay hidden)
+Deriver = Callable[[Record, RepairView], "tuple[str, list[str]] | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One context handed to a session: the (record id, revision) pairs it contained."""
+
+    session: str
+    seq: int
+    anchor: str | None
+    time: float
+    items: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StaleDelivery:
+    """A delivered item the session would not be given now, and why."""
+
+    session: str
+    record_id: str
+    revision: int
+    delivered_at: str | None
+    anchor: str | None
+    reason: str
+    current_revision: int | None = None

@@ -16,6 +16,7 @@ from branchbench.systems.derived import (
     ExtractRetrieveRawFilter,
     LabelBased,
     RollingSummary,
+    RollingSummaryNotes,
 )
 from branchbench.systems.gated import Branchmem
 from branchbench.systems.raw import FullHistory, RawCurrentBranch
@@ -23,6 +24,7 @@ from branchbench.systems.raw import FullHistory, RawCurrentBranch
 CORE_SYSTEMS: dict[str, SystemFactory] = {
     "full_history": FullHistory,
     "rolling_summary": RollingSummary,
+    "rolling_summary_notes": RollingSummaryNotes,
     "extract_retrieve": ExtractRetrieve,
     "extract_retrieve_rawfilter": ExtractRetrieveRawFilter,
     "label_based": LabelBased,

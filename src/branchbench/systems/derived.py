@@ -6,7 +6,7 @@ None of them keeps provenance; each fails in the way its real-world counterpart 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from branchbench.context import Context, fit, rank_by_question
 from branchbench.scenario import Fact, Message
@@ -18,11 +18,13 @@ _SEP = {"zh": "；", "en": "; "}
 
 class Summary:
     """A summary rewritten on every message: the newest value of each (key, scope),
-    with the values it replaced noted the way a summariser keeps them ("earlier: ...").
+    optionally with the values it replaced noted the way some summarisers keep them
+    ("earlier: ...").
     """
 
-    def __init__(self, language: str) -> None:
+    def __init__(self, language: str, notes: bool = False) -> None:
         self.language = language
+        self.notes = notes
         self.entries: dict[tuple[str, str | None], list[str]] = {}
         self.fact_entry: dict[str, tuple[str, str | None]] = {}
 
@@ -50,38 +52,38 @@ class Summary:
             if fact.id:
                 self.fact_entry[fact.id] = entry
 
+    def current(self) -> list[str]:
+        """The newest value of each entry: what the summary asserts as current."""
+        return [
+            fact_line(Fact(key="", value=values[-1], scope=scope))
+            for (_, scope), values in self.entries.items()
+        ]
+
     def lines(self) -> list[str]:
-        """The summary as memory lines."""
+        """The summary as memory lines (with the notes of earlier values if kept)."""
         out = []
-        for (_, scope), values in self.entries.items():
-            line = fact_line(Fact(key="", value=values[-1], scope=scope))
-            if len(values) > 1:
+        for line, values in zip(self.current(), self.entries.values(), strict=True):
+            if self.notes and len(values) > 1:
                 earlier = _SEP.get(self.language, "; ").join(values[:-1])
                 line += _EARLIER.get(self.language, _EARLIER["en"]).format(earlier)
             out.append(line)
         return out
 
-    def copy(self) -> Summary:
-        """An independent copy (a rewrite stored as its own record)."""
-        twin = Summary(self.language)
-        twin.entries = {k: list(v) for k, v in self.entries.items()}
-        twin.fact_entry = dict(self.fact_entry)
-        return twin
-
 
 class RollingSummary:
     """A summary without provenance plus the current branch's recent raw turns.
 
-    The raw part is filtered to the branch (that part is easy); the summary was written
-    while every branch was current in turn and remembers them all.
+    The raw part is filtered to the branch (that part is easy); the summary holds the
+    newest value of each topic by arrival, so whichever branch arrived last wins it.
     """
 
     name = "rolling_summary"
+    NOTES = False
 
     def __init__(self, setup: Setup) -> None:
         self.language = setup.language
         self.conversation = Conversation()
-        self.summary = Summary(setup.language)
+        self.summary = Summary(setup.language, notes=self.NOTES)
 
     def ingest(self, message: Message, facts: Sequence[Fact]) -> None:
         self.conversation.add(message)
@@ -89,10 +91,25 @@ class RollingSummary:
 
     def context(self, anchor: str, question: str, budget: int) -> Context:
         turns = self.conversation.path_turns(anchor)
-        return fit(self.summary.lines(), turns, budget, self.language)
+        ctx = fit(self.summary.lines(), turns, budget, self.language)
+        # the notes report history: only the newest values are asserted as current
+        current = self.summary.current()[: len(ctx.memory)]
+        return replace(ctx, asserted=tuple(current))
 
     def close(self) -> None:
         pass
+
+
+class RollingSummaryNotes(RollingSummary):
+    """The same summary keeping every replaced value as an "(earlier: ...)" note.
+
+    The notes carry every value any branch ever stated, so this variant leaks by design;
+    it is reported beside the plain summary so that the design choice is visible. The
+    notes are history, not assertions: they do not count as stale.
+    """
+
+    name = "rolling_summary_notes"
+    NOTES = True
 
 
 @dataclass
@@ -158,60 +175,43 @@ class ExtractRetrieveRawFilter(ExtractRetrieve):
 
 class LabelBased(ExtractRetrieve):
     """The common patch: every record carries the branch label that was current when it
-    was written; when the conversation moves to another branch the old label is flipped
-    inactive (and back on when the user returns). Raw messages are filtered to the branch.
+    was written, and a context shows only the records labelled with the anchor's branch;
+    raw messages are filtered to the branch.
 
     Branch labels: a message continues its parent's label unless the parent already has
-    a child, in which case it opens a new label. Besides the facts (one per key; an
-    update rewrites the record under the current label), a summary of the last
-    ``SEGMENT`` arrived messages is written as a record every ``SEGMENT`` messages.
-    Labels record where the conversation was at write time, not where the content came
-    from: the shared prefix carries the old branch's label and vanishes after a fork, and
-    a segment summary written just after a fork mixes both branches under the new label.
+    a child, in which case it opens a new label. Facts are one per key; an update
+    rewrites the record under the label current at write time. Labels record where the
+    conversation was at write time, not where the content came from: the shared prefix
+    carries the first branch's label and vanishes after a fork, and a key rewritten on a
+    sibling moves to the sibling's label.
     """
 
     name = "label_based"
-    SEGMENT = 4
 
     def __init__(self, setup: Setup) -> None:
         super().__init__(setup)
         self.branch_of: dict[str, str] = {}
         self.has_child: set[str] = set()
-        self.inactive: set[str] = set()
-        self.segment: list[str] = []
-        self.arrivals = 0
-        self.summaries: list[tuple[str, str]] = []
-        self.label = ""
+        self.labels = 0
 
     def _label_for(self, message: Message) -> str:
         parent = message.parent
         if parent is None or parent not in self.branch_of or parent in self.has_child:
-            return f"b{len(set(self.branch_of.values()))}"
+            self.labels += 1
+            return f"b{self.labels}"
         return self.branch_of[parent]
 
     def ingest(self, message: Message, facts: Sequence[Fact]) -> None:
         if message.id in self.branch_of:
             return
-        label = self._label_for(message)
-        self.branch_of[message.id] = label
+        self.label = self._label_for(message)
+        self.branch_of[message.id] = self.label
         if message.parent is not None:
             self.has_child.add(message.parent)
-        if self.label and label != self.label:
-            self.inactive.add(self.label)  # the branch we left is abandoned
-        self.inactive.discard(label)
-        self.label = label
         super().ingest(message, facts)
-        self.segment.extend(fact_line(f) for f in facts if f.op == "assert")
-        self.arrivals += 1
-        if self.arrivals % self.SEGMENT == 0 and self.segment:
-            self.summaries.append((label, _SEP.get(self.language, "; ").join(self.segment)))
-            self.segment = []
-
-    def memory_lines(self) -> list[str]:
-        summaries = [text for label, text in self.summaries if label not in self.inactive]
-        facts = [fact_line(m.fact) for m in self.memories.values() if m.label not in self.inactive]
-        return summaries + facts
 
     def context(self, anchor: str, question: str, budget: int) -> Context:
-        lines = rank_by_question(self.memory_lines(), question)
+        active = self.branch_of.get(anchor)
+        lines = [fact_line(m.fact) for m in self.memories.values() if m.label == active]
+        lines = rank_by_question(lines, question)
         return fit(lines, self.conversation.path_turns(anchor), budget, self.language)

@@ -48,6 +48,18 @@ def annotated(fact: Fact) -> AnnotatedFact:
     return AnnotatedFact(fact.key, fact_line(fact), fact.scope, "assert")
 
 
+def mem0_line(item: dict[str, Any]) -> str:
+    """A memory as a real prompt shows it: the text with Mem0's ``created_at`` and
+    ``updated_at``, which let a reader order two values Mem0 kept side by side."""
+    stamps = [
+        f"{label} {item[field]}"
+        for field, label in (("created_at", "created"), ("updated_at", "updated"))
+        if item.get(field)
+    ]
+    text = str(item["memory"])
+    return f"{text} ({', '.join(stamps)})" if stamps else text
+
+
 class _Mem0Base:
     """Shared ingest: one Mem0 ``add`` per message."""
 
@@ -81,7 +93,7 @@ class _Mem0Base:
             )
         else:
             found = self.memory.search(question, user_id=USER, limit=self.top_k)
-        return [str(m["memory"]) for m in found["results"]]
+        return [mem0_line(m) for m in found["results"]]
 
     def close(self) -> None:
         close = getattr(self.memory, "close", None)
@@ -138,7 +150,7 @@ class Mem0Branchmem(_Mem0Base):
         found = self.wrapped.search(
             question, anchor=anchor, user_id=USER, limit=self.top_k, threshold=0.0
         )
-        lines = [str(m["memory"]) for m in found["results"]]
+        lines = [mem0_line(m) for m in found["results"]]
         return fit(lines, self.conversation.path_turns(anchor), budget, self.language)
 
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from ..errors import InvalidInput
+from typing import TYPE_CHECKING
+
+from ..errors import InvalidInput, TooLarge
+
+if TYPE_CHECKING:
+    from .plan import ImportSummary
 
 
 class ImportFormatError(InvalidInput):
@@ -20,3 +25,41 @@ class ImportFormatError(InvalidInput):
         self.reason = message
         where = f"conversation {conversation}, " if conversation else ""
         super().__init__(f"{where}at {path}: {message}")
+
+
+class ImportTooLarge(ImportFormatError, TooLarge):
+    """An export is over one of the ``ImportLimits``: refused before memory grows.
+
+    ``limit`` names the ``ImportLimits`` field and ``allowed`` its value, so a caller that
+    trusts the file can raise exactly that one. The service answers it with 413.
+    """
+
+    code = "too_large"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        limit: str,
+        allowed: int,
+        conversation: str | None = None,
+        path: str = "$",
+    ) -> None:
+        self.limit = limit
+        self.allowed = allowed
+        self.summary: ImportSummary | None = None
+        super().__init__(message, conversation=conversation, path=path)
+
+    def stopped_after(self, summary: ImportSummary) -> ImportTooLarge:
+        """This refusal, saying what the import wrote before it; ``summary`` attached."""
+        error = ImportTooLarge(
+            f"{self.reason}; the import stopped there, after {summary.imported} "
+            f"conversations imported ({summary.events_added} events) and {summary.failed} "
+            "failed",
+            limit=self.limit,
+            allowed=self.allowed,
+            conversation=self.conversation,
+            path=self.path,
+        )
+        error.summary = summary
+        return error

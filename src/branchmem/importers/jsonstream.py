@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any, Protocol
 
 from .errors import ImportFormatError
+from .limits import ImportLimits
 
 _WHITESPACE = " \t\n\r"
 _NUMBER_TAIL = frozenset("0123456789+-.eE")
@@ -59,10 +60,24 @@ class ByteSource(Protocol):
 
 
 class JsonReader:
-    """A cursor over the text of a binary stream, decoding values one at a time."""
+    """A cursor over the text of a binary stream, decoding values one at a time.
 
-    def __init__(self, stream: ByteSource, *, chunk_size: int = _CHUNK) -> None:
+    A value still unfinished after ``limits.max_conversation_bytes`` more bytes are read
+    is refused with ImportTooLarge: reads are capped at that allowance, so the buffer
+    never holds more than the limit plus what was read ahead before the value began.
+    """
+
+    def __init__(
+        self,
+        stream: ByteSource,
+        *,
+        chunk_size: int = _CHUNK,
+        limits: ImportLimits | None = None,
+        source: str = "the export",
+    ) -> None:
         self._stream = stream
+        self._source = source
+        self._limits = limits if limits is not None else ImportLimits()
         self._decoder = codecs.getincrementaldecoder("utf-8-sig")()
         self._json = json.JSONDecoder()
         self._chunk_size = chunk_size
@@ -113,6 +128,7 @@ class JsonReader:
         if not self.peek():
             raise ImportFormatError("file ends before this value (truncated JSON)", path=path)
         size = self._chunk_size
+        started = self.bytes_read
         while True:
             try:
                 with deep_nesting():
@@ -120,7 +136,7 @@ class JsonReader:
             except RecursionError:
                 raise ImportFormatError("JSON nested too deeply to read", path=path) from None
             except json.JSONDecodeError as error:
-                if self._fill(size):
+                if self._fill_value(size, started, path):
                     size *= 2
                     continue
                 raise self._decode_failure(error, path) from None
@@ -128,10 +144,22 @@ class JsonReader:
             # continue a number ("1" of "1.5", "1e" of "1e5"), may go on in the next chunk.
             number = isinstance(value, int | float) and not isinstance(value, bool)
             cut = end == len(self._buffer) or (number and self._buffer[end] in _NUMBER_TAIL)
-            if cut and self._fill(size):
+            if cut and self._fill_value(size, started, path):
                 continue
             self._pos = end
             return value
+
+    def _fill_value(self, size: int, started: int, path: str) -> bool:
+        """``_fill`` for an unfinished value, within what one value may take."""
+        allowance = self._limits.max_conversation_bytes - (self.bytes_read - started)
+        if allowance <= 0 and not self._eof:
+            raise self._limits.refuse(
+                "max_conversation_bytes",
+                f"still unfinished after {self._limits.max_conversation_bytes:,} bytes of "
+                f"{self._source} (a conversation is held in memory whole)",
+                path=path,
+            )
+        return self._fill(min(size, allowance))
 
     def _decode_failure(self, error: json.JSONDecodeError, path: str) -> ImportFormatError:
         truncated = error.pos >= len(self._buffer) - 1 or error.msg.startswith("Unterminated")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BranchmemError, ConflictError, NotFoundError
-from .errors import ImportFormatError
+from .errors import ImportFormatError, ImportTooLarge
 from .tree import Message, latest_leaf, leaves, order_tree
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ class ConversationPlan:
     head_reason: str = ""
     branches: int = 0
     error: BranchmemError | None = None
+    replaced: tuple[str, ...] = ()  # events whose unstorable characters became U+FFFD
 
     @property
     def label(self) -> str:
@@ -74,11 +75,13 @@ def conversation_plan(
     head: str | None,
     head_reason: str,
     head_path: str | None = None,
+    tree_title: str | None = None,
 ) -> ConversationPlan:
     """Order and check a parsed conversation; raises ImportFormatError naming ``tree``.
 
     With ``head`` None the latest leaf becomes the head and ``head_reason`` says why the
-    export's own head could not be used.
+    export's own head could not be used. The root event carries ``tree_title`` (default:
+    ``title``) as ``meta["title"]``, the name ``Memory.conversations`` lists.
     """
     label = f"{tree!r} ({title!r})" if title else repr(tree)
     ordered = order_tree(messages, label)
@@ -98,11 +101,18 @@ def conversation_plan(
         path=path,
         tree=tree,
         title=title,
-        events=tuple(message.as_event(tree) for message in ordered),
+        events=tuple(_titled(message.as_event(tree), tree_title or title) for message in ordered),
         head=head,
         head_reason=head_reason,
         branches=len(leaves(ordered)),
     )
+
+
+def _titled(event: dict[str, Any], title: str | None) -> dict[str, Any]:
+    """The conversation's title goes on its root event (``Memory.conversations`` reads it)."""
+    if title and event["parent"] is None:
+        event["meta"]["title"] = title
+    return event
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +127,19 @@ class ImportProgress:
 
 
 ProgressCallback = Callable[[ImportProgress], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationOutcome:
+    """What an import did with one conversation: its head and the rule that chose it."""
+
+    tree: str | None
+    title: str | None
+    head: str | None
+    head_reason: str
+    events: int
+    added: int
+    error: str | None = None
 
 
 @dataclass(slots=True)
@@ -137,6 +160,8 @@ class ImportSummary:
     heads_unchanged: int = 0
     errors: list[str] = field(default_factory=list)
     kept_stored: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    outcomes: list[ConversationOutcome] = field(default_factory=list)
 
     def __str__(self) -> str:
         lines = [
@@ -153,6 +178,12 @@ class ImportSummary:
                 f"{len(self.kept_stored)}"
             )
             lines.extend(f"  {entry}" for entry in self.kept_stored)
+        if self.replaced:
+            lines.append(
+                f"text changed to be storable (NUL or lone surrogate -> U+FFFD): "
+                f"{len(self.replaced)} events"
+            )
+            lines.extend(f"  {entry}" for entry in self.replaced)
         if self.errors:
             lines.append(f"errors: {len(self.errors)} (nothing of these conversations imported)")
             lines.extend(f"  {error}" for error in self.errors)
@@ -211,19 +242,23 @@ class ImportPlan:
             source=self.source,
             namespace=namespace,
         )
-        for conversation, done in self._produce():
-            summary.conversations += 1
-            _apply_conversation(memory, conversation, namespace, summary)
-            if progress is not None:
-                progress(
-                    ImportProgress(
-                        done=done,
-                        total=self.total,
-                        unit=self.unit,
-                        conversations=summary.conversations,
-                        events_added=summary.events_added,
+        try:
+            for conversation, done in self._produce():
+                summary.conversations += 1
+                _apply_conversation(memory, conversation, namespace, summary)
+                if progress is not None:
+                    progress(
+                        ImportProgress(
+                            done=done,
+                            total=self.total,
+                            unit=self.unit,
+                            conversations=summary.conversations,
+                            events_added=summary.events_added,
+                        )
                     )
-                )
+        except ImportTooLarge as error:
+            # what was written stays (each conversation whole); the error says how much
+            raise error.stopped_after(summary) if summary.conversations else error from None
         return summary
 
 
@@ -233,6 +268,7 @@ def _apply_conversation(
     if conversation.error is not None:
         summary.failed += 1
         summary.errors.append(str(conversation.error))
+        summary.outcomes.append(_outcome(conversation, 0, str(conversation.error)))
         return
     try:
         fresh, kept = _fresh_events(memory, conversation, namespace)
@@ -249,7 +285,9 @@ def _apply_conversation(
     except BranchmemError as error:
         summary.failed += 1
         summary.errors.append(f"conversation {conversation.label}: {error}")
+        summary.outcomes.append(_outcome(conversation, 0, str(error)))
         return
+    summary.outcomes.append(_outcome(conversation, len(fresh)))
     summary.imported += 1
     summary.events_added += len(fresh)
     summary.events_existing += len(conversation.events) - len(fresh)
@@ -259,6 +297,21 @@ def _apply_conversation(
     elif conversation.head is not None:
         summary.heads_unchanged += 1
     summary.kept_stored.extend(kept)
+    summary.replaced.extend(conversation.replaced)
+
+
+def _outcome(
+    conversation: ConversationPlan, added: int, error: str | None = None
+) -> ConversationOutcome:
+    return ConversationOutcome(
+        tree=conversation.tree,
+        title=conversation.title,
+        head=conversation.head,
+        head_reason=conversation.head_reason,
+        events=len(conversation.events),
+        added=added,
+        error=error,
+    )
 
 
 def _fresh_events(

@@ -65,6 +65,7 @@ def parse(lines: Cursor, index: int, name: str | None = None) -> ConversationPla
         path=lines.path,
         tree=tree,
         title=own,
+        tree_title=tree,  # a branch file shares its main chat's root
         messages=messages,
         head=parent,
         head_reason="swipe_id of the last message",

@@ -13,16 +13,18 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
-from .errors import ImportFormatError
+from .errors import ImportFormatError, ImportTooLarge
 from .formats import FORMATS, PARSERS, detect
 from .jsonpath import Cursor
 from .jsonstream import JsonReader, iter_array, loads
+from .limits import ImportLimits
 from .plan import ConversationPlan, ImportPlan, Producer
 from .sillytavern import FORMAT as SILLYTAVERN
+from .storable import storable_plan
 
 Export = dict[str, Any] | list[Any]
 
@@ -32,25 +34,32 @@ def load(
     format: str = "auto",
     *,
     name: str | None = None,
+    limits: ImportLimits | None = None,
 ) -> ImportPlan:
     """Plan the import of an export file or an already parsed export.
 
     ``format`` is ``"auto"`` or one of ``FORMATS``. ``name`` names a SillyTavern chat
-    given as a value (a file's own name is used otherwise).
+    given as a value (a file's own name is used otherwise). ``limits`` bound what the
+    import may read and store (``ImportLimits()`` by default); going over one raises
+    ImportTooLarge, except a message over ``max_message_chars``, which fails only its
+    conversation.
     """
     if format != "auto" and format not in PARSERS:
         raise ImportFormatError(f"unknown format {format!r}; choose auto or one of {FORMATS}")
+    limits = limits if limits is not None else ImportLimits()
     if isinstance(source, dict | list):
-        return _load_value(source, format, name)
+        return _load_value(source, format, name, limits)
     if isinstance(source, str | os.PathLike):
-        return _load_file(Path(source), format, name)
+        return _load_file(Path(source), format, name, limits)
     raise ImportFormatError(f"cannot import a {type(source).__name__}: give a path or JSON")
 
 
-def _parse_one(format: str, cursor: Cursor, index: int, name: str | None) -> ConversationPlan:
+def _parse_one(
+    format: str, cursor: Cursor, index: int, name: str | None, limits: ImportLimits
+) -> ConversationPlan:
     """Parse one conversation; its failure becomes an error plan, never an exception."""
     try:
-        return PARSERS[format](cursor, index, name)
+        return storable_plan(PARSERS[format](cursor, index, name), limits)
     except ImportFormatError as error:
         return _failed(format, index, cursor.path, error)
     except RecursionError:
@@ -85,7 +94,7 @@ def _is_chat_lines(value: Export) -> bool:
     return detected is not None and detected[0] == SILLYTAVERN
 
 
-def _load_value(value: Export, format: str, name: str | None) -> ImportPlan:
+def _load_value(value: Export, format: str, name: str | None, limits: ImportLimits) -> ImportPlan:
     if isinstance(value, list) and not value:
         chosen, reason = (format, "given") if format != "auto" else ("none", "empty list")
         return ImportPlan(
@@ -102,7 +111,7 @@ def _load_value(value: Export, format: str, name: str | None) -> ImportPlan:
         whole: Any = [value] if chosen == SILLYTAVERN and isinstance(value, dict) else value
 
         def produce_single() -> Iterator[tuple[ConversationPlan, int]]:
-            yield _parse_one(chosen, Cursor(whole, "$"), 0, name), 1
+            yield _parse_one(chosen, Cursor(whole, "$"), 0, name, limits), 1
 
         return ImportPlan(
             format=chosen,
@@ -117,7 +126,7 @@ def _load_value(value: Export, format: str, name: str | None) -> ImportPlan:
 
     def produce() -> Iterator[tuple[ConversationPlan, int]]:
         for index, item in enumerate(items):
-            yield _parse_one(chosen, Cursor(item, f"$[{index}]"), index, name), index + 1
+            yield _parse_one(chosen, Cursor(item, f"$[{index}]"), index, name, limits), index + 1
 
     return ImportPlan(
         format=chosen,
@@ -134,30 +143,55 @@ _READ_ERRORS = (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error)
 
 
 class _GuardedStream:
-    """A binary stream whose read failures become ImportFormatError naming the export."""
+    """A binary stream whose read failures become ImportFormatError naming the export,
+    and which refuses to read past ``limits.max_export_bytes``."""
 
-    def __init__(self, stream: IO[bytes], label: str) -> None:
+    def __init__(self, stream: IO[bytes], label: str, limits: ImportLimits) -> None:
         self._stream = stream
         self._label = label
+        self._limits = limits
+        self._read = 0
 
     def _failure(self, error: Exception) -> ImportFormatError:
         return ImportFormatError(f"cannot read {self._label}: {error}")
 
+    def _count(self, chunk: bytes) -> bytes:
+        self._read += len(chunk)
+        if self._read > self._limits.max_export_bytes:
+            raise self._limits.refuse(
+                "max_export_bytes",
+                f"{self._label} holds more than {self._limits.max_export_bytes:,} bytes of JSON",
+            )
+        return chunk
+
     def read(self, size: int = -1, /) -> bytes:
+        if size < 0:  # never unbounded: one byte past the limit is enough to refuse
+            return self.read_whole(self._limits.max_export_bytes - self._read)
         try:
-            return self._stream.read(size)
+            chunk = self._stream.read(size)
         except _READ_ERRORS as error:
             raise self._failure(error) from None
+        return self._count(chunk)
 
-    def __iter__(self) -> Iterator[bytes]:
-        while True:
-            try:
-                line = self._stream.readline()
-            except _READ_ERRORS as error:
-                raise self._failure(error) from None
-            if not line:
-                return
-            yield line
+    def read_whole(self, limit: int) -> bytes:
+        """The rest of the stream, read in chunks (no buffer of ``limit`` bytes is taken
+        up front); more than ``limit`` bytes are cut at ``limit + 1``."""
+        chunks: list[bytes] = []
+        total = 0
+        while total <= limit:
+            chunk = self.read(min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        return b"".join(chunks)
+
+    def readline(self, size: int, /) -> bytes:
+        try:
+            line = self._stream.readline(size)
+        except _READ_ERRORS as error:
+            raise self._failure(error) from None
+        return self._count(line)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +201,7 @@ class ExportFile:
 
     path: Path
     member: str | None = None
+    limits: ImportLimits = field(default_factory=ImportLimits)
 
     @property
     def label(self) -> str:
@@ -196,18 +231,33 @@ class ExportFile:
                     raw = opened.enter_context(archive.open(self.member))
             except _READ_ERRORS as error:
                 raise ImportFormatError(f"cannot read {self.label}: {error}") from None
-            yield _GuardedStream(raw, self.label)
+            yield _GuardedStream(raw, self.label, self.limits)
 
 
-def locate(path: Path) -> ExportFile:
-    """The export inside ``path``: the file itself, or the zip member holding the chats."""
+def locate(path: Path, limits: ImportLimits | None = None) -> ExportFile:
+    """The export inside ``path``: the file itself, or the zip member holding the chats.
+
+    The sizes a file or archive declares are checked against ``limits`` here, before
+    anything is decompressed; ``_GuardedStream`` counts again as the bytes arrive.
+    """
+    limits = limits if limits is not None else ImportLimits()
     try:
-        if not zipfile.is_zipfile(path):
-            return ExportFile(path)
-        with zipfile.ZipFile(path) as archive:
-            names = [info.filename for info in archive.infolist() if not info.is_dir()]
+        zipped = zipfile.is_zipfile(path)
     except _READ_ERRORS as error:
         raise ImportFormatError(f"cannot read {path}: {error}") from None
+    if not zipped:
+        export = ExportFile(path, None, limits)
+        size = export.size()
+        if size > limits.max_export_bytes:
+            raise limits.refuse("max_export_bytes", f"{path} is {size:,} bytes of JSON")
+        return export
+    _check_directory(path, limits)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            infos = [info for info in archive.infolist() if not info.is_dir()]
+    except _READ_ERRORS as error:
+        raise ImportFormatError(f"cannot read {path}: {error}") from None
+    names = [info.filename for info in infos]
     preferred = [n for n in names if PurePosixPath(n).name == "conversations.json"]
     candidates = preferred or [n for n in names if n.lower().endswith((".json", ".jsonl"))]
     if len(candidates) != 1:
@@ -216,13 +266,66 @@ def locate(path: Path) -> ExportFile:
             f"{path} is a zip archive; expected one conversations.json or one JSON file "
             f"in it, found {len(candidates)} ({listed})"
         )
-    return ExportFile(path, candidates[0])
+    member = next(info for info in infos if info.filename == candidates[0])
+    if member.file_size > limits.max_export_bytes:
+        raise limits.refuse(
+            "max_export_bytes",
+            f"{path}!{member.filename} is {member.file_size:,} bytes once decompressed "
+            f"({member.compress_size:,} in the archive)",
+        )
+    return ExportFile(path, member.filename, limits)
+
+
+# A zip's central directory: at least 46 bytes per entry. ``zipfile`` reads all of it (and
+# builds an object per entry) on open, so its size is checked from the end record first.
+_END = b"PK\x05\x06"
+_END64_LOCATOR = b"PK\x06\x07"
+_END64 = b"PK\x06\x06"
+_DIRECTORY_BYTES_PER_ENTRY = 1024  # what the limit allows per entry, names included
+
+
+def _check_directory(path: Path, limits: ImportLimits) -> None:
+    try:
+        entries, directory = _directory_size(path)
+    except OSError as error:
+        raise ImportFormatError(f"cannot read {path}: {error}") from None
+    if entries > limits.max_zip_entries:
+        raise limits.refuse("max_zip_entries", f"{path} lists {entries:,} entries")
+    if directory > limits.max_zip_entries * _DIRECTORY_BYTES_PER_ENTRY:
+        raise limits.refuse(
+            "max_zip_entries",
+            f"{path} has a directory of {directory:,} bytes (room for "
+            f"{directory // 46:,} entries; {_DIRECTORY_BYTES_PER_ENTRY} bytes per allowed entry)",
+        )
+
+
+def _directory_size(path: Path) -> tuple[int, int]:
+    """(entries, bytes) of the central directory, as the end record states them."""
+    entries = directory = 0
+    with path.open("rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        start = max(0, size - (22 + 0xFFFF))  # the end record ends with a comment <= 64 KiB
+        handle.seek(start)
+        tail = handle.read()
+        at = tail.rfind(_END)
+        if at < 0 or len(tail) - at < 22:
+            return entries, directory  # unreadable: zipfile says so, in its own words
+        entries = int.from_bytes(tail[at + 10 : at + 12], "little")
+        directory = int.from_bytes(tail[at + 12 : at + 16], "little")
+        locator = tail[at - 20 : at] if at >= 20 else b""
+        if locator[:4] == _END64_LOCATOR:
+            handle.seek(int.from_bytes(locator[8:16], "little"))
+            record = handle.read(56)
+            if record[:4] == _END64 and len(record) == 56:
+                entries = int.from_bytes(record[32:40], "little")
+                directory = int.from_bytes(record[40:48], "little")
+    return entries, directory
 
 
 def _sniff(export: ExportFile) -> tuple[str, Any]:
     """The file's layout (array, object or lines) and its first conversation or line."""
     with export.open() as stream:
-        reader = JsonReader(stream)
+        reader = JsonReader(stream, limits=export.limits, source=export.label)
         first = reader.peek()
         if first == "[":
             for _, value in iter_array(reader):
@@ -241,8 +344,8 @@ def _sniff(export: ExportFile) -> tuple[str, Any]:
         raise ImportFormatError("unexpected data after the top-level object", path="$")
 
 
-def _load_file(path: Path, format: str, name: str | None) -> ImportPlan:
-    export = locate(path)
+def _load_file(path: Path, format: str, name: str | None, limits: ImportLimits) -> ImportPlan:
+    export = locate(path, limits)
     layout, sample = _sniff(export)
     own_name = name or export.name.stem
     if layout == "lines":
@@ -273,16 +376,24 @@ def _load_file(path: Path, format: str, name: str | None) -> ImportPlan:
     )
 
 
+# Over a size limit the import stops (ImportTooLarge propagates); any other read failure
+# becomes the failed conversation where the file breaks.
+
+
 def _produce_array(export: ExportFile, format: str, name: str | None) -> Producer:
+    limits = export.limits
+
     def produce() -> Iterator[tuple[ConversationPlan, int]]:
         with export.open() as stream:
-            reader = JsonReader(stream)
+            reader = JsonReader(stream, limits=limits, source=export.label)
             seen = 0
             try:
                 for index, value in iter_array(reader):
-                    plan = _parse_one(format, Cursor(value, f"$[{index}]"), index, name)
+                    plan = _parse_one(format, Cursor(value, f"$[{index}]"), index, name, limits)
                     yield plan, reader.bytes_read
                     seen = index + 1
+            except ImportTooLarge:
+                raise
             except ImportFormatError as error:
                 # Past a syntax error nothing can be resynchronised: report it once, at the
                 # conversation where the file breaks, after the ones already read.
@@ -292,34 +403,58 @@ def _produce_array(export: ExportFile, format: str, name: str | None) -> Produce
 
 
 def _produce_object(export: ExportFile, format: str, name: str) -> Producer:
+    limits = export.limits
+
     def produce() -> Iterator[tuple[ConversationPlan, int]]:
         raw = b""
         try:
             with export.open() as stream:
-                raw = stream.read()
+                raw = stream.read_whole(limits.max_conversation_bytes)
+            if len(raw) > limits.max_conversation_bytes:
+                raise limits.refuse(
+                    "max_conversation_bytes",
+                    f"{export.label} is one conversation of more than "
+                    f"{limits.max_conversation_bytes:,} bytes",
+                )
             try:
                 text = raw.decode("utf-8-sig")
             except UnicodeDecodeError as error:
                 raise ImportFormatError(f"not UTF-8 text near byte {error.start}") from None
             value = loads(text)
+        except ImportTooLarge:
+            raise
         except ImportFormatError as error:
             yield _failed(format, 0, "$", error), len(raw)
             return
         if format == SILLYTAVERN and isinstance(value, dict):
             value = [value]
-        yield _parse_one(format, Cursor(value, "$"), 0, name), len(raw)
+        yield _parse_one(format, Cursor(value, "$"), 0, name, limits), len(raw)
 
     return produce
 
 
 def _produce_lines(export: ExportFile, format: str, name: str) -> Producer:
+    """A JSON-lines chat is one conversation, held whole: its bytes count as one value."""
+    limits = export.limits
+
     def produce() -> Iterator[tuple[ConversationPlan, int]]:
         lines: list[Any] = []
         done = 0
         try:
             with export.open() as stream:
-                for raw in stream:
+                while True:
+                    allowance = limits.max_conversation_bytes - done
+                    raw = stream.readline(allowance + 1)
+                    if not raw:
+                        break
                     done += len(raw)
+                    if done > limits.max_conversation_bytes:
+                        raise limits.refuse(
+                            "max_conversation_bytes",
+                            f"{export.label} is one chat of more than "
+                            f"{limits.max_conversation_bytes:,} bytes",
+                            path=f"$[{len(lines)}]",
+                        )
                     if raw.strip():
                         where = f"$[{len(lines)}]"
                         try:
@@ -327,9 +462,11 @@ def _produce_lines(export: ExportFile, format: str, name: str) -> Producer:
                         except UnicodeDecodeError:
                             raise ImportFormatError("not UTF-8 text", path=where) from None
                         lines.append(loads(text, path=where))
+        except ImportTooLarge:
+            raise
         except ImportFormatError as error:
             yield _failed(format, 0, "$", error), done
             return
-        yield _parse_one(format, Cursor(lines, "$"), 0, name), done
+        yield _parse_one(format, Cursor(lines, "$"), 0, name, limits), done
 
     return produce

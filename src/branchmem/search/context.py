@@ -21,14 +21,19 @@ What goes in, in order of priority:
    (by the given ``ranking`` of record ids, else by ``lexical.rank``), then keyed records,
    then the others, each group most recent (latest in input order) first. Only the current
    value of each ``(scope, key)`` is used, the last one in input order (pass records in
-   ``visible()`` order, which is path order); records of ``skip_kinds`` (retractions, whose
-   content is a reason, by default) are left out. A record that does not fit is skipped, never
-   cut, and the next one is tried.
+   ``visible()`` order, which is path order) — unless ``decided`` says a view has already
+   chosen one current value per key, as ``Memory.context`` does; records of ``skip_kinds``
+   (retractions, whose content is a reason, by default) are left out. A record that does not
+   fit is skipped, never cut, and the next one is tried.
 2. Messages of the current branch, most recent first, as long as they fit; the first message
    that does not fit whole is cut (its beginning kept, ``…`` appended) and older ones are left
    out, so the transcript is one unbroken stretch that ends at the anchor. Messages are
    rendered in chronological order.
 3. Records that did not fit in their share, if the messages left room.
+
+Each piece is priced once (a record left out of its share is not priced again in step 3), and
+a text with a visible character is taken to cost at least one token, so no record is priced
+once the room left is zero.
 
 The whole text is measured with the counter at the end; should a counter not add up over
 the pieces (a BPE tokenizer merging across a newline), the last piece taken is dropped until
@@ -137,20 +142,25 @@ def prioritize(
     query: str | None = None,
     ranking: Sequence[str] | None = None,
     skip_kinds: Collection[str] = ("retraction",),
+    decided: bool = False,
 ) -> list[MemoryItem]:
-    """Records in the order ``assemble_context`` offers them to the budget (rule 1)."""
+    """Records in the order ``assemble_context`` offers them to the budget (rule 1).
+
+    ``decided``: the records hold one current value per ``(scope, key)`` already (a view
+    decided it, by path order); no competition by input order is run again.
+    """
     latest: dict[str, int] = {}
     current: dict[tuple[str | None, str], int] = {}
     for index, record in enumerate(records):
         if record.kind in skip_kinds or not _one_line(record.content):
             continue
         latest[record.id] = index
-        if record.key is not None:
+        if record.key is not None and not decided:
             current[(record.scope, record.key)] = index
 
     def is_current(index: int) -> bool:
         key, scope = records[index].key, records[index].scope
-        return key is None or current[(scope, key)] == index
+        return decided or key is None or current[(scope, key)] == index
 
     kept = [index for index in sorted(latest.values()) if is_current(index)]
     relevance: dict[str, int] = {}
@@ -183,6 +193,7 @@ def assemble_context(
     record_share: float = 0.5,
     skip_kinds: Collection[str] = ("retraction",),
     style: ContextFormat = DEFAULT_FORMAT,
+    decided: bool = False,
 ) -> Context:
     """Messages of the anchor's branch plus visible records, within ``budget`` tokens.
 
@@ -199,7 +210,9 @@ def assemble_context(
         raise InvalidInput(f"record_share must be between 0 and 1, got {record_share!r}")
     if query is not None and not isinstance(query, str):
         raise InvalidInput(f"query must be a string or None, got {type(query).__name__}")
-    offered = prioritize(records, query=query, ranking=ranking, skip_kinds=skip_kinds)
+    offered = prioritize(
+        records, query=query, ranking=ranking, skip_kinds=skip_kinds, decided=decided
+    )
     headings = (style.memory_heading, style.conversation_heading)
     fill = _Fill(counter, [counter.count(heading + "\n") for heading in headings])
 
@@ -208,7 +221,7 @@ def assemble_context(
     for order, item in enumerate(offered):
         line = style.bullet + _one_line(item.content)
         piece = _Piece(0, order, line, record=(item.id, item.revision))
-        if not fill.take_within(piece, cap):
+        if fill.used >= cap or not fill.take_within(piece, cap):
             left.append(piece)
 
     messages = [event for event in path_events if event.content.strip()]
@@ -225,6 +238,8 @@ def assemble_context(
         break
 
     for piece in left:
+        if fill.used >= budget:
+            break
         fill.take_within(piece, budget)
 
     taken = fill.taken
@@ -253,10 +268,15 @@ class _Fill:
         self.taken: list[_Piece] = []
         self.opened: set[int] = set()
         self.used = 0
+        self.line_costs: dict[tuple[int, int, str], int] = {}
 
     def price(self, piece: _Piece) -> int:
         heading = 0 if piece.section in self.opened else self.heading_costs[piece.section]
-        return self.counter.count(piece.line + "\n") + heading
+        where = (piece.section, piece.order, piece.line)
+        cost = self.line_costs.get(where)
+        if cost is None:
+            cost = self.line_costs[where] = self.counter.count(piece.line + "\n")
+        return cost + heading
 
     def take_within(self, piece: _Piece, limit: int) -> bool:
         price = self.price(piece)

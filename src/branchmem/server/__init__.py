@@ -25,4 +25,8 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from importlib import import_module
 
+    if name == "create_app":
+        from ..errors import require
+
+        require("fastapi", "the service (branchmem.server)", "server")
     return getattr(import_module(f".{_HOMES[name]}", __name__), name)

@@ -6,16 +6,24 @@ streams it (the body is counted as it arrives, never buffered past the limit).
 Text: every store keeps text as UTF-8, and PostgreSQL cannot hold NUL. A lone UTF-16
 surrogate (``"\\ud800"`` in JSON) or a NUL in the path, the query or any JSON string is
 refused with 422 here, so every backend gives the same answer instead of a driver error.
+
+JSON: a body a handler may parse as JSON (no content type, or ``application/json`` /
+``application/*+json`` in any letter case; an import's file excepted) must be UTF-8
+and standard JSON as stored: NaN, Infinity, numbers out of float range, integers over
+4,300 digits and keys given twice in one object are refused with 422, never stored in a
+form that reads back differently.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
+from ..importers.limits import ImportLimits
 from .problems import problem
 
 Scope = MutableMapping[str, Any]
@@ -25,15 +33,26 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 MAX_DEPTH = 64
+MAX_INT_DIGITS = 4300  # Python's own limit on int <-> str conversion
 
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Request limits; the import endpoint takes whole chat exports, so it has its own."""
+    """Request limits; the import endpoint takes whole chat exports, so it has its own.
+
+    ``imports`` bounds what an upload may expand to (a zip is decompressed); by default it
+    is derived from ``max_import`` and ``max_body`` (``ImportLimits.for_upload``).
+    """
 
     max_body: int = 1 << 20  # 1 MiB
     max_import: int = 64 << 20  # 64 MiB
     import_path_suffix: str = "/import"
+    imports: ImportLimits | None = None
+
+    def for_imports(self) -> ImportLimits:
+        if self.imports is not None:
+            return self.imports
+        return ImportLimits.for_upload(self.max_import, self.max_body)
 
 
 def unstorable(text: str) -> str | None:
@@ -48,12 +67,17 @@ def unstorable(text: str) -> str | None:
 
 
 def find_unstorable(value: Any, where: str = "body", depth: int = 0) -> str | None:
-    """The first JSON string (key or value) that cannot be stored, described."""
+    """The first JSON value that cannot be stored faithfully, described: a string (key or
+    value) no store keeps, a number JSON cannot carry, a key given twice."""
     if depth > MAX_DEPTH:
         return f"{where}: nested deeper than {MAX_DEPTH} levels"
     if isinstance(value, str):
         why = unstorable(value)
         return f"{where} {why}" if why else None
+    if isinstance(value, _NonStandard):
+        return f"{where}: {value.text} {value.why}"
+    if isinstance(value, _DuplicateKeys):
+        return f"{where}: key {value.duplicate!r} is given more than once"
     if isinstance(value, list):
         for index, item in enumerate(value):
             found = find_unstorable(item, f"{where}[{index}]", depth + 1)
@@ -67,6 +91,89 @@ def find_unstorable(value: Any, where: str = "body", depth: int = 0) -> str | No
             if found:
                 return found
     return None
+
+
+def is_json(content_type: bytes | None) -> bool:
+    """Whether a handler may parse the body as JSON: ``application/json`` or
+    ``application/*+json`` in any letter case, parameters such as ``charset`` ignored, as
+    FastAPI decides; a body without a type too (FastAPI parses it unless strict)."""
+    if not content_type:
+        return True
+    media = content_type.decode("latin-1").split(";", 1)[0].strip().lower()
+    kind, _, subtype = media.partition("/")
+    if not subtype:  # not a media type: FastAPI reads it as text/plain
+        return False
+    return kind == "application" and (subtype == "json" or subtype.endswith("+json"))
+
+
+class _DuplicateKeys(dict[str, Any]):
+    """An object that named a key twice; the walk reports where."""
+
+    duplicate: str = ""
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) == len(pairs):
+        return out
+    flagged = _DuplicateKeys(out)
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            flagged.duplicate = key
+            break
+        seen.add(key)
+    return flagged
+
+
+class _NonStandard:
+    """A number JSON cannot carry (NaN, Infinity, 1e999, a 5,000-digit integer)."""
+
+    def __init__(self, text: str, why: str) -> None:
+        self.text = text if len(text) <= 20 else f"{text[:12]}... ({len(text):,} characters)"
+        self.why = why
+
+
+def _constant(name: str) -> _NonStandard:
+    return _NonStandard(name, "is not a JSON number (NaN and Infinity are not JSON)")
+
+
+def _float(text: str) -> float | _NonStandard:
+    value = float(text)
+    if math.isfinite(value):
+        return value
+    return _NonStandard(text, "is out of range for a 64-bit float")
+
+
+def _int(text: str) -> int | _NonStandard:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        return _NonStandard(text, f"has more than {MAX_INT_DIGITS} digits")
+    return int(text)
+
+
+_STRICT = json.JSONDecoder(
+    object_pairs_hook=_no_duplicates, parse_constant=_constant, parse_float=_float,
+    parse_int=_int,
+)  # fmt: skip
+
+
+def check_json(body: bytes) -> tuple[str, str] | None:
+    """(problem code, detail) when ``body`` must be refused before a handler sees it.
+
+    Malformed JSON is left to the handler, which reports where it breaks.
+    """
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return "invalid_input", f"request body is not valid UTF-8 (byte {error.start})"
+    try:
+        parsed = _STRICT.decode(text)
+    except RecursionError:
+        return "malformed", "JSON nested too deeply"
+    except ValueError:
+        return None
+    found = find_unstorable(parsed)
+    return ("invalid_input", found) if found else None
 
 
 class Guard:
@@ -115,11 +222,8 @@ class Guard:
         if why:
             await problem("invalid_input", f"request {why}")(scope, receive, send)
             return
-        limit = (
-            self.limits.max_import
-            if path.endswith(self.limits.import_path_suffix)
-            else self.limits.max_body
-        )
+        importing = path.endswith(self.limits.import_path_suffix)
+        limit = self.limits.max_import if importing else self.limits.max_body
         headers = dict(scope.get("headers") or [])
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -139,18 +243,11 @@ class Guard:
                 return
             if not message.get("more_body", False):
                 break
-        content_type = headers.get(b"content-type", b"").split(b";")[0].strip()
-        if content_type.endswith(b"json") and body:
-            try:
-                parsed = json.loads(bytes(body))
-            except RecursionError:
-                await problem("malformed", "JSON nested too deeply")(scope, receive, send)
-                return
-            except ValueError:
-                parsed = None  # the handler reports malformed JSON with its location
-            found = find_unstorable(parsed) if parsed is not None else None
-            if found:
-                await problem("invalid_input", found)(scope, receive, send)
+        # an import's body is an export file, checked (and repaired) by the importer
+        if body and not importing and is_json(headers.get(b"content-type")):
+            refused = check_json(bytes(body))
+            if refused is not None:
+                await problem(*refused)(scope, receive, send)
                 return
         replayed = False
 

@@ -39,6 +39,7 @@ STATUS: Final[dict[str, int]] = {
     "unsupported_media_type": 415,
     "embedder_unavailable": 501,
     "not_implemented": 501,
+    "missing_extra": 501,
     "storage": 503,
     "schema_version": 503,
     "unavailable": 503,

@@ -1,195 +1,91 @@
-"""Request and response bodies: the JSON shapes of ``Event``, ``Record``, ``Explanation`` ...
+"""Wire types the service adds around the API's own values.
 
-Field names are the Python API's. Inputs are strict (no ``"7"`` for 7, no unknown fields) so
-a malformed request is refused with the field named, never silently coerced.
+Responses are the API's dataclasses themselves (``Event``, ``Record``, ``Explanation`` ...,
+encoded by ``branchmem.api.codec``); request bodies are built per operation from the method's
+signature (``routes.py``), with the constraints below chosen by parameter name, so every
+operation that takes an ``id`` or ``sources`` checks them alike. Inputs are strict (no
+``"7"`` for 7, no unknown fields) so a malformed request is refused with the field named.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Generic, Literal, TypeVar
+import dataclasses
+import functools
+import operator
+import types
+import typing
+from typing import Annotated, Any, Final, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
 
-MAX_ID = 512
-MAX_BATCH = 10_000
-MAX_SOURCES = 1_000
+from ..model import Event, Explanation
+
+MAX_ID: Final = 512
+MAX_BATCH: Final = 10_000
+MAX_SOURCES: Final = 1_000
+MAX_QUERY: Final = 10_000
+MAX_BUDGET: Final = 1_000_000
 
 Id = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID)]
-# a (record id, revision) pair as delivered: ["f-city", 2]
-Item = Annotated[list[str | int], Field(min_length=2, max_length=2)]
-Meta = dict[str, Any]
+Ids = Annotated[list[Id], Field(max_length=MAX_SOURCES)]
 Mode = Literal["strict", "compat"]
+
+# body fields whose meaning fixes their constraint, whatever operation they appear in
+ID_FIELDS: Final = frozenset(
+    {"id", "new_id", "old_id", "event_id", "parent", "tree", "session", "anchor"}
+)
+BODY_TYPES: Final[dict[str, Any]] = {
+    "role": Annotated[str, StringConstraints(min_length=1, max_length=64)],
+    "kind": Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID)],
+    "budget": Annotated[int, Field(ge=1, le=MAX_BUDGET)] | None,
+    "mode": Mode | None,
+    "meta": dict[str, Any] | None,
+}
 
 T = TypeVar("T")
 
 
+# -- responses: the API's dataclasses as JSON Schema can say them -----------------------------
+_MODELS: dict[type, type[BaseModel]] = {}
+
+
+def response_type(hint: Any) -> Any:
+    """The documented shape of an API value: each dataclass becomes a model of the same name
+    and fields; a pair such as ``(record id, revision)`` an array of two (OpenAPI has no
+    tuples); sets and tuples arrays."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        if hint not in _MODELS:
+            fields: dict[str, Any] = {}
+            hints = typing.get_type_hints(hint)
+            for field in dataclasses.fields(hint):
+                wire = response_type(hints[field.name])
+                if field.default is not dataclasses.MISSING:
+                    fields[field.name] = (wire, field.default)
+                elif field.default_factory is not dataclasses.MISSING:
+                    fields[field.name] = (wire, Field(default_factory=field.default_factory))
+                else:
+                    fields[field.name] = (wire, ...)
+            doc = (hint.__doc__ or "").strip()
+            _MODELS[hint] = create_model(hint.__name__, __doc__=doc, **fields)
+        return _MODELS[hint]
+    if origin in (typing.Union, types.UnionType):
+        return functools.reduce(operator.or_, [response_type(a) for a in args])
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return list[response_type(args[0])]  # type: ignore[misc]
+        items = functools.reduce(operator.or_, [response_type(a) for a in dict.fromkeys(args)])
+        return Annotated[list[items], Field(min_length=len(args), max_length=len(args))]  # type: ignore[valid-type]
+    if origin in (list, set, frozenset):
+        return list[response_type(args[0])]  # type: ignore[misc]
+    if origin is dict:
+        return dict[args[0], response_type(args[1])]  # type: ignore[misc, valid-type]
+    return hint
+
+
 class Input(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class EventIn(Input):
-    id: Id
-    parent: Id | None = None
-    tree: Id | None = None
-    role: Annotated[str, StringConstraints(min_length=1, max_length=64)] = "user"
-    content: str = ""
-    meta: Meta | None = None
-    ts: float | None = None
-
-
-class EventsIn(Input):
-    events: Annotated[list[EventIn], Field(max_length=MAX_BATCH)]
-
-
-class HeadIn(Input):
-    event: Id
-
-
-class RecordIn(Input):
-    id: Id
-    sources: Annotated[list[Id], Field(max_length=MAX_SOURCES)] | None
-    content: str = ""
-    kind: Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID)] = "fact"
-    key: str | None = None
-    scope: str | None = None
-    meta: Meta | None = None
-    supersedes: Annotated[list[Id], Field(max_length=MAX_SOURCES)] = []
-
-
-class ReviseIn(Input):
-    content: str
-    sources: Annotated[list[Id], Field(max_length=MAX_SOURCES)] | None
-    meta: Meta | None = None
-
-
-class SupersedeIn(Input):
-    new_id: Id
-    old_id: Id
-
-
-class RetractIn(Input):
-    id: Id
-    sources: Annotated[list[Id], Field(max_length=MAX_SOURCES)] | None
-    targets: Annotated[list[Id], Field(max_length=MAX_SOURCES)] = []
-    key: str | None = None
-    key_scope: str | None = None
-    scope: Literal["branch", "tree"] = "branch"
-    reason: str = ""
-
-
-class ReasonIn(Input):
-    reason: str = ""
-
-
-class ContextIn(Input):
-    anchor: Id | None
-    query: str | None = None
-    budget: Annotated[int, Field(ge=1, le=1_000_000)] | None = None  # None: the server's default
-    session: Id | None = None
-    cross_tree: bool = False
-    mode: Mode | None = None
-
-
-# -- responses ----------------------------------------------------------------------------
-class EventOut(BaseModel):
-    id: str
-    parent: str | None
-    tree: str | None
-    role: str
-    content: str
-    meta: Meta
-    ts: float | None
-    seq: int
-    namespace: str
-
-
-class RecordOut(BaseModel):
-    id: str
-    revision: int
-    kind: str
-    content: str
-    sources: list[str] | None
-    key: str | None
-    scope: str | None
-    meta: Meta
-    seq: int
-    namespace: str
-
-
-class ExplanationOut(BaseModel):
-    record_id: str
-    anchor: str | None
-    visible: bool
-    reason: str
-    revision: int | None
-    source: str | None
-    fork: str | None
-    detail: str
-
-
-class AuditEntryOut(BaseModel):
-    seq: int
-    time: float
-    namespace: str
-    op: str
-    ids: list[str]
-    actor: str | None
-    reason: str
-    revision: int | None
-
-
-class HitOut(BaseModel):
-    record: RecordOut
-    score: float
-    why: str
-
-
-class ContextOut(BaseModel):
-    text: str
-    items: list[Item]
-    anchor: str | None
-    tokens: int
-    events: list[str]
-
-
-class DeliveryOut(BaseModel):
-    session: str
-    seq: int
-    anchor: str | None
-    time: float
-    items: list[Item]
-
-
-class StaleDeliveryOut(BaseModel):
-    session: str
-    record_id: str
-    revision: int
-    delivered_at: str | None
-    anchor: str | None
-    reason: str
-    current_revision: int | None
-
-
-class RepairItemOut(BaseModel):
-    record_id: str
-    revision: int
-    reason: str
-    cause: str | None
-    anchor: str | None
-    seq: int
-    attempts: int
-    last_error: str | None
-
-
-class HistoryEntryOut(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    seq: int
-    time: float
-    op: str
-    revision: int | None
-    ids: list[str]
-    reason: str
 
 
 class Page(BaseModel, Generic[T]):
@@ -197,23 +93,6 @@ class Page(BaseModel, Generic[T]):
 
     items: list[T]
     next_cursor: str | None
-
-
-class HeadsOut(BaseModel):
-    heads: dict[str, str]
-
-
-class HeadOut(BaseModel):
-    tree: str
-    head: str | None
-
-
-class ErasedOut(BaseModel):
-    erased: list[str]
-
-
-class IdsOut(BaseModel):
-    ids: list[str]
 
 
 class WhoAmI(BaseModel):
@@ -232,33 +111,16 @@ class TreeSummary(BaseModel):
 class TreeOut(BaseModel):
     tree: str
     head: str | None
-    events: list[EventOut]
+    events: list[response_type(Event)]  # type: ignore[valid-type]
 
 
 class RecordView(BaseModel):
     """A record at an anchor for the explorer: its decision and what it says."""
 
-    explanation: ExplanationOut
+    explanation: response_type(Explanation)  # type: ignore[valid-type]
     kind: str | None
     key: str | None
     content: str | None
-
-
-class ImportOut(BaseModel):
-    format: str
-    format_reason: str
-    source: str
-    namespace: str
-    conversations: int
-    imported: int
-    failed: int
-    events_added: int
-    events_existing: int
-    branches: int
-    heads_moved: int
-    heads_unchanged: int
-    errors: list[str]
-    kept_stored: list[str]
 
 
 class Problem(BaseModel):

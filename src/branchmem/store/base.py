@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ..audit import AuditEntry
-from ..corrections import Delivery, RepairItem
+from ..model import Delivery, RepairItem
 from ..provenance import RevisionNode
 from ..resolution import RevisionKey
 from ..retraction import RetractionNode

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..audit import AuditEntry
-from ..corrections import Delivery, RepairItem
 from ..errors import ConflictError
+from ..model import Delivery, RepairItem
 from ..provenance import RevisionNode
 from ..retraction import TREE, RetractionNode
 from ..topology import EventNode

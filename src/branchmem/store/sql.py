@@ -15,8 +15,8 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext, supp
 from typing import Any
 
 from ..audit import AuditEntry
-from ..corrections import Delivery, RepairItem
 from ..errors import SchemaVersionError
+from ..model import Delivery, RepairItem
 from ..provenance import RevisionNode
 from ..retraction import TREE, RetractionNode
 from ..search.lexical import normalize

@@ -1,0 +1,204 @@
+"""Event placement (SPEC §2): where an arriving event sits in its tree, and what it settles.
+
+Events may arrive in any order. An event whose ancestry is complete is *attached*: it gets
+its tree, depth and jump pointer (``topology.placement``) at once. A child that arrives before
+its parent waits detached; when the parent arrives, ``settle_descendants`` attaches the
+waiting subtree (or, while the parent is itself detached, passes the tree down to it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from ..errors import ConflictError, CycleError, InvalidInput
+from ..model import ERASED, Event
+from ..topology import (
+    EventNode,
+    attach_below,
+    check_event_input,
+    placement,
+    same_event,
+    walk_up,
+)
+from ..validation import check_meta
+from .namespace import Namespace
+
+EVENT_FIELDS = frozenset({"id", "parent", "tree", "role", "content", "meta", "ts"})
+
+
+def event_spec(item: Mapping[str, Any] | Event, index: int) -> dict[str, Any]:
+    """The keyword arguments of ``add_event`` for one item of ``add_events``."""
+    if isinstance(item, Event):
+        return {
+            "event_id": item.id,
+            "parent": item.parent,
+            "tree": item.tree,
+            "role": item.role,
+            "content": item.content,
+            "meta": item.meta,
+            "ts": item.ts,
+        }
+    if not isinstance(item, Mapping):
+        raise InvalidInput(f"events[{index}]: expected a mapping or Event, got {item!r}")
+    extra = set(item) - EVENT_FIELDS
+    if extra:
+        raise InvalidInput(f"events[{index}]: unknown field(s) {sorted(extra)}")
+    if "id" not in item:
+        raise InvalidInput(f"events[{index}]: missing field 'id'")
+    return {
+        "event_id": item["id"],
+        "parent": item.get("parent"),
+        "tree": item.get("tree"),
+        "role": item.get("role", "user"),
+        "content": item.get("content", ""),
+        "meta": item.get("meta"),
+        "ts": item.get("ts"),
+    }
+
+
+def add_event(
+    ns: Namespace,
+    event_id: str,
+    parent: str | None,
+    tree: str | None,
+    role: str,
+    content: str,
+    meta: Mapping[str, Any] | None,
+    ts: float | None,
+) -> None:
+    """Place one event, audit it if new and re-gate the revisions its arrival settles."""
+    arrived = place(ns, event_id, parent, tree, role, content, meta, ts)
+    if arrived:
+        ns.audit("add_event", (event_id,))
+        ns.resolution().events_arrived(arrived)
+
+
+def place(
+    ns: Namespace,
+    event_id: str,
+    parent: str | None,
+    tree: str | None,
+    role: str,
+    content: str,
+    meta: Mapping[str, Any] | None,
+    ts: float | None,
+) -> list[str]:
+    """Write one event; return it and the waiting events it attached ([] for a re-add)."""
+    check_event_input(event_id, parent, tree, role, content)
+    if ts is not None and (isinstance(ts, bool) or not isinstance(ts, int | float)):
+        raise InvalidInput(f"event {event_id!r}: ts must be a number or None")
+    store, namespace = ns.store, ns.name
+    lookup = ns.lookup()
+    checked_meta = check_meta(meta, f"event {event_id!r}")
+    existing = store.get_event(namespace, event_id)
+    if existing is not None:
+        if store.statuses(namespace, [event_id]).get(event_id) == ERASED:
+            if existing.parent != parent:  # its text is gone; its place in the tree is not
+                raise ConflictError(f"erased event {event_id!r} had another parent")
+            return []
+        same_event(existing, event_id, parent, tree, role, content)
+        return []
+    if store.get_revisions(namespace, event_id):
+        raise ConflictError(f"id {event_id!r} is already a record in namespace {namespace!r}")
+    parent_node = store.get_event(namespace, parent) if parent is not None else None
+    if parent_node is not None and tree is not None and parent_node.tree not in (None, tree):
+        raise ConflictError(
+            f"event {event_id!r}: tree {tree!r} differs from its parent "
+            f"{parent!r}'s tree {parent_node.tree!r}"
+        )
+    attached = parent is None or (parent_node is not None and parent_node.attached)
+    if attached:
+        placed_tree, depth, jump = placement(event_id, tree, parent_node, lookup)
+        where: tuple[str | None, int | None, str | None] = (placed_tree, depth, jump)
+    else:
+        if parent_node is not None:
+            for ancestor in walk_up(parent_node, lookup):
+                if ancestor.parent == event_id:
+                    raise CycleError(
+                        f"event {event_id!r} with parent {parent!r} closes a cycle "
+                        f"through {ancestor.id!r}"
+                    )
+        where = (tree or (parent_node.tree if parent_node else None), None, None)
+    node = EventNode(
+        event_id, parent, where[0], tree, role, content, checked_meta,
+        None if ts is None else float(ts), store.next_seq(namespace), attached, where[1],
+        where[2],
+    )  # fmt: skip
+    store.put_event(namespace, node)
+    return [event_id, *settle_descendants(ns, node)]
+
+
+def settle_descendants(ns: Namespace, node: EventNode) -> list[str]:
+    """Attach (or pass the tree down to) detached events waiting below ``node``."""
+    store, namespace = ns.store, ns.name
+    lookup = ns.lookup()
+    attached: list[str] = []
+    stack = [node]
+    while stack:
+        parent = stack.pop()
+        for child_id in store.children(namespace, parent.id):
+            child = store.get_event(namespace, child_id)
+            assert child is not None
+            if child.explicit_tree is not None and parent.tree not in (None, child.explicit_tree):
+                raise ConflictError(
+                    f"event {parent.id!r} (tree {parent.tree!r}) cannot be the parent of "
+                    f"{child_id!r}, which names tree {child.explicit_tree!r}"
+                )
+            if parent.attached:
+                child = attach_below(child, parent, lookup)
+                attached.append(child_id)
+            elif child.tree is None and parent.tree is not None:
+                child = replace(child, tree=parent.tree)
+            else:
+                continue
+            store.put_event(namespace, child)
+            stack.append(child)
+    return attached
+
+
+def add_events(ns: Namespace, specs: list[dict[str, Any]]) -> None:
+    """Write checked specs in order; audit what was new and re-gate what it settled."""
+    ns.store.prefetch(
+        ns.name,
+        [s["event_id"] for s in specs if isinstance(s["event_id"], str)]
+        + [s["parent"] for s in specs if isinstance(s["parent"], str)],
+    )
+    added: list[str] = []
+    arrived: list[str] = []
+    for spec in specs:
+        settled = place(ns, **spec)
+        if settled:
+            added.append(spec["event_id"])
+            arrived.extend(settled)
+    if added:
+        ns.audit("add_events", added)
+        ns.resolution().events_arrived(arrived)
+
+
+def path(ns: Namespace, anchor: str) -> list[Event]:
+    """Events from the root (or, while ancestry is missing, the gap) down to ``anchor``."""
+    ns.event_node(anchor)
+    return [node.to_event(ns.name) for node in ns.store.path_events(ns.name, anchor)]
+
+
+def path_messages(ns: Namespace, path_ids: list[str]) -> list[Event]:
+    """The events of a path a prompt may show: withdrawn and erased ones left out."""
+    store = ns.store
+    store.prefetch(ns.name, path_ids)
+    nodes = [store.get_event(ns.name, event_id) for event_id in path_ids]
+    statuses = store.statuses(ns.name, path_ids)
+    return [
+        node.to_event(ns.name) for node in nodes if node is not None and node.id not in statuses
+    ]
+
+
+def set_head(ns: Namespace, event_id: str) -> None:
+    node = ns.event_node(event_id)
+    if node.tree is None:
+        raise InvalidInput(
+            f"event {event_id!r} is detached and its tree is unknown; cannot be a head"
+        )
+    ns.store.set_head(ns.name, node.tree, event_id)
+    ns.audit("set_head", (event_id,))

@@ -1,0 +1,111 @@
+"""One namespace of one store, as a public call sees it inside its transaction.
+
+``Memory`` checks the namespace name once per call and hands every engine function a
+``Namespace``: the store, the call's defaults (mode, embedder), who is acting (for the audit
+log) and the namespace's decision counts (for ``report``). Engine functions never open a
+transaction; the facade owns that.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..audit import AuditEntry
+from ..errors import ErasedError, NotFoundError
+from ..model import ERASED, Record
+from ..provenance import RevisionNode
+from ..resolution import Resolution
+from ..search.embedding import Embedder
+from ..store.base import Store
+from ..topology import EventNode, Lookup
+from ..validation import check_id
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    """The store and the call's settings for one (already checked) namespace name."""
+
+    store: Store
+    name: str
+    mode: str
+    counts: Counter[str]
+    actor: str | None = None
+    embedder: Embedder | None = None
+
+    def audit(
+        self,
+        op: str,
+        ids: Iterable[str],
+        *,
+        reason: str = "",
+        revision: int | None = None,
+    ) -> None:
+        """Append one mutation to the audit log (ids only, never content)."""
+        self.store.append_audit(
+            AuditEntry(
+                seq=self.store.next_seq(self.name),
+                time=time.time(),
+                namespace=self.name,
+                op=op,
+                ids=tuple(ids),
+                actor=self.actor,
+                reason=reason,
+                revision=revision,
+            )
+        )
+
+    def resolution(self) -> Resolution:
+        return Resolution(self.store, self.name)
+
+    def lookup(self) -> Lookup:
+        store, name = self.store, self.name
+
+        def lookup(event_id: str) -> EventNode | None:
+            return store.get_event(name, event_id)
+
+        return lookup
+
+    # -- the lookups every part needs, with errors that name the id -------------------------
+    def event_node(self, event_id: str) -> EventNode:
+        check_id(event_id, "event id")
+        node = self.store.get_event(self.name, event_id)
+        if node is None:
+            raise NotFoundError(f"event {event_id!r} not found in namespace {self.name!r}")
+        return node
+
+    def latest(self, record_id: str) -> RevisionNode:
+        """A record's latest revision; an erased record is an ``ErasedError``."""
+        check_id(record_id, "record id")
+        revisions = self.store.get_revisions(self.name, record_id)
+        if not revisions:
+            raise NotFoundError(f"record {record_id!r} not found in namespace {self.name!r}")
+        if self.store.statuses(self.name, [record_id]).get(record_id) == ERASED:
+            raise ErasedError(f"record {record_id!r} was erased")
+        return revisions[-1]
+
+    def status_of(self, item_id: str) -> str | None:
+        """Withdrawn, erased or None, for an event or record that must exist."""
+        check_id(item_id, "id")
+        store = self.store
+        if store.get_event(self.name, item_id) is None and not store.get_revisions(
+            self.name, item_id
+        ):
+            raise NotFoundError(f"no event or record {item_id!r} in namespace {self.name!r}")
+        return store.statuses(self.name, [item_id]).get(item_id)
+
+    def to_record(self, node: RevisionNode) -> Record:
+        return Record(
+            id=node.record_id,
+            revision=node.revision,
+            kind=node.kind,
+            content=node.content,
+            sources=node.sources,
+            key=node.key,
+            scope=node.scope,
+            meta=dict(node.meta),
+            seq=node.seq,
+            namespace=self.name,
+        )

@@ -1,0 +1,96 @@
+"""Search and context over one view (docs/retrieval.md); the ranking and the assembly
+themselves live in ``branchmem.search``.
+
+Only records the view returns are candidates, so nothing on another branch moves a score.
+``context`` builds the view once and reuses it: the anchor's path for the transcript, and the
+view's ``(scope, key)`` decisions for the records (one current value per key already).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..model import Hit
+from ..provenance import RevisionNode
+from ..search.context import Context, assemble_context
+from ..search.embedding import hybrid_rank
+from ..search.lexical import rank
+from ..search.tokens import TokenCounter
+from .deliveries import deliver
+from .events import path_messages
+from .namespace import Namespace
+from .views import view, visible_in
+
+
+def ranked(
+    ns: Namespace,
+    query: str,
+    query_vector: list[float] | None,
+    nodes: Mapping[str, RevisionNode],
+    k: int,
+) -> list[tuple[str, float, str]]:
+    """(record id, score, why) of the ``k`` best of ``nodes`` for ``query``: BM25, fused
+    with cosine ranking by RRF when the query has a vector."""
+    documents = {record_id: node.content for record_id, node in nodes.items()}
+    if query_vector is None:
+        return [(h.doc_id, h.score, h.why) for h in rank(query, documents, k)]
+    keys = [(record_id, node.revision) for record_id, node in nodes.items()]
+    stored = ns.store.vectors(ns.name, keys)
+    vectors = {record_id: vector for (record_id, _), vector in stored.items()}
+    fused = hybrid_rank(query, documents, query_vector, vectors, k)
+    return [(h.doc_id, h.score, h.why) for h in fused]
+
+
+def search(
+    ns: Namespace,
+    query: str,
+    query_vector: list[float] | None,
+    anchor: str | None,
+    k: int,
+    kind: str | None,
+    key: str | None,
+    scope: str | None,
+    cross_tree: bool,
+    mode: str | None,
+) -> list[Hit]:
+    shown = view(ns, anchor, cross_tree, mode)
+    by_id = {node.record_id: node for node in visible_in(ns, shown, kind, key, scope)}
+    return [
+        Hit(ns.to_record(by_id[record_id]), score, why)
+        for record_id, score, why in ranked(ns, query, query_vector, by_id, k)
+    ]
+
+
+def context(
+    ns: Namespace,
+    anchor: str | None,
+    query: str | None,
+    query_vector: list[float] | None,
+    budget: int,
+    counter: TokenCounter,
+    session: str | None,
+    cross_tree: bool,
+    mode: str | None,
+) -> Context:
+    """The prompt text at ``anchor``; with ``session``, the delivery is remembered."""
+    shown = view(ns, anchor, cross_tree, mode)
+    nodes = visible_in(ns, shown)
+    ranking = None
+    if query is not None:
+        by_id = {node.record_id: node for node in nodes}
+        hits = ranked(ns, query, query_vector, by_id, max(1, len(by_id)))
+        ranking = [record_id for record_id, _, _ in hits]
+    path_ids = list(shown.main.ids) if shown.main is not None else []
+    built = assemble_context(
+        anchor=anchor,
+        path_events=path_messages(ns, path_ids) if anchor is not None else [],
+        records=[ns.to_record(node) for node in nodes],
+        query=query,
+        budget=budget,
+        counter=counter,
+        ranking=ranking,
+        decided=True,
+    )
+    if session is not None:
+        deliver(ns, session, anchor, built.items)
+    return built

@@ -1,0 +1,158 @@
+"""Reading through a view (SPEC §3–§5): which records ``visible``, ``explain`` and ``stale``
+return at an anchor, and the counts ``report`` sums up.
+
+The decisions themselves live in ``visibility.View``; this module builds the view for a
+call, filters and orders its decisions, and tallies what was asked about.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..errors import NotFoundError
+from ..keyed import KeyedView
+from ..model import Explanation, Record
+from ..provenance import RevisionNode
+from ..validation import check_id, check_mode
+from ..visibility import Decision, View
+from .namespace import Namespace
+
+
+def view(ns: Namespace, anchor: str | None, cross_tree: bool, mode: str | None) -> View:
+    """The view of ``anchor`` (which must exist) in ``mode`` (default: the Memory's)."""
+    if anchor is not None:
+        ns.event_node(anchor)
+    return View(
+        ns.store,
+        ns.name,
+        anchor,
+        ns.mode if mode is None else check_mode(mode),
+        cross_tree=bool(cross_tree),
+    )
+
+
+def tally(ns: Namespace, shown: View, decisions: Iterable[Decision]) -> None:
+    """Count the decisions a caller was given, plus what the view met on the way."""
+    shown.count(decisions)
+    ns.counts.update(shown.counts)
+
+
+def chosen(
+    shown: View,
+    kind: str | None,
+    key: str | None,
+    scope: str | None,
+    include_superseded: bool,
+    include_stale: bool,
+) -> list[Decision]:
+    """The view's returned decisions matching the filters, in path order."""
+    found = [
+        d
+        for d in shown.decisions().values()
+        if d.revision is not None
+        and d.returned(include_superseded, include_stale)
+        and (kind is None or d.revision.kind == kind)
+        and (key is None or d.revision.key == key)
+        and (scope is None or d.revision.scope == scope)
+    ]
+    found.sort(key=lambda d: shown.sort_key(d.revision) if d.revision else ((0, 0, 0), ""))
+    return found
+
+
+def visible_in(
+    ns: Namespace,
+    shown: View,
+    kind: str | None = None,
+    key: str | None = None,
+    scope: str | None = None,
+    include_superseded: bool = False,
+    include_stale: bool = False,
+) -> list[RevisionNode]:
+    """The revisions ``visible()`` returns in an already built view, counted in the report."""
+    found = chosen(shown, kind, key, scope, include_superseded, include_stale)
+    tally(ns, shown, found)
+    return [d.revision for d in found if d.revision is not None]
+
+
+def visible(
+    ns: Namespace,
+    anchor: str | None,
+    cross_tree: bool,
+    mode: str | None,
+    kind: str | None,
+    key: str | None,
+    scope: str | None,
+    include_superseded: bool,
+    include_stale: bool,
+) -> list[Record]:
+    shown = view(ns, anchor, cross_tree, mode)
+    nodes = visible_in(ns, shown, kind, key, scope, include_superseded, include_stale)
+    return [ns.to_record(node) for node in nodes]
+
+
+def current(
+    ns: Namespace,
+    key: str,
+    anchor: str | None,
+    scope: str | None,
+    cross_tree: bool,
+    mode: str | None,
+) -> Record | None:
+    """The value of ``(scope, key)`` at ``anchor``: ``visible(key=...)[-1]``.
+
+    At an attached anchor in a one-tree view it is read from the key's frontier-ordered
+    index (``keyed.KeyedView``), at the cost of the answer, not of the path or of the key's
+    superseded history; the other views are built whole."""
+    check_id(key, "key")
+    if anchor is not None and not cross_tree:
+        node = ns.event_node(anchor)
+        if node.attached:
+            keyed = KeyedView(
+                ns.store, ns.name, node, ns.mode if mode is None else check_mode(mode)
+            )
+            revision = keyed.current(key, scope)
+            ns.counts.update(keyed.counts)
+            return None if revision is None else ns.to_record(revision)
+    found = visible(ns, anchor, cross_tree, mode, None, key, scope, False, False)
+    return found[-1] if found else None
+
+
+def explain(
+    ns: Namespace,
+    record_id: str,
+    anchor: str | None,
+    cross_tree: bool,
+    mode: str | None,
+    include_superseded: bool,
+    include_stale: bool,
+) -> Explanation:
+    """Why ``record_id`` is or is not visible at ``anchor``."""
+    check_id(record_id, "record id")
+    if not ns.store.get_revisions(ns.name, record_id):
+        raise NotFoundError(f"record {record_id!r} not found in namespace {ns.name!r}")
+    shown = view(ns, anchor, cross_tree, mode)
+    decision = shown.decide(record_id)
+    tally(ns, shown, [decision])
+    return Explanation(
+        record_id=record_id,
+        anchor=anchor,
+        visible=decision.returned(include_superseded, include_stale),
+        reason=decision.reason,
+        revision=decision.revision.revision if decision.revision else None,
+        source=decision.source,
+        fork=decision.fork,
+    )
+
+
+def stale(
+    ns: Namespace,
+    anchor: str | None,
+    cross_tree: bool,
+    mode: str | None,
+    include_superseded: bool,
+) -> list[Record]:
+    """Records hidden at ``anchor`` only because something they were built on changed."""
+    shown = view(ns, anchor, cross_tree, mode)
+    found = [d for d in chosen(shown, None, None, None, include_superseded, True) if d.stale]
+    tally(ns, shown, found)
+    return [ns.to_record(d.revision) for d in found if d.revision]

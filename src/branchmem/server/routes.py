@@ -1,0 +1,277 @@
+"""The API routes, built from the operation table (``branchmem.api.operations``).
+
+One route per ``MemoryAPI`` method, under ``/v1/ns/{namespace}``. Path and query
+parameters and the JSON body model are derived from the method's signature, with the
+constraints of ``schemas.py`` chosen by parameter name; results are the API's dataclasses,
+encoded by the one codec. A route answers exactly what the method returned.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import inspect
+import typing
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Annotated, Any, Final, TypeVar
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from pydantic import Field, create_model
+
+from ..api.codec import encode
+from ..api.operations import PREFIX, REQUIRED, Operation, Param, operations
+from ..errors import InvalidInput
+from .auth import ApiKey, IdParam, NamespaceParam, access
+from .problems import Refusal
+from .schemas import (
+    BODY_TYPES,
+    ID_FIELDS,
+    MAX_BATCH,
+    MAX_ID,
+    MAX_QUERY,
+    Id,
+    Ids,
+    Input,
+    Mode,
+    Page,
+    response_type,
+)
+
+DEFAULT_LIMIT: Final = 100
+MAX_LIMIT: Final = 1000
+
+T = TypeVar("T")
+
+
+Grant = Annotated[ApiKey | None, Depends(access)]
+LimitQuery = Annotated[int, Query(ge=1, le=MAX_LIMIT)]
+CursorQuery = Annotated[str | None, Query(max_length=64)]
+
+
+# -- paging ------------------------------------------------------------------------------------
+def encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"o{offset}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        if raw.startswith("o") and raw[1:].isdigit():
+            return int(raw[1:])
+    except ValueError:
+        pass
+    raise InvalidInput(f"cursor {cursor!r} is not one this server handed out")
+
+
+def page(items: Sequence[T], limit: int, cursor: str | None) -> dict[str, Any]:
+    start = decode_cursor(cursor)
+    chunk = list(items[start : start + limit])
+    more = start + limit < len(items)
+    return {"items": chunk, "next_cursor": encode_cursor(start + limit) if more else None}
+
+
+# -- acting as the key -------------------------------------------------------------------------
+@contextlib.contextmanager
+def acting(memory: Any, grant: ApiKey | None) -> Iterator[None]:
+    """Mutations are audited under the key that made them (``key:<id>``)."""
+    acting_as = getattr(memory, "acting_as", None)
+    if grant is None or acting_as is None:
+        yield
+        return
+    with acting_as(grant.actor):
+        yield
+
+
+# -- wire types by parameter -------------------------------------------------------------------
+def _optional(hint: Any) -> bool:
+    return type(None) in typing.get_args(hint)
+
+
+def _id_list(hint: Any) -> bool:
+    """``Iterable[str]`` (or ``| None``): sources, targets, supersedes."""
+    for candidate in (hint, *typing.get_args(hint)):
+        origin = typing.get_origin(candidate)
+        if (
+            isinstance(origin, type)
+            and issubclass(origin, Iterable)
+            and not issubclass(origin, Mapping)
+            and typing.get_args(candidate) == (str,)
+        ):
+            return True
+    return False
+
+
+def body_type(param: Param, event_model: type[Input] | None) -> Any:
+    """The pydantic type of a body field: by name first, else by its Python hint."""
+    name, hint = param.name, param.hint
+    if name == "events" and event_model is not None:
+        return Annotated[list[event_model], Field(max_length=MAX_BATCH)]  # type: ignore[valid-type]
+    if name in BODY_TYPES:
+        return BODY_TYPES[name]
+    if name in ID_FIELDS:
+        return Id | None if _optional(hint) else Id
+    if _id_list(hint):
+        return Ids | None if _optional(hint) else Ids
+    return hint
+
+
+def body_model(op: Operation, event_model: type[Input] | None = None) -> type[Input] | None:
+    fields: dict[str, Any] = {}
+    for param in op.where("body"):
+        wire = body_type(param, event_model)
+        if param.required:
+            fields[param.name] = (wire, ...)
+        elif isinstance(param.default, tuple):
+            fields[param.name] = (wire, Field(default_factory=list))
+        else:
+            fields[param.name] = (wire, param.default)
+    if not fields:
+        return None
+    name = "".join(part.title() for part in op.name.split("_")) + "In"
+    return create_model(name, __base__=Input, **fields)
+
+
+QUERY_CONSTRAINTS: Final[dict[str, dict[str, Any]]] = {
+    "query": {"max_length": MAX_QUERY},
+    "k": {"ge": 1, "le": MAX_LIMIT},
+    "revision": {"ge": 1},
+    "anchor": {"min_length": 1, "max_length": MAX_ID, "description": "event id; omitted: none"},
+}
+
+
+def query_type(param: Param) -> tuple[Any, Any]:
+    """(annotation, default) of a query parameter. An optional value may be left out even
+    where Python requires it be passed (``visible(None)``: no anchor)."""
+    hint = Mode | None if param.name == "mode" else param.hint
+    bare = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
+    constraints = dict(QUERY_CONSTRAINTS.get(param.name, {}))
+    if bare[0] is str and "max_length" not in constraints:
+        constraints["max_length"] = MAX_ID
+        if param.required and not _optional(hint):
+            constraints["min_length"] = 1
+    default = param.default
+    if default is REQUIRED and _optional(hint):
+        default = None
+    annotated = Annotated[hint, Query(**constraints)] if constraints else hint
+    return annotated, default
+
+
+# -- one route per operation -------------------------------------------------------------------
+def response_model(op: Operation) -> Any:
+    result = response_type(op.result)
+    if op.page:
+        return Page[typing.get_args(result)[0]]  # type: ignore[misc]
+    if op.envelope:
+        name = "".join(part.title() for part in op.name.split("_")) + "Out"
+        fields: dict[str, Any] = {op.envelope: (result, ...)}
+        return create_model(name, **fields)
+    return result
+
+
+def endpoint(op: Operation, model: type[Input] | None) -> Callable[..., Any]:
+    """A handler with the operation's parameters as FastAPI reads them (``__signature__``)."""
+    positional = [p.name for p in op.params if p.positional]
+
+    def handle(request: Request, namespace: str, grant: ApiKey | None, **given: Any) -> Any:
+        memory = request.app.state.memory
+        method = getattr(memory, op.name, None)
+        if method is None:
+            raise Refusal("not_implemented", f"this server's branchmem has no {op.name}()")
+        limit, cursor = given.pop("limit", op.limit), given.pop("cursor", None)
+        body = given.pop("body", None)
+        if model is not None:
+            given.update(
+                (body or model()).model_dump()  # a body of defaults only may be left out
+            )
+        args = [given.pop(name) for name in positional]
+        with acting(memory, grant) if op.mutates else contextlib.nullcontext():
+            result = method(*args, namespace=namespace, **given)
+        if op.result is None or op.result is type(None):
+            return Response(status_code=204)
+        value = encode(result)
+        if op.page:
+            return page(value, limit, cursor)
+        return {op.envelope: value} if op.envelope else value
+
+    params = [
+        inspect.Parameter("request", inspect.Parameter.KEYWORD_ONLY, annotation=Request),
+        inspect.Parameter("namespace", inspect.Parameter.KEYWORD_ONLY, annotation=NamespaceParam),
+        inspect.Parameter("grant", inspect.Parameter.KEYWORD_ONLY, annotation=Grant),
+    ]
+    for p in op.where("path"):
+        params.append(inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, annotation=IdParam))
+    for p in op.where("query"):
+        annotation, default = query_type(p)
+        params.append(
+            inspect.Parameter(
+                p.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default
+            )
+        )
+    if model is not None:
+        optional = all(not p.required for p in op.where("body"))
+        params.append(
+            inspect.Parameter(
+                "body",
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=model | None if optional else model,
+                default=None if optional else inspect.Parameter.empty,
+            )
+        )
+    if op.page:
+        params += [
+            inspect.Parameter(
+                "limit", inspect.Parameter.KEYWORD_ONLY, annotation=LimitQuery, default=op.limit
+            ),
+            inspect.Parameter(
+                "cursor", inspect.Parameter.KEYWORD_ONLY, annotation=CursorQuery, default=None
+            ),
+        ]
+
+    def route(**given: Any) -> Any:
+        return handle(given.pop("request"), given.pop("namespace"), given.pop("grant"), **given)
+
+    route.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    route.__name__ = op.name
+    route.__doc__ = f"``Memory.{op.name}``: {op.doc}"
+    return route
+
+
+TAGS: Final[Mapping[str, str]] = {
+    "events": "events", "heads": "events", "conversations": "events", "records": "records",
+    "supersede": "corrections", "retractions": "corrections", "items": "corrections",
+    "repair-queue": "corrections", "visible": "views", "current": "views", "stale": "views",
+    "search": "retrieval", "context": "retrieval", "deliveries": "retrieval",
+    "stale-deliveries": "retrieval", "report": "audit", "audit": "audit",
+}  # fmt: skip
+
+
+def tag(op: Operation) -> str:
+    if op.path.endswith(("/explain",)):
+        return "views"
+    if op.path.endswith("/history"):
+        return "audit"
+    return TAGS.get(op.path.strip("/").split("/")[0], "api")
+
+
+def api_router() -> APIRouter:
+    """Every operation of the table as a route."""
+    router = APIRouter(prefix=PREFIX)
+    table = operations()
+    event_model = body_model(table["add_event"])
+    for op in table.values():
+        model = body_model(op, event_model) if op.name != "add_event" else event_model
+        none = op.result is None or op.result is type(None)
+        extra: dict[str, Any] = {"response_class": Response} if none else {}
+        router.add_api_route(
+            op.path,
+            endpoint(op, model),
+            methods=[op.verb],
+            response_model=None if none else response_model(op),
+            status_code=204 if none else 200,
+            tags=[tag(op)],
+            name=op.name,
+            **extra,
+        )
+    return router
