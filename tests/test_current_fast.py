@@ -13,7 +13,9 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from branchmem import Memory
+import pytest
+
+from branchmem import Memory, NotFoundError
 from branchmem.provenance import RevisionNode
 from branchmem.store.inmemory import InMemoryStore
 from branchmem.store.schema import KEYED_READS_VERSION, MIGRATIONS
@@ -153,3 +155,13 @@ def test_a_detached_anchor_and_cross_tree_views_give_what_visible_gives() -> Non
         want = found[-1].id if found else None
         got = mem.current("k", anchor, cross_tree=cross)
         assert (got.id if got else None) == want
+
+
+def test_a_write_that_fails_leaves_no_trace_in_the_key_index(tmp_path: Path) -> None:
+    for mem in (Memory(), Memory.open(tmp_path / "atomic.db")):
+        mem.add_event("u1")
+        mem.add_record("old", sources=["u1"], key="city")
+        with pytest.raises(NotFoundError):  # stored, then refused: rolled back whole
+            mem.add_record("new", sources=["u1"], key="city", supersedes=["missing"])
+        assert mem.current("city", "u1").id == "old"  # type: ignore[union-attr]
+        mem.close()

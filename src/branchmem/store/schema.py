@@ -11,6 +11,21 @@ from __future__ import annotations
 
 from typing import Final
 
+# keyed reads: a key's revisions in the order a one-tree view ranks them (tree '' and
+# depth -1: no frontier), and retractions found by what they name, so reading a key's
+# current value costs what it returns, not the key's history (filled in by the backend)
+KEYED_READS: Final[list[str]] = [
+    """CREATE TABLE key_frontiers (
+            namespace TEXT NOT NULL, key_name TEXT NOT NULL, tree TEXT NOT NULL,
+            depth INTEGER NOT NULL, seq {bigint} NOT NULL, record_id TEXT NOT NULL,
+            revision INTEGER NOT NULL, PRIMARY KEY (namespace, record_id, revision))""",
+    "CREATE INDEX key_frontiers_ranked ON key_frontiers (namespace, key_name, tree, depth, seq)",
+    """CREATE TABLE retraction_targets (
+            namespace TEXT NOT NULL, target TEXT NOT NULL, id TEXT NOT NULL,
+            PRIMARY KEY (namespace, target, id))""",
+    "CREATE INDEX retractions_by_key ON retractions (namespace, key_name)",
+]
+
 MIGRATIONS: Final[list[list[str]]] = [
     # 1: the engine's state
     [
@@ -102,23 +117,9 @@ MIGRATIONS: Final[list[list[str]]] = [
             key_id TEXT NOT NULL PRIMARY KEY, secret_hash TEXT NOT NULL, tenant TEXT NOT NULL,
             namespaces TEXT NOT NULL, created {double} NOT NULL)""",
     ],
-    # keyed reads: a key's revisions in the order a one-tree view ranks them (tree '' and
-    # depth -1: no frontier), and retractions found by what they name, so reading a key's
-    # current value costs what it returns, not the key's history (filled in by the backend)
-    [
-        """CREATE TABLE key_frontiers (
-            namespace TEXT NOT NULL, key_name TEXT NOT NULL, tree TEXT NOT NULL,
-            depth INTEGER NOT NULL, seq {bigint} NOT NULL, record_id TEXT NOT NULL,
-            revision INTEGER NOT NULL, PRIMARY KEY (namespace, record_id, revision))""",
-        "CREATE INDEX key_frontiers_ranked ON key_frontiers "
-        "(namespace, key_name, tree, depth, seq)",
-        """CREATE TABLE retraction_targets (
-            namespace TEXT NOT NULL, target TEXT NOT NULL, id TEXT NOT NULL,
-            PRIMARY KEY (namespace, target, id))""",
-        "CREATE INDEX retractions_by_key ON retractions (namespace, key_name)",
-    ],
+    KEYED_READS,  # defined above; its version is its place in this list
 ]
 
-KEYED_READS_VERSION: Final = 4  # the migration above
+KEYED_READS_VERSION: Final = MIGRATIONS.index(KEYED_READS) + 1
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
