@@ -46,26 +46,30 @@ class CountingStore(InMemoryStore):
         return super().get_event(namespace, event_id)
 
     def key_candidates(
-        self, namespace: str, key: str, tree: str, depth: int
+        self, namespace: str, key: str, tree: str, depth: int, cross_tree: bool = False
     ) -> Iterator[RevisionNode]:
-        for node in super().key_candidates(namespace, key, tree, depth):
+        for node in super().key_candidates(namespace, key, tree, depth, cross_tree):
             self.candidates += 1
             yield node
 
 
-def work_of_current(turns: int) -> tuple[int, int]:
+def work_of_current(turns: int, cross_tree: bool) -> tuple[int, int]:
     store = CountingStore()
     mem = Memory(store=store)
     head = agent(mem, turns)
+    mem.add_event("other-thread")  # another tree, with a head and a value of its own
+    mem.add_record("elsewhere", sources=["other-thread"], key="k0")
+    mem.set_head("other-thread")
     store.lookups = store.candidates = 0
     for key in range(KEYS):
-        found = mem.current(f"k{key}", head)
+        found = mem.current(f"k{key}", head, cross_tree=cross_tree)
         assert found is not None and found.id == f"w{turns - KEYS + key}"
     return store.lookups, store.candidates
 
 
-def test_current_does_the_same_work_after_ten_times_the_history() -> None:
-    short, long = work_of_current(200), work_of_current(2000)
+@pytest.mark.parametrize("cross_tree", [False, True])
+def test_current_does_the_same_work_after_ten_times_the_history(cross_tree: bool) -> None:
+    short, long = work_of_current(200, cross_tree), work_of_current(2000, cross_tree)
     assert long[1] == short[1] == KEYS  # the first candidate of each key wins
     assert long[0] <= short[0] + 2 * KEYS  # ancestor tests: a few lookups, not the path
 

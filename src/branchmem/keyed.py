@@ -3,16 +3,18 @@
 An agent adds an event and rewrites a key on every turn, so the anchor's path and the
 superseded revisions of a key grow together. ``View`` answers for every record on the path;
 ``KeyedView`` answers one question — which record of ``(scope, key)`` is current at an
-attached anchor in a one-tree view — from a per-key index that lists the key's revisions
-in the order the view ranks them (deepest frontier first, then latest ``seq``; revisions
-without a frontier last). The first candidate that competes is the winner: everything
-after it ranks lower. "Is this frontier on the path?" is a jump-pointer ancestor test
-(``topology.AnchorPath``), never a walk. The §5 rules are applied to the few records the
-answer depends on (the winner, the retractions and superseders naming it, what it was
-built from), each decided exactly as ``View`` would.
+attached anchor (cross-tree: with every head attached) — from a per-key index that lists
+the key's revisions in the order the view ranks them (frontier depth in the anchor's tree
+first, then latest ``seq``; revisions without a frontier there last, latest first). The
+first candidate that competes is the winner: everything after it ranks lower. "Is this
+frontier on the path?" is a jump-pointer ancestor test (``topology.AnchorPath``), never a
+walk. The §5 rules are applied to the few records the answer depends on (the winner, the
+retractions and superseders naming it, what it was built from), each decided exactly as
+``View`` would.
 
-Cases this cannot decide without the whole view (no anchor, a detached anchor's partial
-path, cross-tree views) stay with ``View``; ``Memory.current`` chooses.
+Cases this cannot decide without the whole view (no anchor, a detached anchor or head, whose
+partial path makes "undecided" depend on its whole known chain) stay with ``View``;
+``engine.views.current`` chooses.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ class KeyedReader(Protocol):
 
     def get_event(self, namespace: str, event_id: str) -> EventNode | None: ...
     def key_candidates(
-        self, namespace: str, key: str, tree: str, depth: int
+        self, namespace: str, key: str, tree: str, depth: int, cross_tree: bool = False
     ) -> Iterator[RevisionNode]: ...
     def revisions_newest_first(self, namespace: str, record_id: str) -> Iterator[RevisionNode]: ...
     def retractions_naming(
@@ -54,15 +56,28 @@ class KeyedReader(Protocol):
 
 
 class KeyedView:
-    """§3–§5 for the records one keyed read depends on, at one attached anchor, one tree."""
+    """§3–§5 for the records one keyed read depends on, at one attached anchor (plus, in a
+    cross-tree view, the attached head of every other tree)."""
 
-    def __init__(self, reader: KeyedReader, namespace: str, anchor: EventNode, mode: str) -> None:
+    def __init__(
+        self,
+        reader: KeyedReader,
+        namespace: str,
+        anchor: EventNode,
+        mode: str,
+        heads: dict[str, EventNode] | None = None,
+    ) -> None:
         assert anchor.attached and anchor.tree is not None
         self.reader = reader
         self.namespace = namespace
         self.mode = mode
         self.tree: str = anchor.tree
         self.path = AnchorPath(anchor, self._lookup)
+        self.cross_tree = heads is not None
+        self.paths = {self.tree: self.path}
+        for tree, head in sorted((heads or {}).items()):
+            if tree != self.tree:
+                self.paths[tree] = AnchorPath(head, self._lookup)
         self.counts: Counter[str] = Counter()
         self.missing: dict[str, tuple[str, ...]] = {}
         self._shown: dict[str, RevisionNode | None] = {}
@@ -76,18 +91,19 @@ class KeyedView:
 
     # -- the rule (§3, §4) at an attached anchor, one tree ------------------------------
     def passes(self, gate: Gate) -> tuple[bool, tuple[str, ...]]:
-        """``View.gate_decision`` reduced to its answer: with one attached path and no other
-        tree in the view, a frontier elsewhere is ``no_view`` and a detached source is
-        undecided unless it names another tree."""
+        """``View.gate_decision`` reduced to its answer: with every path of the view attached,
+        a frontier in a tree without a path is ``no_view``, and a detached source is
+        undecided unless it names such a tree."""
         if not gate.consistent:
             return False, ()
         for frontier in gate.frontiers:
-            if frontier.tree != self.tree or not self.path.contains(frontier.event):
+            path = self.paths.get(frontier.tree)
+            if path is None or not path.contains(frontier.event):
                 return False, ()
         undecided = False
         for event_id in gate.detached:
             node = self._lookup(event_id)
-            if node is not None and node.tree is not None and node.tree != self.tree:
+            if node is not None and node.tree is not None and node.tree not in self.paths:
                 return False, ()  # no_view: its tree has no anchor here
             undecided = True
         missing = tuple(
@@ -172,7 +188,7 @@ class KeyedView:
         ``scope`` ANY_SCOPE for every group."""
         decided: set[str | None] = set()
         for candidate in self.reader.key_candidates(
-            self.namespace, key, self.tree, self.path.anchor.depth or 0
+            self.namespace, key, self.tree, self.path.anchor.depth or 0, self.cross_tree
         ):
             group = candidate.scope
             if (scope is not ANY_SCOPE and group != scope) or group in decided:

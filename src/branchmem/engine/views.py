@@ -13,6 +13,7 @@ from ..errors import NotFoundError
 from ..keyed import KeyedView
 from ..model import Explanation, Record
 from ..provenance import RevisionNode
+from ..topology import EventNode
 from ..validation import check_id, check_mode
 from ..visibility import Decision, View
 from .namespace import Namespace
@@ -100,19 +101,25 @@ def current(
 ) -> Record | None:
     """The value of ``(scope, key)`` at ``anchor``: ``visible(key=...)[-1]``.
 
-    At an attached anchor in a one-tree view it is read from the key's frontier-ordered
-    index (``keyed.KeyedView``), at the cost of the answer, not of the path or of the key's
-    superseded history; the other views are built whole."""
+    At an attached anchor (cross-tree: with every head attached) it is read from the key's
+    frontier-ordered index (``keyed.KeyedView``), at the cost of the answer, not of the
+    path or of the key's superseded history. A partial path (a detached anchor or head)
+    makes "undecided" depend on its whole known chain: the whole view decides that."""
     check_id(key, "key")
-    if anchor is not None and not cross_tree:
-        node = ns.event_node(anchor)
-        if node.attached:
-            keyed = KeyedView(
-                ns.store, ns.name, node, ns.mode if mode is None else check_mode(mode)
-            )
-            revision = keyed.current(key, scope)
-            ns.counts.update(keyed.counts)
-            return None if revision is None else ns.to_record(revision)
+    node = None if anchor is None else ns.event_node(anchor)
+    heads: dict[str, EventNode] | None = None
+    if node is not None and node.attached and cross_tree:
+        heads = {}
+        for tree, head_id in ns.store.heads(ns.name).items():
+            head = ns.store.get_event(ns.name, head_id)
+            if tree != node.tree and head is not None:
+                heads[tree] = head
+    if node is not None and node.attached and all(h.attached for h in (heads or {}).values()):
+        chosen_mode = ns.mode if mode is None else check_mode(mode)
+        keyed = KeyedView(ns.store, ns.name, node, chosen_mode, heads)
+        revision = keyed.current(key, scope)
+        ns.counts.update(keyed.counts)
+        return None if revision is None else ns.to_record(revision)
     found = visible(ns, anchor, cross_tree, mode, None, key, scope, False, False)
     return found[-1] if found else None
 

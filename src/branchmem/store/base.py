@@ -127,26 +127,26 @@ class Store(ABC):
     # Not abstract on purpose: the defaults below are exact but read the whole history of a
     # key; a backend overrides them with an index (every backend shipped here does).
     def key_candidates(
-        self, namespace: str, key: str, tree: str, depth: int
+        self, namespace: str, key: str, tree: str, depth: int, cross_tree: bool = False
     ) -> Iterator[RevisionNode]:
-        """Revisions with ``key`` a one-tree view of ``tree`` at ``depth`` could show, best
-        ranked first: those whose only frontier is in ``tree`` at depth <= ``depth`` (deepest
-        first, then latest seq), then those with no frontier (latest seq first). A revision
-        with a frontier in another tree is left out: such a view never shows it. Backends
-        page the index, so a reader that stops early pays only for what it read."""
+        """Revisions with ``key`` a view anchored in ``tree`` at ``depth`` could show, in the
+        order the view ranks them, best first: those with a frontier in ``tree`` at depth <=
+        ``depth`` (deepest first, then latest seq), then those with no frontier in ``tree``
+        (latest seq first) — for a one-tree view only those with no frontier at all, since it
+        never shows one with a frontier in another tree. Backends page their index, so a
+        reader that stops early pays only for what it read."""
         placed: list[tuple[int, int, RevisionNode]] = []
         unplaced: list[tuple[int, RevisionNode]] = []
         for record_id in self.records_with_key(namespace, key):
             for node in self.get_revisions(namespace, record_id):
+                here = node.gate.frontier_in(tree)
                 if node.key != key:
                     continue
-                frontiers = node.gate.frontiers
-                if not frontiers:
+                if here is not None:
+                    if here.depth <= depth:
+                        placed.append((here.depth, node.seq, node))
+                elif cross_tree or not node.gate.frontiers:
                     unplaced.append((node.seq, node))
-                    continue
-                only = frontiers[0]
-                if len(frontiers) == 1 and only.tree == tree and only.depth <= depth:
-                    placed.append((only.depth, node.seq, node))
         placed.sort(key=lambda item: item[:2], reverse=True)
         unplaced.sort(key=lambda item: item[0], reverse=True)
         yield from (node for _, _, node in placed)

@@ -41,8 +41,10 @@ class _Namespace:
     counters: dict[str, int] = field(default_factory=dict)
     deliveries: dict[str, list[Delivery]] = field(default_factory=dict)
     # key -> tree ("" for revisions without a frontier) -> (-depth, -seq, record, revision),
-    # kept sorted: the order a one-tree view ranks a key's revisions in
+    # one entry per frontier, kept sorted: the order a view ranks a key's revisions in; and
+    # key -> (-seq, record, revision): the order of those without a frontier on the path
     by_key: dict[str, dict[str, list[tuple[int, int, str, int]]]] = field(default_factory=dict)
+    by_key_seq: dict[str, list[tuple[int, str, int]]] = field(default_factory=dict)
     retractions_by_name: dict[str, set[str]] = field(default_factory=dict)  # target/key -> ids
 
 
@@ -207,11 +209,11 @@ class InMemoryStore(Store):
         for ref in node.refs or ():
             self._index_add(space.citing, ref.target, key)
             self._index_add(space.citing, ref.text, key)
-        entry = self._key_entry(node)
-        if entry is not None:
-            ranked = space.by_key.setdefault(entry[0], {}).setdefault(entry[1], [])
-            insort(ranked, entry[2])
-            self._undo(lambda: ranked.remove(entry[2]))
+        for name, tree, entry in self._key_entries(node):
+            self._insort(space.by_key.setdefault(name, {}).setdefault(tree, []), entry)
+        if node.key is not None:
+            latest = (-node.seq, node.record_id, node.revision)
+            self._insort(space.by_key_seq.setdefault(node.key, []), latest)
 
     def _unindex(self, space: _Namespace, node: RevisionNode) -> None:
         key = (node.record_id, node.revision)
@@ -225,21 +227,30 @@ class InMemoryStore(Store):
         for ref in node.refs or ():
             self._index_discard(space.citing, ref.target, key)
             self._index_discard(space.citing, ref.text, key)
-        entry = self._key_entry(node)
-        if entry is not None:
-            ranked = space.by_key[entry[0]][entry[1]]
-            ranked.remove(entry[2])
-            self._undo(lambda: insort(ranked, entry[2]))
+        for name, tree, entry in self._key_entries(node):
+            self._remove_sorted(space.by_key[name][tree], entry)
+        if node.key is not None:
+            latest = (-node.seq, node.record_id, node.revision)
+            self._remove_sorted(space.by_key_seq[node.key], latest)
 
     @staticmethod
-    def _key_entry(node: RevisionNode) -> tuple[str, str, tuple[int, int, str, int]] | None:
-        """Where a keyed revision sits in ``by_key`` (None: unkeyed, or never shown by a
-        one-tree view because its frontiers span trees)."""
-        frontiers = node.gate.frontiers
-        if node.key is None or len(frontiers) > 1:
-            return None
-        tree, depth = (frontiers[0].tree, frontiers[0].depth) if frontiers else ("", 0)
-        return node.key, tree, (-depth, -node.seq, node.record_id, node.revision)
+    def _key_entries(node: RevisionNode) -> list[tuple[str, str, tuple[int, int, str, int]]]:
+        """Where a keyed revision sits in ``by_key``: once per frontier tree ("": none)."""
+        if node.key is None:
+            return []
+        placed = [(f.tree, f.depth) for f in node.gate.frontiers] or [("", 0)]
+        return [
+            (node.key, tree, (-depth, -node.seq, node.record_id, node.revision))
+            for tree, depth in placed
+        ]
+
+    def _insort(self, ranked: list[Any], entry: Any) -> None:
+        insort(ranked, entry)
+        self._undo(lambda: ranked.remove(entry))
+
+    def _remove_sorted(self, ranked: list[Any], entry: Any) -> None:
+        ranked.remove(entry)
+        self._undo(lambda: insort(ranked, entry))
 
     def _revision(self, space: _Namespace, key: RevisionKey) -> RevisionNode:
         return space.revisions[key[0]][key[1] - 1]
@@ -259,15 +270,21 @@ class InMemoryStore(Store):
         return list(self._space(namespace).record_order)
 
     def key_candidates(
-        self, namespace: str, key: str, tree: str, depth: int
+        self, namespace: str, key: str, tree: str, depth: int, cross_tree: bool = False
     ) -> Iterator[RevisionNode]:
         space = self._space(namespace)
         by_tree = space.by_key.get(key, {})
         placed = by_tree.get(tree, [])
         for index in range(bisect_left(placed, (-depth,)), len(placed)):
             yield self._revision(space, placed[index][2:])
-        for entry in by_tree.get("", []):
-            yield self._revision(space, entry[2:])
+        if not cross_tree:
+            for entry in by_tree.get("", []):
+                yield self._revision(space, entry[2:])
+            return
+        for latest in space.by_key_seq.get(key, []):
+            node = self._revision(space, latest[1:])
+            if node.gate.frontier_in(tree) is None:
+                yield node
 
     def revisions_newest_first(self, namespace: str, record_id: str) -> Iterator[RevisionNode]:
         yield from reversed(self._space(namespace).revisions.get(record_id, []))

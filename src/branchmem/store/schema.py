@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from typing import Final
 
-# keyed reads: a key's revisions in the order a one-tree view ranks them (tree '' and
-# depth -1: no frontier), and retractions found by what they name, so reading a key's
+# keyed reads: a key's revisions in the order a view ranks them, one row per frontier tree
+# (tree '' and depth -1: no frontier), and retractions found by what they name, so reading a key's
 # current value costs what it returns, not the key's history (filled in by the backend)
 KEYED_READS: Final[list[str]] = [
     """CREATE TABLE key_frontiers (
             namespace TEXT NOT NULL, key_name TEXT NOT NULL, tree TEXT NOT NULL,
             depth INTEGER NOT NULL, seq {bigint} NOT NULL, record_id TEXT NOT NULL,
-            revision INTEGER NOT NULL, PRIMARY KEY (namespace, record_id, revision))""",
+            revision INTEGER NOT NULL, PRIMARY KEY (namespace, record_id, revision, tree))""",
     "CREATE INDEX key_frontiers_ranked ON key_frontiers (namespace, key_name, tree, depth, seq)",
+    "CREATE INDEX key_frontiers_by_seq ON key_frontiers (namespace, key_name, seq)",
     """CREATE TABLE retraction_targets (
             namespace TEXT NOT NULL, target TEXT NOT NULL, id TEXT NOT NULL,
             PRIMARY KEY (namespace, target, id))""",

@@ -513,15 +513,13 @@ class SQLStore(Store):
     _PAGES = (8, 64, 512)  # a keyed read usually stops at its first candidate
 
     def _rank_by_key(self, namespace: str, nodes: Iterable[RevisionNode]) -> None:
-        """Index keyed revisions in the order a one-tree view ranks them; a revision whose
-        frontiers span trees is left out (a one-tree view never shows it)."""
-        rows = []
-        for node in nodes:
-            frontiers = node.gate.frontiers
-            if node.key is None or len(frontiers) > 1:
-                continue
-            tree, depth = (frontiers[0].tree, frontiers[0].depth) if frontiers else ("", -1)
-            rows.append((namespace, node.key, tree, depth, node.seq, node.record_id, node.revision))
+        """Index keyed revisions in the order a view ranks them, once per frontier tree."""
+        rows = [
+            (namespace, node.key, tree, depth, node.seq, node.record_id, node.revision)
+            for node in nodes
+            if node.key is not None
+            for tree, depth in [(f.tree, f.depth) for f in node.gate.frontiers] or [("", -1)]
+        ]
         self._many(
             "INSERT INTO key_frontiers (namespace, key_name, tree, depth, seq, record_id, "
             "revision) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
@@ -544,25 +542,46 @@ class SQLStore(Store):
             )
 
     def key_candidates(
-        self, namespace: str, key: str, tree: str, depth: int
+        self, namespace: str, key: str, tree: str, depth: int, cross_tree: bool = False
     ) -> Iterator[RevisionNode]:
         columns = ", ".join("r." + c for c in codec.REVISION_COLUMNS.split(", "))
-        for ranked_tree, cursor in ((tree, (depth, 2**62)), ("", (-1, 2**62))):
-            for size in itertools.chain(self._PAGES, itertools.repeat(self._PAGES[-1])):
-                rows = self._all(  # (depth, seq) < cursor: the next page, on the index
-                    f"SELECT {columns}, k.depth FROM key_frontiers k JOIN revisions r "
-                    "ON r.namespace = k.namespace AND r.record_id = k.record_id "
-                    "AND r.revision = k.revision WHERE k.namespace = ? AND k.key_name = ? "
-                    "AND k.tree = ? AND (k.depth, k.seq) < (?, ?) "
-                    "ORDER BY k.depth DESC, k.seq DESC LIMIT ?",
-                    (namespace, key, ranked_tree, cursor[0], cursor[1], size),
-                )
-                for row in rows:
-                    node = codec.revision_node(tuple(row[:-1]))
-                    cursor = (int(row[-1]), node.seq)
-                    yield node
-                if len(rows) < size:
-                    break
+        source = (
+            f"SELECT {columns}, k.depth FROM key_frontiers k JOIN revisions r "
+            "ON r.namespace = k.namespace AND r.record_id = k.record_id "
+            "AND r.revision = k.revision WHERE k.namespace = ? AND k.key_name = ? "
+        )
+        cursor = (depth, 2**62)
+        for size in self._pages():
+            rows = self._all(  # (depth, seq) < cursor: the next page, on the index
+                source + "AND k.tree = ? AND (k.depth, k.seq) < (?, ?) "
+                "ORDER BY k.depth DESC, k.seq DESC LIMIT ?",
+                (namespace, key, tree, cursor[0], cursor[1], size),
+            )
+            for row in rows:
+                node = codec.revision_node(tuple(row[:-1]))
+                cursor = (int(row[-1]), node.seq)
+                yield node
+            if len(rows) < size:
+                break
+        below, seen = 2**62, set()
+        others = ("<>", tree) if cross_tree else ("=", "")  # one-tree: no frontier at all
+        for size in self._pages():
+            rows = self._all(  # without a frontier in ``tree``: arrival order, latest first
+                source + f"AND k.tree {others[0]} ? AND k.seq < ? ORDER BY k.seq DESC LIMIT ?",
+                (namespace, key, others[1], below, size),
+            )
+            for row in rows:
+                node = codec.revision_node(tuple(row[:-1]))
+                below = node.seq
+                if (node.record_id, node.revision) not in seen:
+                    seen.add((node.record_id, node.revision))
+                    if node.gate.frontier_in(tree) is None:
+                        yield node
+            if len(rows) < size:
+                break
+
+    def _pages(self) -> Iterator[int]:
+        return itertools.chain(self._PAGES, itertools.repeat(self._PAGES[-1]))
 
     def revisions_newest_first(self, namespace: str, record_id: str) -> Iterator[RevisionNode]:
         cached = self._revisions.get((namespace, record_id))
@@ -570,7 +589,7 @@ class SQLStore(Store):
             yield from reversed(list(cached))
             return
         below = 2**31
-        for size in itertools.chain(self._PAGES, itertools.repeat(self._PAGES[-1])):
+        for size in self._pages():
             rows = self._all(
                 f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
                 "AND record_id = ? AND revision < ? ORDER BY revision DESC LIMIT ?",
