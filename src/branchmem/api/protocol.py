@@ -113,7 +113,7 @@ class MemoryAPI(Protocol):
     ) -> ImportSummary: ...
 
     # -- records -----------------------------------------------------------------------
-    @http("POST", "/records")
+    @http("POST", "/records", repeatable=True)  # unless it supersedes: see Client
     def add_record(
         self,
         id: str,
