@@ -21,10 +21,12 @@ KEYED_READS: Final[list[str]] = [
             revision INTEGER NOT NULL, PRIMARY KEY (namespace, record_id, revision, tree))""",
     "CREATE INDEX key_frontiers_ranked ON key_frontiers (namespace, key_name, tree, depth, seq)",
     "CREATE INDEX key_frontiers_by_seq ON key_frontiers (namespace, key_name, seq)",
-    """CREATE TABLE retraction_targets (
+    # another migration may create these two as well (erasure finds retractions the same
+    # way): IF NOT EXISTS, and the backfill is idempotent
+    """CREATE TABLE IF NOT EXISTS retraction_targets (
             namespace TEXT NOT NULL, target TEXT NOT NULL, id TEXT NOT NULL,
             PRIMARY KEY (namespace, target, id))""",
-    "CREATE INDEX retractions_by_key ON retractions (namespace, key_name)",
+    "CREATE INDEX IF NOT EXISTS retractions_by_key ON retractions (namespace, key_name)",
 ]
 
 MIGRATIONS: Final[list[list[str]]] = [
