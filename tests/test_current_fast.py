@@ -21,6 +21,8 @@ from branchmem.store.inmemory import InMemoryStore
 from branchmem.store.schema import KEYED_READS_VERSION, MIGRATIONS
 from branchmem.store.sqlite import SQLiteStore
 from branchmem.topology import AnchorPath, EventNode
+from differential import Op, apply, oracle_current
+from oracle import Oracle
 
 KEYS = 10
 
@@ -169,3 +171,78 @@ def test_a_write_that_fails_leaves_no_trace_in_the_key_index(tmp_path: Path) -> 
             mem.add_record("new", sources=["u1"], key="city", supersedes=["missing"])
         assert mem.current("city", "u1").id == "old"  # type: ignore[union-attr]
         mem.close()
+
+
+def long_history(rng: random.Random) -> list[Op]:
+    """An agent-like tree deep enough for the jump pointers to skip: a long main line with
+    forks (edits, regenerations), keyed writes along every branch, revisions, retractions of
+    both scopes, supersedes and withdrawals."""
+    ops: list[Op] = []
+    line = ["e0"]
+    ops.append(("event", {"id": "e0", "parent": None, "tree": None, "content": "e0"}))
+    for index in range(1, 160):
+        parent = line[-1] if rng.random() < 0.85 else rng.choice(line[-30:])
+        event_id = f"e{index}"
+        ops.append(("event", {"id": event_id, "parent": parent, "content": event_id}))
+        line.append(event_id)
+    ops.append(("event", {"id": "other", "parent": None, "tree": None, "content": "other"}))
+    ops.append(("head", {"id": "other"}))
+    records = []
+    for index in range(70):
+        record_id = f"r{index}"
+        anchor = rng.choice(line)
+        sources: list[str] | None = [anchor]
+        if records and rng.random() < 0.15:
+            sources = [anchor, rng.choice(records)]
+        elif rng.random() < 0.05:
+            sources = ["other"] if rng.random() < 0.5 else None
+        key = rng.choice(["city", "city", "budget", None])
+        scope = rng.choice([None, None, "work"])
+        ops.append(("record", {"id": record_id, "sources": sources, "key": key, "scope": scope}))
+        records.append(record_id)
+        if rng.random() < 0.1:
+            ops.append(("revise", {"id": record_id, "sources": [rng.choice(line)]}))
+    for index in range(4):
+        by_key = rng.random() < 0.6
+        ops.append(
+            (
+                "retract",
+                {
+                    "id": f"x{index}", "sources": [rng.choice(line)],
+                    "targets": () if by_key else (rng.choice(records),),
+                    "key": rng.choice(["city", "budget"]) if by_key else None,
+                    "key_scope": rng.choice([None, "work"]),
+                    "scope": rng.choice(["branch", "tree"]),
+                },
+            )
+        )  # fmt: skip
+    for _ in range(3):
+        new, old = rng.sample(records, 2)
+        ops.append(("supersede", {"new": new, "old": old}))
+    for _ in range(3):
+        ops.append(("withdraw", {"id": rng.choice(records + line)}))
+    return ops
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_current_on_deep_trees_matches_the_oracle(seed: int) -> None:
+    rng = random.Random(seed)
+    mem, oracle = Memory(), Oracle()
+    for op in long_history(rng):
+        apply(mem, oracle, op, "default")
+    anchors = rng.sample(sorted(oracle.events), 25)
+    for anchor in anchors:
+        for mode in ("strict", "compat"):
+            for cross_tree in (False, True):
+                expected = oracle.decide_all(anchor, mode=mode, cross_tree=cross_tree)
+                for key in ("city", "budget"):
+                    for scope in (None, "work"):
+                        found = mem.current(
+                            key, anchor, scope=scope, mode=mode, cross_tree=cross_tree
+                        )
+                        want = oracle_current(
+                            oracle, expected, key, scope, anchor, mode, cross_tree
+                        )
+                        assert (found.id if found else None) == want, (
+                            anchor, mode, cross_tree, key, scope,
+                        )  # fmt: skip
