@@ -4,7 +4,7 @@ STAMP := $(VENV)/.installed
 MEM0V1_VENV ?= .venv-mem0v1
 MEM0V1_STAMP := $(MEM0V1_VENV)/.installed
 
-.PHONY: run demo test test-mem0v1 lint bench propagation-report clean
+.PHONY: run demo test test-mem0v1 smoke lint bench propagation-report clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -34,7 +34,12 @@ test: $(STAMP) lint
 
 # Mem0 1.0.x (ADD/UPDATE/DELETE/NONE) in its own venv; the main venv runs mem0ai 2.x.
 test-mem0v1: $(MEM0V1_STAMP)
-	$(MEM0V1_VENV)/bin/pytest -q -n 2 tests/test_mem0_integration.py tests/test_mem0_systems.py
+	$(MEM0V1_VENV)/bin/pytest -q -n 2 tests/test_mem0_integration.py tests/test_mem0_systems.py \
+		tests/test_mem0_api.py tests/test_mem0_tap.py
+
+# The package as a user gets it: a wheel in throwaway venvs, base and each extra alone.
+smoke:
+	bash .ci/smoke.sh
 
 bench: $(STAMP)
 	BRANCHMEM_BENCH_SCALE=10 $(VENV)/bin/pytest -q -n 2 -k differential tests

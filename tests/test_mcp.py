@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ pytest.importorskip("mcp", reason="the MCP SDK is in the 'server' extra")
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+import branchmem
 from branchmem import Memory
 
 
@@ -35,6 +37,7 @@ async def session_run(db: Path, steps: Any) -> Any:
         command=sys.executable,
         args=["-m", "branchmem.cli", "mcp", "--db", str(db), "--namespace", "alice",
               "--conversation", "chat"],
+        env=dict(os.environ),  # the SDK passes only a safe subset: keep PYTHONPATH
     )  # fmt: skip
     async with (
         stdio_client(params) as (read, write),
@@ -100,3 +103,60 @@ def test_a_tool_error_names_the_problem(tmp_path: Path) -> None:
     called = anyio.run(session_run, tmp_path / "agent.db", steps)
     assert getattr(called, "is_error", getattr(called, "isError", False))
     assert "not_found" in called.content[0].text and "'nope'" in called.content[0].text
+
+
+def test_remember_without_a_message_or_event_is_refused(tmp_path: Path) -> None:
+    """A fact tied to no message would be sourced at a head that never moves: no gating."""
+    db = tmp_path / "agent.db"
+
+    async def steps(session: ClientSession) -> Any:
+        return await session.call_tool("remember", {"content": "likes tea", "key": "drink"})
+
+    called = anyio.run(session_run, db, steps)
+    assert getattr(called, "is_error", getattr(called, "isError", False))
+    text = called.content[0].text
+    assert "invalid_input: remember needs `message`" in text and "`event`" in text
+    with Memory.open(db) as mem:
+        assert mem.audit(namespace="alice") == []  # nothing was written
+
+
+def test_remember_with_an_event_is_sourced_at_that_message(tmp_path: Path) -> None:
+    db = tmp_path / "agent.db"
+
+    async def steps(session: ClientSession) -> Any:
+        first = result(
+            await session.call_tool(
+                "remember", {"content": "moving to Chengdu", "message": "I'm moving to Chengdu"}
+            )
+        )
+        second = result(
+            await session.call_tool("remember", {"content": "has a cat", "event": first["event"]})
+        )
+        return first, second
+
+    first, second = anyio.run(session_run, db, steps)
+    assert second["event"] == first["event"]
+    with Memory.open(db) as mem:
+        record = mem.get_record(second["id"], namespace="alice")
+        assert record.sources == (first["event"],)
+        assert mem.visible(first["event"], namespace="alice")[-1].id == second["id"]
+        assert not mem.explain(second["id"], "chat", namespace="alice").visible  # above it
+
+
+def test_the_server_reports_the_package_version(tmp_path: Path) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "branchmem.cli", "mcp", "--db", str(tmp_path / "agent.db")],
+        env=dict(os.environ),
+    )
+
+    async def handshake() -> Any:
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            return await session.initialize()
+
+    started = anyio.run(handshake)
+    assert started.server_info.name == "branchmem"
+    assert started.server_info.version == branchmem.__version__ != ""

@@ -170,10 +170,19 @@ def serve(
 
     from ..memory import Memory
     from ..server import Limits, create_app
+    from ..server.explorer import LocalSession
 
     memory = Memory.open(db, migrate=migrate_store)
+    loopback = host in ("127.0.0.1", "localhost", "::1")
+    local = LocalSession() if loopback and not no_auth else None  # see docs/explorer.md
     service = create_app(
-        memory, auth=not no_auth, limits=Limits(max_body=max_body, max_import=max_import)
+        memory, auth=not no_auth, limits=Limits(max_body=max_body, max_import=max_import),
+        local=local,
+    )  # fmt: skip
+    shown = f"[{host}]" if ":" in host else host
+    err.print(
+        f"explorer: {local.link(host, port) if local else f'http://{shown}:{port}/ui'}",
+        markup=False,
     )
     try:
         uvicorn.run(service, host=host, port=port, log_level=log_level)

@@ -2,8 +2,11 @@
 
 Four tools, bound to one namespace and one conversation tree:
 
-- ``remember(content, key?, kind?, message?, event?)``: a record whose source is the
-  conversation's current event (after adding ``message`` as a new event below it);
+- ``remember(content, key?, kind?, message?, event?)``: a record sourced at the user's
+  message: ``message`` is added as a new event below the current one, or ``event`` names a
+  message already there. With neither it is refused: the current event may be a head that
+  never moved (the conversation's root), and a fact sourced there holds on every branch, so
+  an agent that forgot ``message`` would silently lose branch gating;
 - ``recall(query?, k?, event?)``: the records visible at the current event, best match first;
 - ``forget(record_id? | key?, reason?, everywhere?)``: a retraction sourced at the current
   event (this branch), or with ``everywhere`` a tree-scope one (every branch);
@@ -19,7 +22,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from ..errors import BranchmemError, NotFoundError
+from .. import __version__
+from ..errors import BranchmemError, InvalidInput, NotFoundError
+
+REMEMBER_NEEDS_A_MESSAGE = (
+    "remember needs `message` (the user's words the fact comes from) or `event` (the id of "
+    "the message it comes from, e.g. the `event` an earlier call returned): without one the "
+    "fact would be tied to no message and hold on every branch of the conversation"
+)
 
 
 class Conversation:
@@ -62,6 +72,8 @@ class Conversation:
         message: str | None = None,
         event: str | None = None,
     ) -> dict[str, Any]:
+        if not message and event is None:
+            raise InvalidInput(REMEMBER_NEEDS_A_MESSAGE)
         at = self.said(message, event) if message else self.current(event)
         record = self.memory.add_record(
             f"m:{uuid.uuid4().hex[:12]}", sources=[at], content=content, kind=kind, key=key,
@@ -119,10 +131,12 @@ def build_server(conversation: Conversation) -> Any:
 
     server = MCPServer(
         name="branchmem",
+        version=__version__,
         instructions=(
             "Long-term memory that follows the conversation's branch. remember() facts the "
-            "user states (pass the user's message as `message`), recall() before answering, "
-            "forget() when asked to, explain() when a memory seems missing."
+            "user states (pass the user's message as `message`, or the `event` id of a "
+            "message already sent), recall() before answering, forget() when asked to, "
+            "explain() when a memory seems missing."
         ),
     )
 
@@ -140,8 +154,9 @@ def build_server(conversation: Conversation) -> Any:
         message: str | None = None,
         event: str | None = None,
     ) -> dict[str, Any]:
-        """Store a memory derived from the current message. `key` groups values that
-        replace each other (e.g. "city"); `message` is the user's text it came from."""
+        """Store a memory derived from the user's message: pass the text as `message`, or
+        `event`, the id of a message already sent (a call's returned `event`); one of them is
+        required. `key` groups values that replace each other (e.g. "city")."""
         return guarded(conversation.remember, content, key, kind, message, event)
 
     @server.tool()

@@ -16,6 +16,8 @@ from fastapi import FastAPI
 
 from .. import __version__
 from ..memory import Memory
+from .docs import install_offline_docs
+from .explorer import LocalSession
 from .guard import Guard, Limits
 from .keys import KeyRing
 from .problems import PROBLEM_TYPE, install
@@ -47,6 +49,7 @@ def create_app(
     keys: KeyRing | None = None,
     auth: bool = True,
     limits: Limits | None = None,
+    local: LocalSession | None = None,
 ) -> FastAPI:
     """The service over ``memory``. ``auth=False`` serves without keys (a local, single-user
     server); otherwise every ``/v1`` request needs ``Authorization: Bearer <key>``."""
@@ -59,13 +62,17 @@ def create_app(
             "Errors are application/problem+json; `code` is the branchmem error code."
         ),
         responses=PROBLEMS,
+        docs_url=None,  # /docs and /redoc: served from local assets by install_offline_docs
+        redoc_url=None,
     )
+    install_offline_docs(app)
     install(app)
     limits = limits or Limits()
     app.add_middleware(Guard, limits=limits)
     app.state.limits = limits  # the import endpoint derives its decompression limits from them
     app.state.memory = memory
     app.state.keys = keys if keys is not None else (KeyRing(memory) if auth else None)
+    app.state.local = local  # the explorer's read-only token (branchmem serve, loopback)
     app.include_router(pages)
     app.include_router(api_router())
     app.include_router(namespaced)

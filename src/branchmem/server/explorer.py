@@ -3,16 +3,47 @@
 These read the namespace as a whole (a tree's events, every record id), which the public
 ``Memory`` API deliberately does not offer for views; they are for looking, not for prompts.
 Each runs in one read snapshot of the store, taken through ``Memory``'s own read scope.
+
+``LocalSession`` is how ``branchmem serve`` on a loopback address opens the explorer without
+anyone typing a key: a random token, held only in the server's memory and printed once in
+the link's fragment (``/ui#token=...``; a fragment never reaches a server log or a proxy). It
+reads every namespace and writes nothing, and dies with the process. Nothing is granted by
+address: behind a reverse proxy every request comes from 127.0.0.1.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import hmac
+import secrets
+import time
+from typing import Any, Final
 
 from ..errors import BranchmemError, NotFoundError
 from ..memory import Memory
 from ..model import ERASED
+from .keys import ApiKey
+
+LOCAL_KEY_ID: Final = "local"
+READ_METHODS: Final = frozenset({"GET", "HEAD"})
+
+
+class LocalSession:
+    """A read-only grant over every namespace for whoever holds this process's token."""
+
+    def __init__(self, token: str | None = None) -> None:
+        self.token = token or secrets.token_urlsafe(32)
+        self.grant = ApiKey(LOCAL_KEY_ID, "local explorer", ("*",), time.time())
+
+    def admits(self, method: str, presented: str) -> bool:
+        """True for a read presenting this session's token (constant-time comparison)."""
+        same = hmac.compare_digest(presented.encode(), self.token.encode())
+        return same and method.upper() in READ_METHODS
+
+    def link(self, host: str, port: int) -> str:
+        """The explorer's address with the token in the fragment."""
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{port}/ui#token={self.token}"
 
 
 def trees(memory: Memory, namespace: str) -> list[dict[str, Any]]:
@@ -57,10 +88,21 @@ def record_views(
     mode: str | None = None,
     include_superseded: bool = False,
     include_stale: bool = False,
+    tree: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Every record of the namespace decided at ``anchor``: the explanation and its text."""
+    """Every record of the namespace decided at ``anchor``: the explanation and its text.
+
+    With ``tree``, only the records built from that conversation (a revision with a source,
+    direct or through the records it cites, among the tree's events), each with
+    ``tree_sources``: those events, so the explorer can mark them on the tree.
+    """
+    marks: dict[str, list[str]] = {}
     with memory._read(namespace):
-        record_ids = sorted(memory.store.record_ids(namespace))
+        if tree is None:
+            record_ids = sorted(memory.store.record_ids(namespace))
+        else:
+            marks = _tree_sources(memory, namespace, tree)
+            record_ids = sorted(marks)
         erased = {
             item
             for item, status in memory.store.statuses(namespace, record_ids).items()
@@ -87,6 +129,21 @@ def record_views(
                 "kind": kind,
                 "key": key,
                 "content": content,
+                "tree_sources": marks.get(record_id, []),
             }
         )
     return views
+
+
+def _tree_sources(memory: Memory, namespace: str, tree_id: str) -> dict[str, list[str]]:
+    """record id -> the events of ``tree_id`` its revisions draw on (direct sources and the
+    frontier, which stands for the sources reached through cited records)."""
+    in_tree = {n.id for n in memory.store.iter_events(namespace, tree_id) if n.tree == tree_id}
+    marks: dict[str, set[str]] = {}
+    for node in memory.store.revisions_at(namespace, in_tree):
+        found = marks.setdefault(node.record_id, set())
+        frontier = node.gate.frontier_in(tree_id)
+        if frontier is not None:
+            found.add(frontier.event)
+        found.update(ref.target for ref in node.event_refs if ref.target in in_tree)
+    return {record_id: sorted(events) for record_id, events in marks.items()}

@@ -121,6 +121,7 @@ class RecordView(BaseModel):
     kind: str | None
     key: str | None
     content: str | None
+    tree_sources: list[str] = []  # with ?tree=: the conversation's events it draws on
 
 
 class Problem(BaseModel):

@@ -160,12 +160,14 @@ def explanations(
     mode: Mode | None = None,
     include_superseded: bool = False,
     include_stale: bool = False,
+    tree: Annotated[str | None, Query(max_length=MAX_ID)] = None,
     limit: LimitQuery = 1000,
     cursor: CursorQuery = None,
 ) -> dict[str, Any]:
-    """Every record of the namespace decided at the anchor, with the reason for each."""
+    """Every record of the namespace decided at the anchor, with the reason for each;
+    with ``tree``, only the records built from that conversation, their sources in it."""
     views = explorer.record_views(
         request.app.state.memory, namespace, anchor, cross_tree=cross_tree, mode=mode,
-        include_superseded=include_superseded, include_stale=include_stale,
+        include_superseded=include_superseded, include_stale=include_stale, tree=tree,
     )  # fmt: skip
     return page(views, limit, cursor)

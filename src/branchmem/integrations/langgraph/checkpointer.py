@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -45,13 +46,47 @@ class UnsupportedSaver(InvalidInput):
     code = "unsupported_saver"
 
 
+# Optional saver methods: the wrapper has each only when the wrapped saver's class does,
+# since LangGraph (and its conformance suite) detects a capability by override.
+OPTIONAL_METHODS: Final = (
+    ("delete_for_runs", "adelete_for_runs"),
+    ("copy_thread", "acopy_thread"),
+    ("prune", "aprune"),
+    ("get_delta_channel_history", "aget_delta_channel_history"),
+)
+_FACES: dict[tuple[type, frozenset[str]], type] = {}
+
+
+def _lacking(saver_type: type) -> frozenset[str]:
+    """The optional methods ``saver_type`` leaves to BaseCheckpointSaver's default."""
+    return frozenset(
+        name
+        for pair in OPTIONAL_METHODS
+        for name in pair
+        if getattr(saver_type, name, None) is getattr(BaseCheckpointSaver, name, None)
+    )
+
+
 class BranchCheckpointer(BaseCheckpointSaver[Any]):
     """Delegate to ``saver`` and mirror each root-namespace checkpoint as a Memory event.
 
     The saver stays the source of truth for graph state; the Memory gets the tree shape
     (see ``mapping``) and the thread head, which moves to every checkpoint saved, as
-    ``get_state`` without a checkpoint id does.
+    ``get_state`` without a checkpoint id does. An instance is of a subclass that keeps
+    BaseCheckpointSaver's default for every optional method the saver lacks, so it
+    advertises exactly the saver's capabilities.
     """
+
+    def __new__(cls, saver: BaseCheckpointSaver[Any], *args: Any, **kwargs: Any) -> Any:
+        lacking = _lacking(type(saver))
+        if not lacking:
+            return super().__new__(cls)
+        face = _FACES.get((cls, lacking))
+        if face is None:
+            defaults = {name: getattr(BaseCheckpointSaver, name) for name in lacking}
+            face = type(cls.__name__, (cls,), {**defaults, "__module__": cls.__module__})
+            _FACES[(cls, lacking)] = face
+        return super().__new__(face)
 
     def __init__(
         self,
@@ -71,6 +106,27 @@ class BranchCheckpointer(BaseCheckpointSaver[Any]):
         self.saver = saver
         self.memory = memory
         self.namespace = namespace
+
+    def __enter__(self) -> BranchCheckpointer:
+        """Enters the saver when it is a context manager; the Memory stays its owner's."""
+        if hasattr(type(self.saver), "__enter__"):
+            self.saver.__enter__()  # type: ignore[attr-defined]
+        return self
+
+    def __exit__(self, *exc: Any) -> bool | None:
+        if hasattr(type(self.saver), "__exit__"):
+            return bool(self.saver.__exit__(*exc))  # type: ignore[attr-defined]
+        return None
+
+    async def __aenter__(self) -> BranchCheckpointer:
+        if hasattr(type(self.saver), "__aenter__"):
+            await self.saver.__aenter__()  # type: ignore[attr-defined]
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        if hasattr(type(self.saver), "__aexit__"):
+            return bool(await self.saver.__aexit__(*exc))  # type: ignore[attr-defined]
+        return None
 
     # -- mirroring ---------------------------------------------------------------------
     def is_mirrored(self, thread_id: str, checkpoint_id: str) -> bool:
@@ -101,16 +157,23 @@ class BranchCheckpointer(BaseCheckpointSaver[Any]):
         For threads saved before the wrapper was in place, and after ``copy_thread``.
         """
         config: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-        saved = sorted(self.saver.list(config), key=lambda t: t.checkpoint["id"])
+        return self._mirror_saved(thread_id, list(self.saver.list(config)))
+
+    async def amirror_thread(self, thread_id: str) -> int:
+        """``mirror_thread`` for async savers; the Memory writes run off the event loop."""
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        saved = [t async for t in self.saver.alist(config)]
+        return await asyncio.to_thread(self._mirror_saved, thread_id, saved)
+
+    def _mirror_saved(self, thread_id: str, saved: list[CheckpointTuple]) -> int:
+        saved = sorted(saved, key=lambda t: t.checkpoint["id"])
         for saved_tuple in saved:
             if configurable(saved_tuple.config).get("checkpoint_ns", ROOT_NS) != ROOT_NS:
                 continue
             parent_config = saved_tuple.parent_config or {
                 "configurable": {"thread_id": thread_id, "checkpoint_ns": ""}
             }
-            copied = self._copied_checkpoint(
-                parent_config, saved_tuple.checkpoint, saved_tuple.metadata
-            )
+            copied = _copy_among(parent_config, saved_tuple.checkpoint, saved_tuple.metadata, saved)
             self._mirror(parent_config, saved_tuple.checkpoint, saved_tuple.metadata, copied)
         return len(saved)
 
@@ -269,7 +332,8 @@ class BranchCheckpointer(BaseCheckpointSaver[Any]):
     ) -> RunnableConfig:
         next_config = await self.saver.aput(config, checkpoint, metadata, new_versions)
         copied = await self._acopied_checkpoint(config, checkpoint, metadata)
-        self._mirror(config, checkpoint, metadata, copied)
+        # the Memory write takes a lock store readers hold in worker threads: not on the loop
+        await asyncio.to_thread(self._mirror, config, checkpoint, metadata, copied)
         return next_config
 
     async def aput_writes(
@@ -289,7 +353,7 @@ class BranchCheckpointer(BaseCheckpointSaver[Any]):
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         await self.saver.acopy_thread(source_thread_id, target_thread_id)
-        self.mirror_thread(target_thread_id)
+        await self.amirror_thread(target_thread_id)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await self.saver.aprune(thread_ids, strategy=strategy)
@@ -371,6 +435,23 @@ def _copy_query(
         "configurable": {"thread_id": thread_of(config), "checkpoint_ns": ROOT_NS}
     }
     return list_config, step - 1
+
+
+def _copy_among(
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    saved: Sequence[CheckpointTuple],
+) -> CheckpointTuple | None:
+    """``_copied_checkpoint`` over checkpoints already listed (no second saver call)."""
+    query = _copy_query(config, checkpoint, metadata)
+    if query is None:
+        return None
+    _, step = query
+    for candidate in saved:
+        if candidate.metadata.get("step") == step and _is_copy_of(candidate, config, checkpoint):
+            return candidate
+    return None
 
 
 def _is_copy_of(candidate: CheckpointTuple, config: RunnableConfig, checkpoint: Checkpoint) -> bool:

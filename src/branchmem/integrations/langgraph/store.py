@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import operator
+import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Final
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    IndexConfig,
+    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     MatchCondition,
@@ -24,11 +30,16 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
+    ensure_embeddings,
+    get_text_at_path,
+    tokenize_path,
 )
 
 from ...errors import BranchmemError, InvalidInput, NotFoundError
 from ...memory import Memory
 from ...model import Record
+from ...search.lexical import rank
 from .checkpointer import MIRRORED, BranchCheckpointer, step_event
 from .mapping import (
     CONFIG_KEY_CHECKPOINTER,
@@ -66,15 +77,83 @@ class _Place:
     events: list[dict[str, Any]] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """A visible item with the record revision that holds it."""
+
+    item: Item
+    record_id: str
+    revision: int
+    index: object  # the put's ``index`` argument: None (config fields), False, or paths
+
+
+class _Index:
+    """LangGraph's ``IndexConfig`` made usable: the embedder and the tokenized fields.
+
+    Vectors are kept per (record id, revision): a revision's text never changes, so a
+    vector computed once holds on every branch that sees that revision. They live in this
+    process; a store reopened on a durable Memory embeds again on first search.
+    """
+
+    def __init__(self, config: IndexConfig) -> None:
+        if "dims" not in config or "embed" not in config:
+            raise InvalidInput("index config needs 'dims' and 'embed'")
+        self.config = config
+        self.dims = int(config["dims"])
+        self.embeddings: Embeddings = ensure_embeddings(config["embed"])
+        # SqliteStore's index config names them ``text_fields``
+        options: Mapping[str, Any] = config
+        fields: list[str] = options.get("fields") or options.get("text_fields") or ["$"]
+        self.fields = [_path(p) for p in fields]
+        self.vectors: dict[tuple[str, int], list[list[float]]] = {}
+        self.lock = threading.Lock()
+
+    def texts(self, value: Mapping[str, Any], index: object) -> list[str]:
+        if index is False:
+            return []
+        paths = self.fields if index is None else [_path(p) for p in index]  # type: ignore[attr-defined]
+        texts: list[str] = []
+        for _, tokens in paths:
+            texts.extend(get_text_at_path(value, tokens))
+        return texts
+
+    def vectors_of(self, found: Sequence[_Found]) -> dict[tuple[str, int], list[list[float]]]:
+        """Vectors of every found item, embedding (in one call) those not seen before."""
+        with self.lock:
+            missing = [f for f in found if (f.record_id, f.revision) not in self.vectors]
+        batch = [(f, self.texts(f.item.value, f.index)) for f in missing]
+        flat = [text for _, texts in batch for text in texts]
+        embedded = self.embeddings.embed_documents(flat) if flat else []
+        cursor = 0
+        with self.lock:
+            for found_item, texts in batch:
+                vectors = [list(v) for v in embedded[cursor : cursor + len(texts)]]
+                cursor += len(texts)
+                self.vectors[(found_item.record_id, found_item.revision)] = vectors
+            return {
+                (f.record_id, f.revision): self.vectors[(f.record_id, f.revision)] for f in found
+            }
+
+
+def _path(path: str) -> tuple[str, str | list[str]]:
+    """A field path as ``get_text_at_path`` takes it ("$" is the whole value)."""
+    return path, path if path == "$" else tokenize_path(path)
+
+
 class BranchStore(BaseStore):
     """Answer every read as seen from a checkpoint; source every write at one.
 
     Inside a node the checkpoint is the running step (see ``mapping``): reads see what the
     step's input checkpoint sees plus the step's own writes; writes belong to the checkpoint
-    the step produces. Outside a run, ``at(config)`` names the checkpoint. Items written on
-    other threads count as seen from those threads' heads (``cross_thread=True``), so
-    long-term memory still crosses threads but never from an abandoned branch.
+    the step produces. Outside a run, ``at(config)`` (or ``config=``) names the checkpoint.
+    Items written on other threads count as seen from those threads' heads
+    (``cross_thread=True``), so long-term memory still crosses threads but never from an
+    abandoned branch. ``index`` is LangGraph's ``IndexConfig`` (``dims``, ``embed``,
+    ``fields``): with it ``search(query=...)`` ranks by cosine, as ``InMemoryStore`` does;
+    without it by BM25 over the values' text. ``ttl`` is LangGraph's ``TTLConfig``.
     """
+
+    supports_ttl: bool = True
 
     def __init__(
         self,
@@ -84,6 +163,9 @@ class BranchStore(BaseStore):
         cross_thread: bool = True,
         mode: str | None = None,
         wait_timeout: float = 30.0,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        config: RunnableConfig | None = None,
     ) -> None:
         self.memory = memory
         self.namespace = namespace
@@ -92,38 +174,66 @@ class BranchStore(BaseStore):
         if self.mode not in ("strict", "compat"):
             raise InvalidInput(f"mode must be 'strict' or 'compat', got {self.mode!r}")
         self.wait_timeout = wait_timeout
-        self._anchor_config: RunnableConfig | None = None
+        self.index_config = index
+        self._index = _Index(index) if index is not None else None
+        self.ttl_config = ttl
+        # (record id, revision) -> expiry refreshed by a read; in this process only
+        self._refreshed: dict[tuple[str, int], float] = {}
+        if config is not None:
+            thread_of(config)
+        self._anchor_config = config
+
+    @property
+    def embeddings(self) -> Embeddings | None:
+        """The index's embedder, as LangGraph's stores expose it."""
+        return self._index.embeddings if self._index is not None else None
 
     def at(self, config: RunnableConfig) -> BranchStore:
         """A view of this store anchored at ``config``'s checkpoint.
 
         Without ``checkpoint_id`` the view follows the thread's head (its latest checkpoint,
-        what ``get_state`` returns).
+        what ``get_state`` returns). The view shares the index and the TTL refreshes.
         """
         thread_of(config)
-        view = BranchStore(
-            self.memory,
-            namespace=self.namespace,
-            cross_thread=self.cross_thread,
-            mode=self.mode,
-            wait_timeout=self.wait_timeout,
-        )
+        view = BranchStore.__new__(type(self))
+        view.__dict__.update(self.__dict__)
         view._anchor_config = config
         return view
 
     # -- BaseStore ---------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
+        self._refuse_on_event_loop()
         place = self._place()
         with MIRRORED:
             if place.events:
                 self.memory.add_events(place.events, namespace=self.namespace)
-            return [self._run(op, place) for op in ops]
+            return self._run_all(ops, place)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         # Off the event loop: a read may wait for a checkpoint the loop is still saving.
         # ``to_thread`` copies the context, so the node's config is still visible there.
         return await asyncio.to_thread(self.batch, list(ops))
+
+    def _refuse_on_event_loop(self) -> None:
+        """A sync call on the event loop inside a run would block the loop while it waits
+        for the step's checkpoint, which that same loop is saving: refuse at once, as
+        LangGraph's async stores do. Outside a run nothing waits, so it is allowed."""
+        if self._anchor_config is not None:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        try:
+            config = get_config()
+        except RuntimeError:
+            return
+        if running_checkpoint(config) is not None:
+            raise asyncio.InvalidStateError(
+                "synchronous BranchStore calls are not allowed on the event loop inside a "
+                "run: use the async methods (aget, aput, asearch, ...) in async nodes"
+            )
 
     # -- where the batch stands --------------------------------------------------------
     def _place(self) -> _Place:
@@ -189,19 +299,35 @@ class BranchStore(BaseStore):
         return checkpointer.memory is self.memory and checkpointer.namespace == self.namespace
 
     # -- operations --------------------------------------------------------------------
-    def _run(self, op: Op, place: _Place) -> Result:
-        if isinstance(op, GetOp):
-            return self._get(op.namespace, op.key, place)
-        if isinstance(op, SearchOp):
-            return self._search(op, place)
-        if isinstance(op, PutOp):
-            self._put(op, place)
-            return None
-        if isinstance(op, ListNamespacesOp):
-            return self._list_namespaces(op, place)
-        raise InvalidInput(f"unknown store operation {type(op).__name__}")
+    def _run_all(self, ops: list[Op], place: _Place) -> list[Result]:
+        """Reads see the store as it was before the batch, then the puts apply in order,
+        the last put of a (namespace, key) winning, as in LangGraph's own stores."""
+        for op in ops:
+            if isinstance(op, PutOp):
+                _check_put(op)
+        results: list[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(self._get(op, place))
+            elif isinstance(op, SearchOp):
+                results.append(self._search(op, place))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list_namespaces(op, place))
+            elif isinstance(op, PutOp):
+                results.append(None)
+            else:
+                raise InvalidInput(f"unknown store operation {type(op).__name__}")
+        last: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        for op in ops:
+            if isinstance(op, PutOp):
+                last.pop((op.namespace, op.key), None)
+                last[(op.namespace, op.key)] = op
+        for put in last.values():
+            self._put(put, place)
+        return results
 
-    def _get(self, namespace: tuple[str, ...], key: str, place: _Place) -> Item | None:
+    def _record(self, namespace: tuple[str, ...], key: str, place: _Place) -> Record | None:
+        """The revision holding the item where ``place`` stands: one current-value lookup."""
         record = self.memory.current(
             item_key(namespace, key),
             place.anchor,
@@ -211,9 +337,35 @@ class BranchStore(BaseStore):
         )
         if record is None or record.kind != ITEM_KIND:
             return None
+        return record
+
+    def _get(self, op: GetOp, place: _Place) -> Item | None:
+        record = self._record(op.namespace, op.key, place)
+        if record is None or self._expired(record):
+            return None
+        self._refresh(record, op.refresh_ttl)
         return _item(record)
 
-    def _visible_items(self, place: _Place) -> list[Item]:
+    # -- TTL ---------------------------------------------------------------------------
+    def _expires(self, record: Record) -> float | None:
+        refreshed = self._refreshed.get((record.id, record.revision))
+        if refreshed is not None:
+            return refreshed
+        expires = record.meta.get("expires_at")
+        return float(expires) if isinstance(expires, int | float) else None
+
+    def _expired(self, record: Record) -> bool:
+        expires = self._expires(record)
+        return expires is not None and expires <= time.time()
+
+    def _refresh(self, record: Record, wanted: bool) -> None:
+        ttl = record.meta.get("ttl_minutes")
+        refresh = (self.ttl_config or {}).get("refresh_on_read", True)
+        if wanted and refresh and isinstance(ttl, int | float):
+            self._refreshed[(record.id, record.revision)] = time.time() + 60.0 * float(ttl)
+
+    # -- reads over every visible item -------------------------------------------------
+    def _visible_items(self, place: _Place) -> list[_Found]:
         records = self.memory.visible(
             place.anchor,
             kind=ITEM_KIND,
@@ -221,28 +373,59 @@ class BranchStore(BaseStore):
             mode=self.mode,
             namespace=self.namespace,
         )
-        items = (_item(record) for record in records)
-        return [item for item in items if item is not None]
+        out = []
+        for record in records:
+            if self._expired(record):
+                continue
+            item = _item(record)
+            if item is not None:
+                index = record.meta.get("index")
+                out.append(_Found(item, record.id, record.revision, index))
+        return out
 
     def _search(self, op: SearchOp, place: _Place) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
         found = [
-            item
-            for item in self._visible_items(place)
-            if item.namespace[: len(prefix)] == prefix and _matches(item.value, op.filter)
+            f
+            for f in self._visible_items(place)
+            if f.item.namespace[: len(prefix)] == prefix and _matches(f.item.value, op.filter)
         ]
-        found.sort(key=lambda item: (item.updated_at, item.namespace, item.key), reverse=True)
-        page = found[op.offset : op.offset + op.limit]
+        found.sort(key=lambda f: (f.item.updated_at, f.item.namespace, f.item.key), reverse=True)
+        if not op.query:
+            scored: list[tuple[float | None, _Found]] = [(None, f) for f in found]
+        elif self._index is not None:
+            scored = self._by_vector(op.query, found)
+        else:
+            scored = _by_words(op.query, found)
+        page = scored[op.offset : op.offset + op.limit]
         return [
             SearchItem(
-                namespace=item.namespace,
-                key=item.key,
-                value=item.value,
-                created_at=item.created_at,
-                updated_at=item.updated_at,
+                namespace=f.item.namespace,
+                key=f.item.key,
+                value=f.item.value,
+                created_at=f.item.created_at,
+                updated_at=f.item.updated_at,
+                score=score,
             )
-            for item in page
+            for score, f in page
         ]
+
+    def _by_vector(self, query: str, found: list[_Found]) -> list[tuple[float | None, _Found]]:
+        """Cosine of the query against each item's field vectors, the best field counting
+        (LangGraph's max pooling); items with nothing embedded follow, unscored."""
+        assert self._index is not None
+        query_vector = self._index.embeddings.embed_query(query)
+        vectors = self._index.vectors_of(found)
+        scored: list[tuple[float, _Found]] = []
+        unscored: list[tuple[float | None, _Found]] = []
+        for f in found:
+            own = vectors[(f.record_id, f.revision)]
+            if own:
+                scored.append((max(_cosine(query_vector, v) for v in own), f))
+            else:
+                unscored.append((None, f))
+        scored.sort(key=lambda pair: pair[0], reverse=True)
+        return [*scored, *unscored]
 
     def _put(self, op: PutOp, place: _Place) -> None:
         sources: list[str] | None
@@ -256,7 +439,6 @@ class BranchStore(BaseStore):
                 "use store.at(config), or a graph node with a BranchCheckpointer"
             )
         key = item_key(op.namespace, op.key)
-        now = datetime.now(UTC).isoformat()
         if op.value is None:
             self.memory.retract(
                 f"lg-delete:{uuid.uuid4().hex}",
@@ -267,29 +449,38 @@ class BranchStore(BaseStore):
                 namespace=self.namespace,
             )
             return
-        previous = self._get(op.namespace, op.key, place)
-        created_at = previous.created_at.isoformat() if previous is not None else now
+        now = datetime.now(UTC).isoformat()
+        previous = self._record(op.namespace, op.key, place)
+        created = previous.meta.get("created_at") if previous is not None else None
+        meta: dict[str, Any] = {
+            "namespace": list(op.namespace),
+            "key": op.key,
+            "created_at": created if isinstance(created, str) else now,
+            "updated_at": now,
+        }
+        if op.index is not None:
+            meta["index"] = op.index if op.index is False else list(op.index)
+        ttl = op.ttl if op.ttl is not None else (self.ttl_config or {}).get("default_ttl")
+        if ttl is not None:
+            meta["ttl_minutes"] = float(ttl)
+            meta["expires_at"] = time.time() + 60.0 * float(ttl)
         self.memory.add_record(
             f"lg-item:{uuid.uuid4().hex}",
             sources=sources,
-            content=json.dumps(op.value, sort_keys=True, ensure_ascii=False),
+            content=_encode(op.namespace, op.key, op.value),
             kind=ITEM_KIND,
             key=key,
-            meta={
-                "namespace": list(op.namespace),
-                "key": op.key,
-                "created_at": created_at,
-                "updated_at": now,
-            },
+            meta=meta,
             namespace=self.namespace,
         )
 
     def _list_namespaces(self, op: ListNamespacesOp, place: _Place) -> list[tuple[str, ...]]:
         namespaces: set[tuple[str, ...]] = set()
-        for item in self._visible_items(place):
-            if all(_namespace_matches(c, item.namespace) for c in op.match_conditions or ()):
+        for found in self._visible_items(place):
+            namespace = found.item.namespace
+            if all(_namespace_matches(c, namespace) for c in op.match_conditions or ()):
                 depth = op.max_depth
-                namespaces.add(item.namespace[:depth] if depth is not None else item.namespace)
+                namespaces.add(namespace[:depth] if depth is not None else namespace)
         ordered = sorted(namespaces)
         return ordered[op.offset : op.offset + op.limit]
 
@@ -297,6 +488,33 @@ class BranchStore(BaseStore):
 def item_key(namespace: Sequence[str], key: str) -> str:
     """The record key an item's (namespace, key) competes under: one per store slot."""
     return "langgraph:" + json.dumps([*namespace, key], ensure_ascii=False)
+
+
+def _check_put(op: PutOp) -> None:
+    """Refuse what LangGraph's stores refuse, before anything of the batch is written."""
+    where = f"put {op.namespace!r}/{op.key!r}"
+    if not op.namespace:  # the rest is checked by BaseStore.put, as LangGraph's stores do
+        raise InvalidNamespaceError(f"{where}: namespace cannot be empty")
+    if op.value is not None and not isinstance(op.value, dict):
+        raise InvalidInput(f"{where}: value must be a dict, got {type(op.value).__name__}")
+
+
+def _json_default(value: object) -> str:
+    """Like SqliteStore and PostgresStore: datetimes as ISO 8601, UUIDs as strings."""
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    raise TypeError(type(value).__name__)
+
+
+def _encode(namespace: tuple[str, ...], key: str, value: Mapping[str, Any]) -> str:
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=_json_default)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(
+            f"put {namespace!r}/{key!r}: value is not JSON-serializable ({exc})"
+        ) from None
 
 
 def _item(record: Record) -> Item | None:
@@ -317,6 +535,33 @@ def _item(record: Record) -> Item | None:
     )
 
 
+def _by_words(query: str, found: list[_Found]) -> list[tuple[float | None, _Found]]:
+    """BM25 (branchmem's lexical ranking) over the candidates' values; the candidates that
+    share no word with the query follow, unscored, so no item is dropped by a query."""
+    documents = {str(i): _text_of(f.item.value) for i, f in enumerate(found)}
+    hits = rank(query, documents, max(1, len(documents)))
+    matched = {hit.doc_id for hit in hits}
+    ranked: list[tuple[float | None, _Found]] = [
+        (hit.score, found[int(hit.doc_id)]) for hit in hits
+    ]
+    ranked.extend((None, f) for i, f in enumerate(found) if str(i) not in matched)
+    return ranked
+
+
+def _text_of(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return " ".join(_text_of(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return " ".join(_text_of(v) for v in value)
+    return "" if value is None else str(value)
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
 def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
     pattern = tuple(condition.path)
     if len(namespace) < len(pattern):
@@ -330,11 +575,17 @@ def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) ->
     return all(p == "*" or p == n for p, n in zip(pattern, candidate, strict=True))
 
 
-def _ordered(compare: Callable[[float, float], bool]) -> Callable[[Any, Any], bool]:
-    """A numeric comparison that, like PostgreSQL's JSONB, fails on a missing value."""
+def _ordered(compare: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
+    """An ordering comparison that, like PostgreSQL's JSONB, fails on a missing value."""
 
     def holds(actual: Any, operand: Any) -> bool:
-        return actual is not None and compare(float(actual), float(operand))
+        if actual is None or isinstance(actual, bool) != isinstance(operand, bool):
+            return False
+        if isinstance(actual, int | float) and isinstance(operand, int | float):
+            return compare(actual, operand)
+        if isinstance(actual, str) and isinstance(operand, str):
+            return compare(actual, operand)
+        return False
 
     return holds
 
@@ -349,9 +600,22 @@ _OPERATORS: Final[dict[str, Callable[[Any, Any], bool]]] = {
 }
 
 
+def _at_path(value: Mapping[str, Any], key: str) -> Any:
+    """``value[key]``, or for a dotted key absent as such, the nested field it names."""
+    if key in value or "." not in key:
+        return value.get(key)
+    current: Any = value
+    for part in key.split("."):
+        if not isinstance(current, Mapping) or part not in current:
+            return None
+        current = current[part]
+    return current
+
+
 def _matches(value: Mapping[str, Any], conditions: Mapping[str, Any] | None) -> bool:
-    """LangGraph's filter language: exact (nested) match or ``$eq``/``$ne``/``$gt``... ."""
-    return all(_compare(value.get(k), wanted) for k, wanted in (conditions or {}).items())
+    """LangGraph's filter language: exact (nested) match or ``$eq``/``$ne``/``$gt``...,
+    keys may be dotted paths into nested values."""
+    return all(_compare(_at_path(value, k), wanted) for k, wanted in (conditions or {}).items())
 
 
 def _compare(actual: Any, wanted: Any) -> bool:

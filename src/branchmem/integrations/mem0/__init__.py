@@ -9,8 +9,18 @@ from branchmem.integrations.mem0.wrapper import (
     MEM0_KIND,
     SCOPE_CHANGE_KIND,
     AddOutcome,
+    AsyncBranchMem0,
     BranchMem0,
+    MemoryNotVisible,
     record_id_for,
 )
 
-__all__ = ["MEM0_KIND", "SCOPE_CHANGE_KIND", "AddOutcome", "BranchMem0", "record_id_for"]
+__all__ = [
+    "MEM0_KIND",
+    "SCOPE_CHANGE_KIND",
+    "AddOutcome",
+    "AsyncBranchMem0",
+    "BranchMem0",
+    "MemoryNotVisible",
+    "record_id_for",
+]

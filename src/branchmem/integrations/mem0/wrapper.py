@@ -27,6 +27,9 @@ returns) and merged with Mem0's hits.
 
 from __future__ import annotations
 
+import asyncio
+import copy
+import enum
 import hashlib
 import inspect
 import json
@@ -35,20 +38,43 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from branchmem.errors import InvalidInput, NotFoundError
 
 if TYPE_CHECKING:
     from branchmem import Explanation, Memory, Record
 
-__all__ = ["MEM0_KIND", "SCOPE_CHANGE_KIND", "AddOutcome", "BranchMem0", "record_id_for"]
+__all__ = [
+    "MEM0_KIND",
+    "SCOPE_CHANGE_KIND",
+    "AddOutcome",
+    "AsyncBranchMem0",
+    "BranchMem0",
+    "MemoryNotVisible",
+    "record_id_for",
+]
 
 MEM0_KIND = "mem0_memory"
 SCOPE_CHANGE_KIND = "mem0_scope_change"
 _IDENTITY_KEYS = ("user_id", "agent_id", "run_id")
 _MAX_FETCH = 100_000
+
+
+class _Unset(enum.Enum):
+    UNSET = "unset"
+
+
+UNSET: Final = _Unset.UNSET  # "not given here": fall back to the bound anchor
+
+
+class MemoryNotVisible(NotFoundError, ValueError):
+    """The Mem0 memory does not exist, or is not visible where the call stands. A
+    ``ValueError`` too, as mem0 raises for an unknown memory id."""
+
+    code = "memory_not_visible"
 
 
 def record_id_for(memory_id: str) -> str:
@@ -116,6 +142,10 @@ def _tap(target: Any, name: str, observe: Callable[[Any], None]) -> Iterator[Non
             setattr(target, name, own)
         else:
             delattr(target, name)
+            if not hasattr(target, name):
+                # a Mock keeps its children outside ``__dict__`` and takes a delattr as
+                # "this attribute is gone": put the original back instead
+                setattr(target, name, original)
 
 
 def _extracted_texts(response: Any) -> list[str]:
@@ -144,6 +174,39 @@ def _extracted_texts(response: Any) -> list[str]:
     return out
 
 
+# The event loop an AsyncBranchMem0 call came from (to run an AsyncMemory's coroutines).
+_LOOP: ContextVar[asyncio.AbstractEventLoop] = ContextVar("branchmem_mem0_loop")
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _identity(
+    filters: Mapping[str, Any] | None,
+    user_id: str | None,
+    agent_id: str | None,
+    run_id: str | None,
+) -> dict[str, str | None]:
+    """The user/agent/run a read is scoped to: top-level (1.0.x) or inside ``filters``."""
+    given = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+    for key in _IDENTITY_KEYS:
+        value = (filters or {}).get(key)
+        if given[key] is None and isinstance(value, str):
+            given[key] = value
+    return given
+
+
+def _not_found(memory_id: str, anchor: str | None) -> str:
+    """Mem0's wording for an unknown id, and where the wrapper looked."""
+    return f"Memory with id {memory_id} not found (not visible at {anchor!r})"
+
+
+def _is_memory_record(record_id: str) -> bool:
+    """``mem0:<memory id>``, not a deletion, retraction or scope-change record."""
+    return record_id.startswith("mem0:") and ":" not in record_id.removeprefix("mem0:")
+
+
 def _md5(text: str) -> str:
     return hashlib.md5(text.encode()).hexdigest()
 
@@ -160,8 +223,10 @@ class BranchMem0:
 
     ``memory`` is a ``mem0.Memory`` (1.0.x or 2.x; detected from its ``search`` signature),
     ``store`` a branchmem ``Memory`` that already holds the conversation's events: the
-    caller records the tree with ``store.add_event`` and names, on each ``add``, the events
-    the messages are.
+    caller records the tree with ``store.add_event``. Every method of Mem0's public API is
+    here with Mem0's parameters; where a call stands (its anchor, and for writes the events
+    it derives from) is, in order: the call's ``anchor=``/``event_ids=``, a view bound with
+    ``at(...)``, or the head of ``tree`` (``store.set_head``), which follows the chat.
     """
 
     def __init__(
@@ -171,6 +236,7 @@ class BranchMem0:
         *,
         namespace: str = "default",
         overfetch: int = 4,
+        tree: str | None = None,
     ) -> None:
         if overfetch < 1:
             raise InvalidInput(f"overfetch must be >= 1, got {overfetch}")
@@ -178,9 +244,43 @@ class BranchMem0:
         self.store = store
         self.namespace = namespace
         self.overfetch = overfetch
+        self.tree = tree
         self.filters_api = "top_k" in inspect.signature(memory.search).parameters
         self._lock = threading.RLock()
         self._vectors: dict[str, list[float]] = {}
+        self._bound_anchor: str | _Unset | None = UNSET
+        self._bound_events: tuple[str, ...] | None = None
+
+    def at(self, anchor: str | None, event_ids: Sequence[str] | None = None) -> BranchMem0:
+        """A view standing at ``anchor``: its reads see what is visible there and its
+        writes derive from ``event_ids`` (default: the anchor itself)."""
+        view = copy.copy(self)
+        view._bound_anchor = anchor
+        view._bound_events = tuple(event_ids) if event_ids is not None else None
+        return view
+
+    def _anchor(self, anchor: str | _Unset | None) -> str | None:
+        if anchor is not UNSET:
+            return anchor
+        if self._bound_anchor is not UNSET:
+            return self._bound_anchor
+        if self.tree is not None:
+            return self.store.head(self.tree, namespace=self.namespace)
+        raise InvalidInput(
+            "no anchor: pass anchor=, bind one with at(anchor), or build BranchMem0 with "
+            "tree= to follow that tree's head"
+        )
+
+    def _sources(self, event_ids: Sequence[str] | None, count: int) -> tuple[str, ...]:
+        """The events a write derives from: given, bound, or the anchor alone."""
+        if event_ids is not None:
+            return self._check_events(event_ids, count)
+        if self._bound_events is not None:
+            return self._check_events(self._bound_events, len(self._bound_events))
+        anchor = self._anchor(UNSET)
+        if anchor is None:
+            raise InvalidInput("no event to source the write at: the anchor is None")
+        return self._check_events([anchor], 1)
 
     # ----------------------------------------------------------------- writes
 
@@ -188,12 +288,12 @@ class BranchMem0:
         self,
         messages: str | Mapping[str, Any] | Sequence[Mapping[str, Any]],
         *,
-        event_ids: Sequence[str],
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         infer: bool = True,
+        event_ids: Sequence[str] | None = None,
         delete_scope: str = "branch",
         **kwargs: Any,
     ) -> dict[str, Any]:
@@ -208,7 +308,7 @@ class BranchMem0:
         if delete_scope not in ("branch", "tree"):
             raise InvalidInput(f"delete_scope must be 'branch' or 'tree', got {delete_scope!r}")
         listed = self._messages(messages)
-        sources = self._check_events(event_ids, len(listed))
+        sources = self._sources(event_ids, len(listed))
         anchor = self._deepest(sources)
         identity = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
         observed = _Observed()
@@ -227,14 +327,16 @@ class BranchMem0:
             _tap(self.memory.llm, "generate_response", on_llm),
             _tap(self.memory.vector_store, "search", on_search),
         ):
-            result = self.memory.add(
-                listed,
-                user_id=user_id,
-                agent_id=agent_id,
-                run_id=run_id,
-                metadata=metadata,
-                infer=infer,
-                **kwargs,
+            result = self._done(
+                self.memory.add(
+                    listed,
+                    user_id=user_id,
+                    agent_id=agent_id,
+                    run_id=run_id,
+                    metadata=metadata,
+                    infer=infer,
+                    **kwargs,
+                )
             )
             outcome = self._mirror(
                 result, observed, sources, anchor, identity, listed, infer, delete_scope
@@ -305,6 +407,8 @@ class BranchMem0:
         messages: list[dict[str, Any]], sources: tuple[str, ...]
     ) -> list[tuple[str, ...]]:
         """With ``infer=False`` Mem0 ADDs one memory per non-system message, in order."""
+        if len(sources) == 1:  # one event for the whole call: each message is sourced on it
+            sources = sources * len(messages)
         return [
             (event_id,)
             for message, event_id in zip(messages, sources, strict=True)
@@ -385,33 +489,40 @@ class BranchMem0:
         self,
         query: str,
         *,
-        anchor: str | None,
+        top_k: int | None = None,
+        filters: dict[str, Any] | None = None,
+        threshold: float | None = None,
+        anchor: str | _Unset | None = UNSET,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-        limit: int = 10,
-        threshold: float | None = None,
-        filters: dict[str, Any] | None = None,
+        limit: int | None = None,
+        **kwargs: Any,
     ) -> dict[str, list[dict[str, Any]]]:
-        """Mem0's search, answered as seen from ``anchor``, ``limit`` results at most.
+        """Mem0's search, answered as seen from the anchor: ``top_k`` (1.0.x: ``limit``)
+        results at most; a parameter left out takes the installed Mem0's default.
 
         Over-fetch and gate: Mem0 ranks (its hybrid scoring stays intact), the wrapper
-        drops what is not visible and asks for more until ``limit`` visible hits are found
+        drops what is not visible and asks for more until enough visible hits are found
         or Mem0 has nothing left. Gating inside Mem0 would need an id filter, which Mem0
         does not offer on ids and few of its vector stores implement reliably on payloads.
+        ``user_id``/``agent_id``/``run_id`` are also taken at the top level (1.0.x style)
+        and moved into ``filters`` for 2.x. Other keywords (``rerank``, ``explain``, ...)
+        go to Mem0 as they are.
         """
-        if limit < 1:
-            raise InvalidInput(f"limit must be >= 1, got {limit}")
-        identity = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
-        visible = self._visible(anchor)
+        size = self._size(top_k, limit, "search")
+        identity = _identity(filters, user_id, agent_id, run_id)
+        if threshold is None:
+            threshold = self._default("search", "threshold")
+        visible = self._visible(self._anchor(anchor))
         if not visible:
             return {"results": []}
 
         def fetch(n: int) -> list[dict[str, Any]]:
-            return self._mem0_search(query, identity, n, threshold, filters)
+            return self._mem0_search(query, identity, n, threshold, filters, kwargs)
 
         with self._lock:  # an add in flight taps Mem0's search; do not feed it our queries
-            hits = self._gated(fetch, visible, limit)
+            hits = self._gated(fetch, visible, size)
             archived = self._archived(visible, identity, {str(h["id"]) for h in hits})
             if archived:
                 query_vector = self.memory.embedding_model.embed(query, "search")
@@ -420,33 +531,246 @@ class BranchMem0:
                     if threshold is None or score >= threshold:
                         hits.append({**self._archived_item(record), "score": score})
                 hits.sort(key=lambda h: -float(h.get("score") or 0.0))
-        return {"results": hits[:limit]}
+        return {"results": hits[:size]}
 
     def get_all(
         self,
         *,
-        anchor: str | None,
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        anchor: str | _Unset | None = UNSET,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-        limit: int = 100,
+        limit: int | None = None,
+        **kwargs: Any,
     ) -> dict[str, list[dict[str, Any]]]:
-        """Every memory visible at ``anchor`` in Mem0's order, archived texts last."""
-        if limit < 1:
-            raise InvalidInput(f"limit must be >= 1, got {limit}")
-        identity = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
-        visible = self._visible(anchor)
+        """Every memory visible at the anchor in Mem0's order, archived texts last."""
+        size = self._size(top_k, limit, "get_all")
+        identity = _identity(filters, user_id, agent_id, run_id)
+        visible = self._visible(self._anchor(anchor))
         if not visible:
             return {"results": []}
 
         def fetch(n: int) -> list[dict[str, Any]]:
-            return self._mem0_get_all(identity, n)
+            return self._mem0_get_all(identity, n, filters, kwargs)
 
         with self._lock:
-            hits = self._gated(fetch, visible, limit)
+            hits = self._gated(fetch, visible, size)
             archived = self._archived(visible, identity, {str(h["id"]) for h in hits})
         hits.extend(self._archived_item(r) for r in archived)
-        return {"results": hits[:limit]}
+        return {"results": hits[:size]}
+
+    def get(self, memory_id: str, *, anchor: str | _Unset | None = UNSET) -> dict[str, Any] | None:
+        """Mem0's ``get``, as seen from the anchor: None when the memory is not visible
+        there; the revision visible there when Mem0 holds a later text."""
+        record = self._visible(self._anchor(anchor)).get(str(memory_id))
+        if record is None:
+            return None
+        stored = self._done(self.memory.get(str(memory_id)))
+        if isinstance(stored, dict) and stored.get("memory") == record.content:
+            return {**stored, "revision": record.revision}
+        return self._archived_item(record)
+
+    def update(
+        self,
+        memory_id: str,
+        text: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        expiration_date: Any = UNSET,
+        data: str | None = None,
+        *,
+        anchor: str | _Unset | None = UNSET,
+        event_ids: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """Mem0's ``update`` as a revision: sourced on the call's events plus the sources
+        of the revision visible here, so it holds below this point only; Mem0 itself gets
+        the new text (it ranks the newest), other branches keep theirs (archived)."""
+        new_text = text if text is not None else data
+        if not isinstance(new_text, str):
+            raise InvalidInput(f"update of memory {memory_id!r} needs text")
+        memory_id = str(memory_id)
+        anchor_id = self._anchor(anchor)
+        prior = self._visible(anchor_id).get(memory_id)
+        if prior is None:
+            raise MemoryNotVisible(_not_found(memory_id, anchor_id))
+        sources = self._sources(event_ids, 1) if event_ids is not None else self._write_sources()
+        if expiration_date is not UNSET:
+            kwargs["expiration_date"] = expiration_date
+        if metadata is not None:
+            kwargs["metadata"] = metadata
+        with self._lock:
+            if self.filters_api:
+                result = self._done(self.memory.update(memory_id, text=new_text, **kwargs))
+            else:
+                result = self._done(self.memory.update(memory_id, data=new_text, **kwargs))
+            meta = {k: prior.meta[k] for k in _IDENTITY_KEYS if k in prior.meta}
+            joined = tuple(prior.sources or ()) + sources
+            self._write_revision(memory_id, new_text, joined, {**meta, "mem0_event": "UPDATE"})
+        return dict(result) if isinstance(result, dict) else {"message": str(result)}
+
+    def delete(
+        self,
+        memory_id: str,
+        *,
+        anchor: str | _Unset | None = UNSET,
+        event_ids: Sequence[str] | None = None,
+        scope: str = "branch",
+    ) -> dict[str, str]:
+        """Mem0's ``delete`` as a retraction sourced on the call's events: the memory is
+        hidden below them (``scope="tree"``: everywhere) and stays on every other branch,
+        so Mem0's own copy is kept."""
+        memory_id = str(memory_id)
+        anchor_id = self._anchor(anchor)
+        if memory_id not in self._visible(anchor_id):
+            raise MemoryNotVisible(_not_found(memory_id, anchor_id))
+        sources = self._sources(event_ids, 1) if event_ids is not None else self._write_sources()
+        self._retract([memory_id], sources, scope, "mem0 delete")
+        return {"message": "Memory deleted successfully!"}
+
+    def delete_all(
+        self,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        *,
+        anchor: str | _Unset | None = UNSET,
+        event_ids: Sequence[str] | None = None,
+        scope: str = "branch",
+    ) -> dict[str, str]:
+        """Mem0's ``delete_all``: one retraction of every memory of that user/agent/run
+        visible at the anchor (Mem0 requires one of the three, and so does this)."""
+        identity = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+        if all(v is None for v in identity.values()):
+            raise InvalidInput("delete_all needs user_id, agent_id or run_id")
+        visible = self._visible(self._anchor(anchor))
+        targets = [
+            memory_id
+            for memory_id, record in visible.items()
+            if all(v is None or record.meta.get(k) == v for k, v in identity.items())
+        ]
+        if targets:
+            sources = (
+                self._sources(event_ids, 1) if event_ids is not None else self._write_sources()
+            )
+            self._retract(targets, sources, scope, "mem0 delete_all")
+        return {"message": "Memories deleted successfully!"}
+
+    def history(self, memory_id: str) -> list[dict[str, Any]]:
+        """Mem0's ``history`` from branchmem's: one row per revision and retraction, oldest
+        first, with Mem0's fields (``old_memory``, ``new_memory``, ``event``) and where it
+        holds (``sources``); every branch's changes are listed."""
+        record_id = record_id_for(str(memory_id))
+        try:
+            entries = self.store.history(record_id, namespace=self.namespace)
+        except NotFoundError:
+            raise MemoryNotVisible(f"memory {memory_id!r} is not known") from None
+        rows: list[dict[str, Any]] = []
+        previous: str | None = None
+        for entry in entries:
+            happened = entry["happened"]
+            revision = entry["revision"]
+            if happened in ("added", "revised") and revision is not None:
+                held = self.store.get_record(record_id, revision=revision, namespace=self.namespace)
+                event = "ADD" if happened == "added" else "UPDATE"
+                old, new = previous, held.content
+                previous = held.content
+                sources = list(held.sources or ())
+            elif happened == "retracted":
+                event, old, new, sources = "DELETE", previous, None, []
+            else:
+                continue
+            rows.append(
+                {
+                    "id": f"{record_id}:{entry['seq']}",
+                    "memory_id": str(memory_id),
+                    "old_memory": old,
+                    "new_memory": new,
+                    "event": event,
+                    "created_at": entry["time"],
+                    "revision": revision,
+                    "sources": sources,
+                    "is_deleted": event == "DELETE",
+                }
+            )
+        return rows
+
+    def reset(self) -> None:
+        """Mem0's ``reset``, and every memory's record withdrawn (hidden in every view,
+        kept in the audit log: branchmem forgets nothing silently)."""
+        with self._lock:
+            self._done(self.memory.reset())
+            for entry in self.store.audit(op="add_record", namespace=self.namespace):
+                for record_id in entry.ids:
+                    if _is_memory_record(record_id):
+                        self.store.withdraw(
+                            record_id, reason="mem0 reset", namespace=self.namespace
+                        )
+            self._vectors.clear()
+
+    def close(self) -> None:
+        """Close Mem0 (its own ``close``); the store stays its owner's."""
+        close = getattr(self.memory, "close", None)
+        if callable(close):
+            self._done(close())
+
+    def chat(self, query: str) -> Any:
+        """Mem0's ``chat`` (not implemented by Mem0 itself): passed through."""
+        return self._done(self.memory.chat(query))
+
+    @classmethod
+    def from_config(cls, config_dict: dict[str, Any]) -> Any:
+        raise InvalidInput(
+            "BranchMem0 wraps a Mem0 instance: BranchMem0(mem0.Memory.from_config(...), store)"
+        )
+
+    @staticmethod
+    def _done(result: Any) -> Any:
+        """A Mem0 call's result; an ``AsyncMemory`` coroutine is run on the event loop
+        ``AsyncBranchMem0`` called from (this code runs in its worker thread)."""
+        if not inspect.isawaitable(result):
+            return result
+        loop = _LOOP.get(None)
+        if loop is None:
+            close = getattr(result, "close", None)
+            if callable(close):
+                close()
+            raise InvalidInput("an async Mem0 (mem0.AsyncMemory) is wrapped by AsyncBranchMem0")
+        return asyncio.run_coroutine_threadsafe(_awaited(result), loop).result()
+
+    def _write_sources(self) -> tuple[str, ...]:
+        return self._sources(None, 1)
+
+    def _retract(
+        self, memory_ids: Sequence[str], sources: tuple[str, ...], scope: str, reason: str
+    ) -> None:
+        if scope not in ("branch", "tree"):
+            raise InvalidInput(f"scope must be 'branch' or 'tree', got {scope!r}")
+        self.store.retract(
+            f"mem0:delete:{uuid.uuid4().hex}",
+            sources=list(sources),
+            targets=[record_id_for(m) for m in memory_ids],
+            scope=scope,
+            reason=reason,
+            namespace=self.namespace,
+        )
+
+    def _size(self, top_k: int | None, limit: int | None, method: str) -> int:
+        size = top_k if top_k is not None else limit
+        if size is None:
+            default = self._default(method, "top_k" if self.filters_api else "limit")
+            size = int(default) if isinstance(default, int) else 20
+        if size < 1:
+            raise InvalidInput(f"top_k must be >= 1, got {size}")
+        return size
+
+    def _default(self, method: str, parameter: str) -> Any:
+        """The installed Mem0's default for a parameter (None if it has none)."""
+        found = inspect.signature(getattr(self.memory, method)).parameters.get(parameter)
+        if found is None or found.default is inspect.Parameter.empty:
+            return None
+        return found.default
 
     def explain(self, memory_id: str, anchor: str | None) -> Explanation:
         """Why a Mem0 memory is (not) visible at ``anchor`` (``Memory.explain``)."""
@@ -514,25 +838,40 @@ class BranchMem0:
         size: int,
         threshold: float | None,
         filters: dict[str, Any] | None,
+        options: Mapping[str, Any],
     ) -> list[dict[str, Any]]:
         scope = {k: v for k, v in identity.items() if v is not None}
-        options: dict[str, Any] = {}
+        extra: dict[str, Any] = dict(options)
         if threshold is not None:
-            options["threshold"] = threshold
+            extra["threshold"] = threshold
         if self.filters_api:
-            found = self.memory.search(
-                query, top_k=size, filters={**(filters or {}), **scope}, **options
+            found = self._done(
+                self.memory.search(query, top_k=size, filters={**(filters or {}), **scope}, **extra)
             )
         else:
-            found = self.memory.search(query, limit=size, filters=filters, **scope, **options)
+            rest = {k: v for k, v in (filters or {}).items() if k not in _IDENTITY_KEYS}
+            found = self._done(
+                self.memory.search(query, limit=size, filters=rest or None, **scope, **extra)
+            )
         return list(found.get("results", []) if isinstance(found, dict) else found)
 
-    def _mem0_get_all(self, identity: dict[str, str | None], size: int) -> list[dict[str, Any]]:
+    def _mem0_get_all(
+        self,
+        identity: dict[str, str | None],
+        size: int,
+        filters: dict[str, Any] | None,
+        options: Mapping[str, Any],
+    ) -> list[dict[str, Any]]:
         scope = {k: v for k, v in identity.items() if v is not None}
         if self.filters_api:
-            found = self.memory.get_all(filters=scope, top_k=size)
+            found = self._done(
+                self.memory.get_all(filters={**(filters or {}), **scope}, top_k=size, **options)
+            )
         else:
-            found = self.memory.get_all(limit=size, **scope)
+            rest = {k: v for k, v in (filters or {}).items() if k not in _IDENTITY_KEYS}
+            if rest:
+                options = {**options, "filters": rest}
+            found = self._done(self.memory.get_all(limit=size, **scope, **options))
         return list(found.get("results", []) if isinstance(found, dict) else found)
 
     # ---------------------------------------------------------------- helpers
@@ -585,3 +924,62 @@ class BranchMem0:
             if wanted <= on_path:
                 return candidate
         raise InvalidInput(f"event_ids {list(event_ids)} do not lie on one root path")
+
+
+def _in_thread(name: str) -> Callable[..., Any]:
+    """A coroutine method running ``BranchMem0.<name>`` in a worker thread, with its
+    signature and docstring (so ``inspect`` sees Mem0's parameters)."""
+    sync_method = getattr(BranchMem0, name)
+
+    async def method(self: AsyncBranchMem0, *args: Any, **kwargs: Any) -> Any:
+        _LOOP.set(asyncio.get_running_loop())  # to_thread carries it to the worker
+        return await asyncio.to_thread(getattr(self.sync, name), *args, **kwargs)
+
+    method.__name__ = name
+    method.__qualname__ = f"AsyncBranchMem0.{name}"
+    method.__doc__ = sync_method.__doc__
+    method.__signature__ = inspect.signature(sync_method)  # type: ignore[attr-defined]
+    return method
+
+
+class AsyncBranchMem0:
+    """``BranchMem0`` with ``mem0.AsyncMemory``'s shape: every method a coroutine.
+
+    It wraps a ``mem0.AsyncMemory`` or a sync ``mem0.Memory`` and runs each call in a worker
+    thread, since the gate's store writes are synchronous and the event loop must not wait
+    on them; an ``AsyncMemory``'s own coroutines are run back on the caller's loop.
+    """
+
+    def __init__(self, memory: Any, store: Memory, **options: Any) -> None:
+        self.sync = BranchMem0(memory, store, **options)
+
+    @property
+    def memory(self) -> Any:
+        return self.sync.memory
+
+    @property
+    def store(self) -> Memory:
+        return self.sync.store
+
+    def at(self, anchor: str | None, event_ids: Sequence[str] | None = None) -> AsyncBranchMem0:
+        """``BranchMem0.at``: a view standing at ``anchor``."""
+        view = copy.copy(self)
+        view.sync = self.sync.at(anchor, event_ids)
+        return view
+
+    add = _in_thread("add")
+    search = _in_thread("search")
+    get_all = _in_thread("get_all")
+    get = _in_thread("get")
+    update = _in_thread("update")
+    delete = _in_thread("delete")
+    delete_all = _in_thread("delete_all")
+    history = _in_thread("history")
+    reset = _in_thread("reset")
+    close = _in_thread("close")
+    chat = _in_thread("chat")
+    explain = _in_thread("explain")
+
+    @classmethod
+    def from_config(cls, config_dict: dict[str, Any]) -> Any:
+        return BranchMem0.from_config(config_dict)

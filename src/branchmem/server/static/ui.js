@@ -1,11 +1,14 @@
 // branchmem explorer: plain JS over the HTTP API, no build step.
-// Pick a conversation (tree) and an anchor; see the path to the anchor and, for every
-// record, whether it is visible there and why (the reason Memory.explain gives).
+// Pick a conversation and an anchor; see the path to the anchor, the records built from the
+// conversation marked on the messages they came from, and for each record whether it is
+// visible at the anchor and why, in words. Text from the store only ever goes in as text.
 "use strict";
 
-const state = { namespace: "default", tree: null, events: [], head: null, anchor: null };
+const state = { namespace: "default", tree: null, events: [], head: null, anchor: null, views: [] };
 const $ = (id) => document.getElementById(id);
+const CLIP = 160;  // characters of a message or record shown before "more"
 
+// -- talking to the service -----------------------------------------------------------------
 function headers() {
   const key = $("api-key").value.trim();
   return key ? { Authorization: "Bearer " + key } : {};
@@ -15,12 +18,20 @@ function nsPath(rest) {
   return "/v1/ns/" + encodeURIComponent(state.namespace) + rest;
 }
 
+class ApiError extends Error {
+  constructor(status, code, detail) {
+    super((code ? code + ": " : "") + detail);
+    this.status = status;
+    this.code = code;
+  }
+}
+
 async function api(path) {
   const response = await fetch(path, { headers: headers() });
   const body = await response.json().catch(() => null);
   if (!response.ok) {
     const detail = body && body.detail ? body.detail : response.statusText;
-    throw new Error((body && body.code ? body.code + ": " : "") + detail);
+    throw new ApiError(response.status, body && body.code, detail);
   }
   return body;
 }
@@ -31,6 +42,7 @@ async function allPages(path) {
   do {
     const sep = path.includes("?") ? "&" : "?";
     const page = await api(path + sep + "limit=1000" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
+    if (Array.isArray(page)) return page;  // an unpaged list
     items.push(...page.items);
     cursor = page.next_cursor;
   } while (cursor);
@@ -42,46 +54,168 @@ function status(text, isError) {
   $("status").className = isError ? "error" : "";
 }
 
+function explainFailure(error) {
+  if (error.status === 401) {
+    status(error.message + ". Open the link `branchmem serve` printed (it carries a token " +
+      "for this page), or paste a key from `branchmem keys create`.", true);
+  } else {
+    status(error.message, true);
+  }
+}
+
+// -- small DOM builders ---------------------------------------------------------------------
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = text;
+  return node;
+}
+
+function eventLink(id) {
+  const link = el("a", "event-link", id);
+  link.href = "#event-" + encodeURIComponent(id);
+  link.dataset.event = id;
+  link.addEventListener("click", (click) => {
+    click.preventDefault();
+    click.stopPropagation();
+    focusEvent(id);
+  });
+  return link;
+}
+
+function recordLink(id, className) {
+  const link = el("a", className || "record-link", id);
+  link.href = "#record-" + encodeURIComponent(id);
+  link.dataset.record = id;
+  link.addEventListener("click", (click) => {
+    click.preventDefault();
+    click.stopPropagation();
+    focusRecord(id);
+  });
+  return link;
+}
+
+// Long text: the first CLIP characters and a "more" button that shows the rest.
+function clipped(text) {
+  const box = el("span", "text");
+  if (text.length <= CLIP) {
+    box.textContent = text;
+    return box;
+  }
+  const shown = el("span", "clip", text.slice(0, CLIP) + "…");
+  const toggle = el("button", "more", "more");
+  toggle.type = "button";
+  toggle.addEventListener("click", (click) => {
+    click.stopPropagation();
+    const open = toggle.textContent === "more";
+    shown.textContent = open ? text : text.slice(0, CLIP) + "…";
+    toggle.textContent = open ? "less" : "more";
+    box.classList.toggle("expanded", open);
+  });
+  box.append(shown, " ", toggle);
+  return box;
+}
+
+// "built from {source}, ..." with every {name} an event link.
+function sentence(template, values) {
+  const out = el("span", "why");
+  for (const [index, part] of template.split(/\{(\w+)\}/).entries()) {
+    if (index % 2 === 0) out.append(part);
+    else out.append(values[part] ? eventLink(values[part]) : "a source");
+  }
+  return out;
+}
+
+// Each reason code (Memory.explain) in plain words.
+const REASONS = {
+  visible: "every message it was built from is on the path to the anchor",
+  off_path: "it was built from {source}, which is on another branch",
+  unknown_source: "it was built from {source}, a message this store has never received",
+  detached: "it was built from {source}, whose earlier messages have not arrived, so its branch is unknown",
+  legacy: "it names no sources (a legacy record), so no branch can be checked",
+  no_view: "it was built from {source} in another conversation, which this view does not look at",
+  no_anchor: "no anchor is set, and without one nothing is shown",
+  inconsistent_sources: "its sources lie on different branches, which no single path holds",
+  superseded: "a newer value for the same key on this path replaces it",
+  retracted: "a retraction on this path withdrew it (someone asked to forget it)",
+  stale: "a record it was built from was retracted, superseded, withdrawn or erased here; it waits to be rebuilt",
+  withdrawn: "it was withdrawn (it can be restored)",
+  erased: "it was erased: its text is gone for good",
+};
+
+function why(view) {
+  const e = view.explanation;
+  let template = REASONS[e.reason] || e.reason;
+  if (e.reason === "off_path" && e.fork) template += "; the branches part at {fork}";
+  const prefix = e.visible
+    ? (e.reason === "visible" ? "Shown: " : "Shown in compat mode, although ")
+    : "Hidden: ";
+  const out = sentence(prefix + template, { source: e.source, fork: e.fork });
+  if (e.reason === "superseded" && view.key) out.append(' (key "' + view.key + '")');
+  out.append(".");
+  out.title = e.reason + (e.detail ? " — " + e.detail : "");
+  return out;
+}
+
+// -- conversations --------------------------------------------------------------------------
+async function conversationList() {
+  try {
+    return await allPages(nsPath("/conversations"));
+  } catch (error) {
+    if (error.status !== 404) throw error;
+    const trees = await allPages(nsPath("/trees"));  // a server without the listing
+    return trees.map((t) => ({ tree: t.tree, title: null, events: t.events, head: t.head }));
+  }
+}
+
 async function loadConversations() {
   state.namespace = $("namespace").value.trim() || "default";
   sessionStorage.setItem("branchmem.key", $("api-key").value);
   sessionStorage.setItem("branchmem.namespace", state.namespace);
   try {
     const who = await api("/v1/whoami");
-    const list = $("namespaces");
-    list.replaceChildren(...who.namespaces.filter((n) => !n.endsWith("*")).map((n) => {
+    $("namespaces").replaceChildren(...who.namespaces.filter((n) => !n.endsWith("*")).map((n) => {
       const option = document.createElement("option");
       option.value = n;
       return option;
     }));
-    const trees = await allPages(nsPath("/trees"));
-    const select = $("conversations");
-    select.replaceChildren(...trees.map((t) => {
-      const option = document.createElement("option");
-      option.value = t.tree;
-      option.textContent = t.tree + " (" + t.events + ")";
-      return option;
+    const conversations = await conversationList();
+    $("conversations").replaceChildren(...conversations.map((c) => {
+      const item = el("li", "conversation");
+      item.dataset.tree = c.tree;
+      item.tabIndex = 0;
+      item.title = c.tree;
+      item.append(el("span", "title", c.title || c.tree),
+        el("span", "meta", c.events + " messages · " + c.tree));
+      item.addEventListener("click", () => loadTree(c.tree));
+      item.addEventListener("keydown", (key) => { if (key.key === "Enter") loadTree(c.tree); });
+      return item;
     }));
-    status(trees.length + " conversation(s) in " + state.namespace);
-    if (trees.length) {
-      select.value = trees[0].tree;
-      await loadTree(trees[0].tree);
-    }
+    status(conversations.length + " conversation(s) in " + state.namespace);
+    if (conversations.length) await loadTree(conversations[0].tree);
   } catch (error) {
-    status(error.message, true);
+    explainFailure(error);
   }
 }
 
 async function loadTree(tree) {
-  const data = await api(nsPath("/trees/" + encodeURIComponent(tree)));
-  state.tree = tree;
-  state.events = data.events;
-  state.head = data.head;
-  const ids = new Set(data.events.map((e) => e.id));
-  const deepest = data.head || data.events[data.events.length - 1].id;
-  await setAnchor(ids.has(deepest) ? deepest : data.events[0].id);
+  try {
+    const data = await api(nsPath("/trees/" + encodeURIComponent(tree)));
+    state.tree = tree;
+    state.events = data.events;
+    state.head = data.head;
+    for (const item of $("conversations").children) {
+      item.classList.toggle("selected", item.dataset.tree === tree);
+    }
+    const ids = new Set(data.events.map((e) => e.id));
+    const deepest = data.head || data.events[data.events.length - 1].id;
+    await setAnchor(ids.has(deepest) ? deepest : data.events[0].id);
+  } catch (error) {
+    explainFailure(error);
+  }
 }
 
+// -- the tree -------------------------------------------------------------------------------
 function pathTo(anchor) {
   const byId = new Map(state.events.map((e) => [e.id, e]));
   const path = new Set();
@@ -99,22 +233,32 @@ function renderTree() {
     if (!children.has(parent)) children.set(parent, []);
     children.get(parent).push(event);
   }
+  const marks = new Map();  // event id -> the views of records built from it
+  for (const view of state.views) {
+    for (const source of view.tree_sources || []) {
+      if (!marks.has(source)) marks.set(source, []);
+      marks.get(source).push(view);
+    }
+  }
   const onPath = pathTo(state.anchor);
   const build = (parent) => {
     const list = document.createElement("ul");
     for (const event of children.get(parent) || []) {
       const item = document.createElement("li");
-      const label = document.createElement("span");
-      label.className = "event";
+      const label = el("span", "event");
+      label.id = "event-" + event.id;
       if (onPath.has(event.id)) label.classList.add("on-path");
       if (event.id === state.anchor) label.classList.add("anchor");
       if (event.id === state.head) label.classList.add("head");
       label.dataset.event = event.id;
-      label.title = event.id;
-      const role = document.createElement("span");
-      role.className = "role";
-      role.textContent = event.role;
-      label.append(role, document.createTextNode(event.content || "(" + event.id + ")"));
+      label.title = event.id + " — click to make it the anchor";
+      label.append(el("span", "role", event.role), clipped(event.content || "(" + event.id + ")"));
+      for (const view of marks.get(event.id) || []) {
+        const mark = recordLink(view.explanation.record_id, "mark");
+        mark.classList.add(view.explanation.visible ? "visible" : "hidden");
+        mark.title = (view.explanation.visible ? "visible here: " : "hidden here: ") + (view.content || "");
+        label.append(" ", mark);
+      }
       label.addEventListener("click", () => setAnchor(event.id));
       item.append(label);
       if (children.has(event.id)) item.append(build(event.id));
@@ -128,40 +272,99 @@ function renderTree() {
 
 async function setAnchor(anchor) {
   state.anchor = anchor;
-  renderTree();
   try {
-    const views = await allPages(nsPath("/explanations?anchor=" + encodeURIComponent(anchor)));
-    renderRecords(views);
+    state.views = await allPages(nsPath("/explanations?anchor=" + encodeURIComponent(anchor) +
+      "&tree=" + encodeURIComponent(state.tree)));
+    renderTree();
+    renderRecords();
     document.body.dataset.anchor = anchor;  // the records shown are for this anchor
   } catch (error) {
-    status(error.message, true);
+    renderTree();
+    explainFailure(error);
   }
 }
 
-function renderRecords(views) {
-  const rows = views.map((view) => {
-    const why = view.explanation;
-    const row = document.createElement("tr");
-    row.className = why.visible ? "visible" : "hidden";
-    row.dataset.record = why.record_id;
-    row.dataset.visible = String(why.visible);
-    row.dataset.reason = why.reason;
-    const where = [why.source, why.fork ? "fork " + why.fork : null].filter(Boolean).join(", ");
-    for (const text of [why.record_id, why.visible ? "visible" : "hidden", why.reason, where,
-      view.content === null ? "(erased)" : view.content]) {
-      const cell = document.createElement("td");
-      cell.textContent = text;
-      row.append(cell);
+// -- the records ----------------------------------------------------------------------------
+function renderRecords() {
+  const rows = state.views.map((view) => {
+    const e = view.explanation;
+    const row = el("tr", e.visible ? "visible" : "hidden");
+    row.id = "record-" + e.record_id;
+    row.dataset.record = e.record_id;
+    row.dataset.visible = String(e.visible);
+    row.dataset.reason = e.reason;
+    const sources = el("td", "sources");
+    for (const source of view.tree_sources || []) sources.append(eventLink(source), " ");
+    const cells = [
+      recordLink(e.record_id),
+      el("span", null, e.visible ? "visible" : "hidden"),
+      why(view),
+      sources,
+      view.content === null ? el("span", "erased", "(erased)") : clipped(view.content),
+    ];
+    for (const content of cells) {
+      if (content.tagName === "TD") {
+        row.append(content);
+      } else {
+        const cell = el("td");
+        cell.append(content);
+        row.append(cell);
+      }
     }
     return row;
   });
   $("records").tBodies[0].replaceChildren(...rows);
+  const shown = state.views.filter((v) => v.explanation.visible).length;
+  $("records-note").textContent = state.views.length
+    ? state.views.length + " record(s) built from this conversation, " + shown +
+      " visible at " + state.anchor + ". Records of other conversations are not listed."
+    : "No record is built from this conversation.";
+}
+
+function flash(node) {
+  node.scrollIntoView({ block: "nearest" });
+  node.classList.remove("flash");
+  void node.offsetWidth;  // restart the animation
+  node.classList.add("flash");
+}
+
+// A record: its row and the messages it was built from stand out.
+function focusRecord(id) {
+  for (const node of document.querySelectorAll(".focus")) node.classList.remove("focus");
+  const row = document.getElementById("record-" + id);
+  if (row) {
+    row.classList.add("focus");
+    flash(row);
+  }
+  const view = state.views.find((v) => v.explanation.record_id === id);
+  for (const source of (view && view.tree_sources) || []) {
+    const node = document.getElementById("event-" + source);
+    if (node) node.classList.add("focus");
+  }
+}
+
+function focusEvent(id) {
+  const node = document.getElementById("event-" + id);
+  if (node) flash(node);
+  else status("message " + id + " is not in this conversation", true);
+}
+
+// -- start ----------------------------------------------------------------------------------
+// `branchmem serve` prints /ui#token=...: take it, and drop it from the address bar.
+function takeTokenFromLink() {
+  const match = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+  if (!match) return false;
+  $("api-key").value = decodeURIComponent(match[1]);
+  history.replaceState(null, "", location.pathname + location.search);
+  return true;
 }
 
 $("connect").addEventListener("submit", (event) => {
   event.preventDefault();
   loadConversations();
 });
-$("conversations").addEventListener("change", (event) => loadTree(event.target.value));
 $("api-key").value = sessionStorage.getItem("branchmem.key") || "";
 $("namespace").value = sessionStorage.getItem("branchmem.namespace") || "default";
+takeTokenFromLink();
+loadConversations();
+window.addEventListener("hashchange", () => { if (takeTokenFromLink()) loadConversations(); });

@@ -1,0 +1,69 @@
+"""Stand-ins for ``mem0.Memory``/``AsyncMemory`` that build the real Mem0 (with whatever
+the upstream test patched into Mem0's factories) and wrap it in ``BranchMem0``.
+
+Each wrapper follows the head of a one-message chat tree (``tree=``), so every call stands
+somewhere real: writes are sourced at that message and reads gated there. Mem0 internals
+the tests reach for (``vector_store``, ``db``, ``config``, private helpers) are the wrapped
+Mem0's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mem0
+import mem0.memory.main
+
+from branchmem import Memory
+from branchmem.integrations.mem0 import AsyncBranchMem0, BranchMem0
+
+TREE = "peer-chat"
+STOCK_MEMORY = mem0.memory.main.Memory
+STOCK_ASYNC_MEMORY = mem0.memory.main.AsyncMemory
+
+
+def _chat() -> Memory:
+    store = Memory()
+    store.add_event("peer-message", None, tree=TREE, role="user", content="")
+    store.set_head("peer-message")
+    return store
+
+
+class _Delegating:
+    """Attributes the wrapper does not have are read from, and written to, the wrapped
+    Mem0 (the suite swaps ``memory.vector_store`` for a mock after construction)."""
+
+    def _inner(self) -> Any:
+        return self.__dict__.get("memory")
+
+    def __getattr__(self, name: str) -> Any:
+        inner = self._inner()
+        if inner is None:
+            raise AttributeError(name)
+        return getattr(inner, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        inner = self._inner()
+        if inner is not None and name not in self.__dict__ and hasattr(inner, name):
+            setattr(inner, name, value)
+        else:
+            object.__setattr__(self, name, value)
+
+
+class BranchedMemory(_Delegating, BranchMem0):
+    """``mem0.Memory(config)`` for the upstream suite."""
+
+    def __init__(self, config: Any = None) -> None:
+        inner = STOCK_MEMORY(config) if config is not None else STOCK_MEMORY()
+        super().__init__(inner, _chat(), tree=TREE)
+
+
+class BranchedAsyncMemory(_Delegating, AsyncBranchMem0):
+    """``mem0.AsyncMemory(config)`` for the upstream suite."""
+
+    def __init__(self, config: Any = None) -> None:
+        inner = STOCK_ASYNC_MEMORY(config) if config is not None else STOCK_ASYNC_MEMORY()
+        super().__init__(inner, _chat(), tree=TREE)
+
+    def _inner(self) -> Any:
+        sync = self.__dict__.get("sync")
+        return None if sync is None else sync.memory
