@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Final
 
 # keyed reads: a key's revisions in the order a view ranks them, one row per frontier tree
-# (tree '' and depth -1: no frontier), and retractions found by what they name, so reading a key's
-# current value costs what it returns, not the key's history (filled in by the backend)
+# (tree '' and depth -1: no frontier), and retractions found by what they name, so reading
+# a key's current value costs what it returns, not the key's history (the backend fills
+# retraction_targets: the targets are JSON)
 KEYED_READS: Final[list[str]] = [
     """CREATE TABLE key_frontiers (
             namespace TEXT NOT NULL, key_name TEXT NOT NULL, tree TEXT NOT NULL,
@@ -21,6 +22,19 @@ KEYED_READS: Final[list[str]] = [
             revision INTEGER NOT NULL, PRIMARY KEY (namespace, record_id, revision, tree))""",
     "CREATE INDEX key_frontiers_ranked ON key_frontiers (namespace, key_name, tree, depth, seq)",
     "CREATE INDEX key_frontiers_by_seq ON key_frontiers (namespace, key_name, seq)",
+    # what was written before: one row per frontier (from the frontier index and the
+    # events' depth), one for each revision without a frontier
+    """INSERT INTO key_frontiers (namespace, key_name, tree, depth, seq, record_id, revision)
+        SELECT r.namespace, r.key_name, e.tree, e.depth, r.seq, r.record_id, r.revision
+        FROM frontiers f JOIN revisions r ON r.namespace = f.namespace
+        AND r.record_id = f.record_id AND r.revision = f.revision
+        JOIN events e ON e.namespace = f.namespace AND e.id = f.event_id
+        WHERE r.key_name IS NOT NULL""",
+    """INSERT INTO key_frontiers (namespace, key_name, tree, depth, seq, record_id, revision)
+        SELECT r.namespace, r.key_name, '', -1, r.seq, r.record_id, r.revision
+        FROM ungated u JOIN revisions r ON r.namespace = u.namespace
+        AND r.record_id = u.record_id AND r.revision = u.revision
+        WHERE r.key_name IS NOT NULL""",
     # another migration may create these two as well (erasure finds retractions the same
     # way): IF NOT EXISTS, and the backfill is idempotent
     """CREATE TABLE IF NOT EXISTS retraction_targets (

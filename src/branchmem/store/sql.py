@@ -527,11 +527,8 @@ class SQLStore(Store):
         )
 
     def _backfill_keyed_reads(self) -> None:
-        rows = self._all(
-            f"SELECT namespace, {codec.REVISION_COLUMNS} FROM revisions WHERE key_name IS NOT NULL"
-        )
-        for row in rows:
-            self._rank_by_key(str(row[0]), [codec.revision_node(tuple(row[1:]))])
+        """retraction_targets for the retractions already written: their targets are JSON,
+        which the portable SQL of a migration cannot unpack."""
         for namespace, retraction_id, targets in self._all(
             "SELECT namespace, id, targets FROM retractions"
         ):
