@@ -89,7 +89,7 @@ class KeyedView:
     def _lookup(self, event_id: str) -> EventNode | None:
         return self.reader.get_event(self.namespace, event_id)
 
-    # -- the rule (§3, §4) at an attached anchor, one tree ------------------------------
+    # -- the rule (§3, §4) on attached paths ------------------------------------------
     def passes(self, gate: Gate) -> tuple[bool, tuple[str, ...]]:
         """``View.gate_decision`` reduced to its answer: with every path of the view attached,
         a frontier in a tree without a path is ``no_view``, and a detached source is
