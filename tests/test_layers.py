@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).parent.parent / "src" / "branchmem"
 
 CORE = (
     "errors", "model", "topology", "provenance", "resolution", "visibility", "retraction",
-    "validation", "audit",
+    "validation", "audit", "keyed",
 )  # fmt: skip
 
 # part -> the parts it may import (itself always). Mirrors the table in docs/architecture.md.
@@ -34,9 +34,18 @@ ALLOWED: dict[str, set[str]] = {
     "integrations": {"core", "search", "memory", "client", "package"},
     "testing": {"core", "search", "memory", "store", "package"},
     "cli": {
-        "core", "search", "api", "memory", "importers", "store", "client", "server",
-        "integrations", "demo", "package",
-    },  # fmt: skip
+        "core",
+        "search",
+        "api",
+        "memory",
+        "importers",
+        "store",
+        "client",
+        "server",
+        "integrations",
+        "demo",
+        "package",
+    },
     "demo": {"package"},
     "package": {"core", "search", "memory", "client"},
 }
@@ -63,7 +72,7 @@ def imports(path: Path) -> Iterator[tuple[int, tuple[str, ...]]]:
                 yield node.lineno, base + named
             else:  # from . import x, y: each name is a module or a package attribute
                 for alias in node.names:
-                    target = base + (alias.name,)
+                    target = (*base, alias.name)
                     found = (PACKAGE.joinpath(*target).with_suffix(".py").exists()
                              or PACKAGE.joinpath(*target).is_dir())  # fmt: skip
                     yield node.lineno, target if found and base else base or ("__init__",)

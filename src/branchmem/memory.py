@@ -393,11 +393,8 @@ class Memory:
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Record | None:
         """The value of ``(scope, key)`` that holds at ``anchor``, or None."""
-        check_id(key, "key")
-        found = self.visible(
-            anchor, key=key, scope=scope, cross_tree=cross_tree, mode=mode, namespace=namespace
-        )
-        return found[-1] if found else None
+        with self._read(namespace) as ns:
+            return views.current(ns, key, anchor, scope, cross_tree, mode)
 
     def stale(
         self,

@@ -8,6 +8,7 @@ O(log depth) steps, with O(1) extra storage per event — cheap enough to live i
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -108,6 +109,42 @@ def is_ancestor_or_self(ancestor: EventNode, node: EventNode, lookup: Lookup) ->
     if ancestor.depth > node.depth:
         return False
     return level_ancestor(node, ancestor.depth, lookup).id == ancestor.id
+
+
+class AnchorPath:
+    """Membership in one attached anchor's root path, without materialising the path.
+
+    A long-lived agent's path grows with every turn; a keyed read asks about a handful of
+    events near the anchor. Each question is a level-ancestor query started from the
+    shallowest ancestor already found at or below the wanted depth, so a scan that walks
+    deepest-first pays O(log gap) lookups per question, never O(depth).
+    """
+
+    def __init__(self, anchor: EventNode, lookup: Lookup) -> None:
+        assert anchor.attached and anchor.depth is not None
+        self.anchor = anchor
+        self._lookup = lookup
+        self._depths: list[int] = [anchor.depth]  # ascending; ancestors found so far
+        self._found: dict[int, EventNode] = {anchor.depth: anchor}
+
+    def at(self, depth: int) -> EventNode:
+        """The anchor's ancestor-or-self at ``depth`` (0 <= depth <= anchor depth)."""
+        known = self._found.get(depth)
+        if known is not None:
+            return known
+        start = self._found[self._depths[bisect_left(self._depths, depth)]]
+        node = level_ancestor(start, depth, self._lookup)
+        insort(self._depths, depth)
+        self._found[depth] = node
+        return node
+
+    def contains(self, event_id: str) -> bool:
+        """True when ``event_id`` is attached and an ancestor-or-self of the anchor."""
+        node = self._lookup(event_id)
+        if node is None or not node.attached or node.tree != self.anchor.tree:
+            return False
+        assert node.depth is not None and self.anchor.depth is not None
+        return node.depth <= self.anchor.depth and self.at(node.depth).id == node.id
 
 
 def walk_up(node: EventNode, lookup: Lookup) -> Iterator[EventNode]:

@@ -180,8 +180,7 @@ def add_events(ns: Namespace, specs: list[dict[str, Any]]) -> None:
 def path(ns: Namespace, anchor: str) -> list[Event]:
     """Events from the root (or, while ancestry is missing, the gap) down to ``anchor``."""
     ns.event_node(anchor)
-    ids = ns.store.path_ids(ns.name, anchor)
-    return [ns.event_node(i).to_event(ns.name) for i in ids]
+    return [node.to_event(ns.name) for node in ns.store.path_events(ns.name, anchor)]
 
 
 def path_messages(ns: Namespace, path_ids: list[str]) -> list[Event]:

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..errors import NotFoundError
+from ..keyed import KeyedView
 from ..model import Explanation, Record
 from ..provenance import RevisionNode
+from ..topology import EventNode
 from ..validation import check_id, check_mode
 from ..visibility import Decision, View
 from .namespace import Namespace
@@ -87,6 +89,39 @@ def visible(
     shown = view(ns, anchor, cross_tree, mode)
     nodes = visible_in(ns, shown, kind, key, scope, include_superseded, include_stale)
     return [ns.to_record(node) for node in nodes]
+
+
+def current(
+    ns: Namespace,
+    key: str,
+    anchor: str | None,
+    scope: str | None,
+    cross_tree: bool,
+    mode: str | None,
+) -> Record | None:
+    """The value of ``(scope, key)`` at ``anchor``: ``visible(key=...)[-1]``.
+
+    At an attached anchor (cross-tree: with every head attached) it is read from the key's
+    frontier-ordered index (``keyed.KeyedView``), at the cost of the answer, not of the
+    path or of the key's superseded history. A partial path (a detached anchor or head)
+    makes "undecided" depend on its whole known chain: the whole view decides that."""
+    check_id(key, "key")
+    node = None if anchor is None else ns.event_node(anchor)
+    heads: dict[str, EventNode] | None = None
+    if node is not None and node.attached and cross_tree:
+        heads = {}
+        for tree, head_id in ns.store.heads(ns.name).items():
+            head = ns.store.get_event(ns.name, head_id)
+            if tree != node.tree and head is not None:
+                heads[tree] = head
+    if node is not None and node.attached and all(h.attached for h in (heads or {}).values()):
+        chosen_mode = ns.mode if mode is None else check_mode(mode)
+        keyed = KeyedView(ns.store, ns.name, node, chosen_mode, heads)
+        revision = keyed.current(key, scope)
+        ns.counts.update(keyed.counts)
+        return None if revision is None else ns.to_record(revision)
+    found = visible(ns, anchor, cross_tree, mode, None, key, scope, False, False)
+    return found[-1] if found else None
 
 
 def explain(

@@ -74,6 +74,13 @@ class Store(ABC):
     def path_ids(self, namespace: str, anchor: str) -> list[str]:
         """Known ancestors-or-self of ``anchor``, root (or gap) first."""
 
+    def path_events(self, namespace: str, anchor: str) -> list[EventNode]:
+        """``path_ids`` with the events themselves (backends with round trips: one query)."""
+        found = (
+            self.get_event(namespace, event_id) for event_id in self.path_ids(namespace, anchor)
+        )
+        return [node for node in found if node is not None]
+
     @abstractmethod
     def iter_events(self, namespace: str, tree: str | None = None) -> Iterator[EventNode]:
         """Every event (of one tree), in arrival order."""
@@ -121,6 +128,54 @@ class Store(ABC):
     def citing_any(self, namespace: str, targets: Collection[str]) -> list[tuple[str, RevisionKey]]:
         """(target, revision) for every revision citing one of ``targets``."""
         return [(t, key) for t in dict.fromkeys(targets) for key in self.citing(namespace, t)]
+
+    # -- keyed reads (SPEC §7): cost of what is returned, not of the key's history -----
+    # Not abstract on purpose: the defaults below are exact but read the whole history of a
+    # key; a backend overrides them with an index (every backend shipped here does).
+    def key_candidates(
+        self, namespace: str, key: str, tree: str, depth: int, cross_tree: bool = False
+    ) -> Iterator[RevisionNode]:
+        """Revisions with ``key`` a view anchored in ``tree`` at ``depth`` could show, in the
+        order the view ranks them, best first: those with a frontier in ``tree`` at depth <=
+        ``depth`` (deepest first, then latest seq), then those with no frontier in ``tree``
+        (latest seq first) — for a one-tree view only those with no frontier at all, since it
+        never shows one with a frontier in another tree. Backends page their index, so a
+        reader that stops early pays only for what it read."""
+        placed: list[tuple[int, int, RevisionNode]] = []
+        unplaced: list[tuple[int, RevisionNode]] = []
+        for record_id in self.records_with_key(namespace, key):
+            for node in self.get_revisions(namespace, record_id):
+                here = node.gate.frontier_in(tree)
+                if node.key != key:
+                    continue
+                if here is not None:
+                    if here.depth <= depth:
+                        placed.append((here.depth, node.seq, node))
+                elif cross_tree or not node.gate.frontiers:
+                    unplaced.append((node.seq, node))
+        placed.sort(key=lambda item: item[:2], reverse=True)
+        unplaced.sort(key=lambda item: item[0], reverse=True)
+        yield from (node for _, _, node in placed)
+        yield from (node for _, node in unplaced)
+
+    def revisions_newest_first(self, namespace: str, record_id: str) -> Iterator[RevisionNode]:
+        """A record's revisions, latest first, read lazily (the latest usually answers)."""
+        yield from reversed(self.get_revisions(namespace, record_id))
+
+    def retractions_naming(
+        self, namespace: str, record_id: str, key: str | None
+    ) -> list[RetractionNode]:
+        """Retractions of both scopes that name ``record_id`` as a target or retract ``key``
+        (any key scope); the caller applies ``RetractionNode.covers``."""
+        every = self.retractions(namespace, self.record_ids(namespace))
+        return sorted(
+            (
+                node
+                for node in every.values()
+                if record_id in node.targets or (key is not None and node.key == key)
+            ),
+            key=lambda node: node.seq,
+        )
 
     # -- relations ---------------------------------------------------------------------
     @abstractmethod

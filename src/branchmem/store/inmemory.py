@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left, insort
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -41,6 +42,12 @@ class _Namespace:
     repairs: dict[tuple[str, str], RepairItem] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
     deliveries: dict[str, list[Delivery]] = field(default_factory=dict)
+    # key -> tree ("" for revisions without a frontier) -> (-depth, -seq, record, revision),
+    # one entry per frontier, kept sorted: the order a view ranks a key's revisions in; and
+    # key -> (-seq, record, revision): the order of those without a frontier on the path
+    by_key: dict[str, dict[str, list[tuple[int, int, str, int]]]] = field(default_factory=dict)
+    by_key_seq: dict[str, list[tuple[int, str, int]]] = field(default_factory=dict)
+    retractions_by_name: dict[str, set[str]] = field(default_factory=dict)  # target/key -> ids
 
 
 class InMemoryStore(Store, KeyStore):
@@ -207,6 +214,11 @@ class InMemoryStore(Store, KeyStore):
         for ref in node.refs or ():
             self._index_add(space.citing, ref.target, key)
             self._index_add(space.citing, ref.text, key)
+        for name, tree, entry in self._key_entries(node):
+            self._insort(space.by_key.setdefault(name, {}).setdefault(tree, []), entry)
+        if node.key is not None:
+            latest = (-node.seq, node.record_id, node.revision)
+            self._insort(space.by_key_seq.setdefault(node.key, []), latest)
 
     def _unindex(self, space: _Namespace, node: RevisionNode) -> None:
         key = (node.record_id, node.revision)
@@ -220,6 +232,30 @@ class InMemoryStore(Store, KeyStore):
         for ref in node.refs or ():
             self._index_discard(space.citing, ref.target, key)
             self._index_discard(space.citing, ref.text, key)
+        for name, tree, entry in self._key_entries(node):
+            self._remove_sorted(space.by_key[name][tree], entry)
+        if node.key is not None:
+            latest = (-node.seq, node.record_id, node.revision)
+            self._remove_sorted(space.by_key_seq[node.key], latest)
+
+    @staticmethod
+    def _key_entries(node: RevisionNode) -> list[tuple[str, str, tuple[int, int, str, int]]]:
+        """Where a keyed revision sits in ``by_key``: once per frontier tree ("": none)."""
+        if node.key is None:
+            return []
+        placed = [(f.tree, f.depth) for f in node.gate.frontiers] or [("", 0)]
+        return [
+            (node.key, tree, (-depth, -node.seq, node.record_id, node.revision))
+            for tree, depth in placed
+        ]
+
+    def _insort(self, ranked: list[Any], entry: Any) -> None:
+        insort(ranked, entry)
+        self._undo(lambda: ranked.remove(entry))
+
+    def _remove_sorted(self, ranked: list[Any], entry: Any) -> None:
+        ranked.remove(entry)
+        self._undo(lambda: insort(ranked, entry))
 
     def _revision(self, space: _Namespace, key: RevisionKey) -> RevisionNode:
         return space.revisions[key[0]][key[1] - 1]
@@ -237,6 +273,26 @@ class InMemoryStore(Store, KeyStore):
 
     def record_ids(self, namespace: str) -> list[str]:
         return list(self._space(namespace).record_order)
+
+    def key_candidates(
+        self, namespace: str, key: str, tree: str, depth: int, cross_tree: bool = False
+    ) -> Iterator[RevisionNode]:
+        space = self._space(namespace)
+        by_tree = space.by_key.get(key, {})
+        placed = by_tree.get(tree, [])
+        for index in range(bisect_left(placed, (-depth,)), len(placed)):
+            yield self._revision(space, placed[index][2:])
+        if not cross_tree:
+            for entry in by_tree.get("", []):
+                yield self._revision(space, entry[2:])
+            return
+        for latest in space.by_key_seq.get(key, []):
+            node = self._revision(space, latest[1:])
+            if node.gate.frontier_in(tree) is None:
+                yield node
+
+    def revisions_newest_first(self, namespace: str, record_id: str) -> Iterator[RevisionNode]:
+        yield from reversed(self._space(namespace).revisions.get(record_id, []))
 
     def citing(self, namespace: str, target: str) -> list[RevisionKey]:
         return sorted(self._space(namespace).citing.get(target, ()))
@@ -260,7 +316,29 @@ class InMemoryStore(Store, KeyStore):
         return list(self._space(namespace).superseded_by.get(new_id, ()))
 
     def put_retraction(self, namespace: str, node: RetractionNode) -> None:
-        self._dict_set(self._space(namespace).retractions, node.id, node)
+        space = self._space(namespace)
+        self._dict_set(space.retractions, node.id, node)
+        names = [*node.targets, *([] if node.key is None else [f"key:{node.key}"])]
+        for name in names:
+            self._name_retraction(space.retractions_by_name.setdefault(name, set()), node.id)
+
+    def _name_retraction(self, found: set[str], retraction_id: str) -> None:
+        if retraction_id not in found:
+            found.add(retraction_id)
+            self._undo(lambda: found.discard(retraction_id))
+
+    def retractions_naming(
+        self, namespace: str, record_id: str, key: str | None
+    ) -> list[RetractionNode]:
+        space = self._space(namespace)
+        ids = set(space.retractions_by_name.get(record_id, ()))
+        if key is not None:
+            ids |= space.retractions_by_name.get(f"key:{key}", set())
+        found = (space.retractions[item] for item in ids if item in space.retractions)
+        return sorted(
+            (n for n in found if record_id in n.targets or (key is not None and n.key == key)),
+            key=lambda n: n.seq,
+        )
 
     def retractions(self, namespace: str, ids: Collection[str]) -> dict[str, RetractionNode]:
         known = self._space(namespace).retractions

@@ -11,6 +11,33 @@ from __future__ import annotations
 
 from typing import Final
 
+# keyed reads: a key's revisions in the order a view ranks them, one row per frontier tree
+# (tree '' and depth -1: no frontier), and retractions found by what they name, so reading
+# a key's current value costs what it returns, not the key's history (the backend fills
+# retraction_targets: the targets are JSON)
+KEYED_READS: Final[list[str]] = [
+    """CREATE TABLE key_frontiers (
+            namespace TEXT NOT NULL, key_name TEXT NOT NULL, tree TEXT NOT NULL,
+            depth INTEGER NOT NULL, seq {bigint} NOT NULL, record_id TEXT NOT NULL,
+            revision INTEGER NOT NULL, PRIMARY KEY (namespace, record_id, revision, tree))""",
+    "CREATE INDEX key_frontiers_ranked ON key_frontiers (namespace, key_name, tree, depth, seq)",
+    "CREATE INDEX key_frontiers_by_seq ON key_frontiers (namespace, key_name, seq)",
+    # what was written before: one row per frontier (from the frontier index and the
+    # events' depth), one for each revision without a frontier
+    """INSERT INTO key_frontiers (namespace, key_name, tree, depth, seq, record_id, revision)
+        SELECT r.namespace, r.key_name, e.tree, e.depth, r.seq, r.record_id, r.revision
+        FROM frontiers f JOIN revisions r ON r.namespace = f.namespace
+        AND r.record_id = f.record_id AND r.revision = f.revision
+        JOIN events e ON e.namespace = f.namespace AND e.id = f.event_id
+        WHERE r.key_name IS NOT NULL""",
+    """INSERT INTO key_frontiers (namespace, key_name, tree, depth, seq, record_id, revision)
+        SELECT r.namespace, r.key_name, '', -1, r.seq, r.record_id, r.revision
+        FROM ungated u JOIN revisions r ON r.namespace = u.namespace
+        AND r.record_id = u.record_id AND r.revision = u.revision
+        WHERE r.key_name IS NOT NULL""",
+    # retraction_targets and retractions_by_key, which keyed reads use too, come with 4
+]
+
 MIGRATIONS: Final[list[list[str]]] = [
     # 1: the engine's state
     [
@@ -117,6 +144,9 @@ MIGRATIONS: Final[list[list[str]]] = [
         """CREATE TABLE erase_cleanup (
             namespace TEXT NOT NULL, seq {bigint} NOT NULL, PRIMARY KEY (namespace, seq))""",
     ],
+    KEYED_READS,  # 5, defined above; its version is its place in this list
 ]
+
+KEYED_READS_VERSION: Final = MIGRATIONS.index(KEYED_READS) + 1
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

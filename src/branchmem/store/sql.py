@@ -6,7 +6,8 @@ transactions, ``SQLLedger`` keeps the side tables.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+import itertools
+from collections.abc import Collection, Iterable, Iterator
 
 from ..provenance import RevisionNode
 from ..retraction import TREE, RetractionNode
@@ -109,6 +110,23 @@ class SQLStore(SQLLedger, Store, KeyStore):
         )
         return [row[0] for row in rows]
 
+    def path_events(self, namespace: str, anchor: str) -> list[EventNode]:
+        columns = ", ".join("e." + c for c in codec.EVENT_COLUMNS.split(", "))
+        rows = self._all(
+            "WITH RECURSIVE up(id, parent, n) AS ("
+            " SELECT id, parent, 0 FROM events WHERE namespace = ? AND id = ?"
+            " UNION ALL SELECT e.id, e.parent, up.n + 1 FROM events e JOIN up"
+            " ON e.namespace = ? AND e.id = up.parent)"
+            f" SELECT {columns} FROM up JOIN events e ON e.namespace = ? AND e.id = up.id"
+            " ORDER BY up.n DESC",
+            (namespace, anchor, namespace, namespace),
+        )
+        nodes = [codec.event_node(row) for row in rows]
+        if self._depth > 0:
+            for node in nodes:
+                self._events[(namespace, node.id)] = node
+        return nodes
+
     def iter_events(self, namespace: str, tree: str | None = None) -> Iterator[EventNode]:
         if tree is None:
             rows = self._all(
@@ -160,7 +178,8 @@ class SQLStore(SQLLedger, Store, KeyStore):
             else:
                 cached.append(node)
         key = (namespace, node.record_id, node.revision)
-        for table in () if known_new else ("frontiers", "ungated", "citing", "pending"):
+        tables = ("frontiers", "ungated", "citing", "pending", "key_frontiers")
+        for table in () if known_new else tables:
             self._run(  # a replaced revision: its old index rows go first
                 f"DELETE FROM {table} WHERE namespace = ? AND record_id = ? AND revision = ?",
                 key,
@@ -195,6 +214,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
             "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [(namespace, t, node.record_id, node.revision) for t in sorted(targets)],
         )
+        self._rank_by_key(namespace, [node])
 
     def _revisions_by_keys(
         self, namespace: str, table: str, column: str, values: Collection[str]
@@ -270,6 +290,101 @@ class SQLStore(SQLLedger, Store, KeyStore):
             )
             found.extend((row[0], (row[1], int(row[2]))) for row in rows)
         return sorted(found)
+
+    # -- keyed reads (SPEC §7) ----------------------------------------------------------
+    _PAGES = (8, 64, 512)  # a keyed read usually stops at its first candidate
+
+    def _rank_by_key(self, namespace: str, nodes: Iterable[RevisionNode]) -> None:
+        """Index keyed revisions in the order a view ranks them, once per frontier tree."""
+        rows = [
+            (namespace, node.key, tree, depth, node.seq, node.record_id, node.revision)
+            for node in nodes
+            if node.key is not None
+            for tree, depth in [(f.tree, f.depth) for f in node.gate.frontiers] or [("", -1)]
+        ]
+        self._many(
+            "INSERT INTO key_frontiers (namespace, key_name, tree, depth, seq, record_id, "
+            "revision) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            rows,
+        )
+
+    def key_candidates(
+        self, namespace: str, key: str, tree: str, depth: int, cross_tree: bool = False
+    ) -> Iterator[RevisionNode]:
+        columns = ", ".join("r." + c for c in codec.REVISION_COLUMNS.split(", "))
+        source = (
+            f"SELECT {columns}, k.depth FROM key_frontiers k JOIN revisions r "
+            "ON r.namespace = k.namespace AND r.record_id = k.record_id "
+            "AND r.revision = k.revision WHERE k.namespace = ? AND k.key_name = ? "
+        )
+        cursor = (depth, 2**62)
+        for size in self._pages():
+            rows = self._all(  # (depth, seq) < cursor: the next page, on the index
+                source + "AND k.tree = ? AND (k.depth, k.seq) < (?, ?) "
+                "ORDER BY k.depth DESC, k.seq DESC LIMIT ?",
+                (namespace, key, tree, cursor[0], cursor[1], size),
+            )
+            for row in rows:
+                node = codec.revision_node(tuple(row[:-1]))
+                cursor = (int(row[-1]), node.seq)
+                yield node
+            if len(rows) < size:
+                break
+        below, seen = 2**62, set()
+        others = ("<>", tree) if cross_tree else ("=", "")  # one-tree: no frontier at all
+        for size in self._pages():
+            rows = self._all(  # without a frontier in ``tree``: arrival order, latest first
+                source + f"AND k.tree {others[0]} ? AND k.seq < ? ORDER BY k.seq DESC LIMIT ?",
+                (namespace, key, others[1], below, size),
+            )
+            for row in rows:
+                node = codec.revision_node(tuple(row[:-1]))
+                below = node.seq
+                if (node.record_id, node.revision) not in seen:
+                    seen.add((node.record_id, node.revision))
+                    if node.gate.frontier_in(tree) is None:
+                        yield node
+            if len(rows) < size:
+                break
+
+    def _pages(self) -> Iterator[int]:
+        return itertools.chain(self._PAGES, itertools.repeat(self._PAGES[-1]))
+
+    def revisions_newest_first(self, namespace: str, record_id: str) -> Iterator[RevisionNode]:
+        cached = self._revisions.get((namespace, record_id))
+        if cached is not None:
+            yield from reversed(list(cached))
+            return
+        below = 2**31
+        for size in self._pages():
+            rows = self._all(
+                f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
+                "AND record_id = ? AND revision < ? ORDER BY revision DESC LIMIT ?",
+                (namespace, record_id, below, size),
+            )
+            for row in rows:
+                node = codec.revision_node(row)
+                below = node.revision
+                yield node
+            if len(rows) < size:
+                return
+
+    def retractions_naming(
+        self, namespace: str, record_id: str, key: str | None
+    ) -> list[RetractionNode]:
+        rows = self._all(  # two lookups, each on its index (an OR would scan the namespace)
+            f"SELECT {self._RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
+            "AND id IN (SELECT id FROM retraction_targets WHERE namespace = ? AND target = ?)",
+            (namespace, namespace, record_id),
+        )
+        if key is not None:
+            rows += self._all(
+                f"SELECT {self._RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
+                "AND key_name = ?",
+                (namespace, key),
+            )
+        found = {row[0]: codec.retraction_node(row) for row in rows}
+        return sorted(found.values(), key=lambda node: node.seq)
 
     # -- relations ---------------------------------------------------------------------
     def add_supersede(self, namespace: str, new_id: str, old_id: str) -> None:
@@ -414,10 +529,11 @@ class SQLStore(SQLLedger, Store, KeyStore):
                 f"key_scope = NULL WHERE namespace = ? AND record_id IN ({marks})",
                 (namespace, *chunk),
             )
-            self._run(
-                f"DELETE FROM vectors WHERE namespace = ? AND record_id IN ({marks})",
-                (namespace, *chunk),
-            )
+            for table in ("vectors", "key_frontiers"):  # key_frontiers holds the key's text
+                self._run(
+                    f"DELETE FROM {table} WHERE namespace = ? AND record_id IN ({marks})",
+                    (namespace, *chunk),
+                )
 
     def _keys_of(self, namespace: str, record_ids: Collection[str]) -> set[str]:
         found: set[str] = set()

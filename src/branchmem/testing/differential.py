@@ -233,7 +233,46 @@ def _compare(mem: Memory, oracle: Oracle, namespace: str) -> int:
                 }
                 want_ids = {r for r, d in expected.items() if oracle.returned(d, False, False)}
                 assert got == want_ids, (anchor, mode, cross_tree, got, want_ids)
+                for key in ("city", "budget"):
+                    for scope in (None, "work"):
+                        holding = mem.current(
+                            key, anchor, scope=scope, mode=mode, cross_tree=cross_tree,
+                            namespace=namespace,
+                        )  # fmt: skip
+                        want = oracle_current(
+                            oracle, expected, key, scope, anchor, mode, cross_tree
+                        )
+                        assert (holding.id if holding else None) == want, (
+                            anchor, mode, cross_tree, key, scope, holding, want,
+                        )  # fmt: skip
+                        compared += 1
     return compared
+
+
+def oracle_current(
+    oracle: Oracle,
+    expected: dict[str, tuple[str, dict[str, bool]]],
+    key: str,
+    scope: str | None,
+    anchor: str | None,
+    mode: str,
+    cross_tree: bool,
+) -> str | None:
+    """The record ``current()`` must return: of the records the view returns with this key
+    (and scope, None: any), the last in path order — by the oracle's own positions."""
+    ranked = []
+    for record_id, decision in expected.items():
+        if not oracle.returned(decision, False, False):
+            continue
+        passing = [
+            revision
+            for revision in oracle.records[record_id]
+            if oracle.gate_reason(revision, anchor, cross_tree, mode) == "visible"
+        ]
+        shown = passing[-1]
+        if shown.key == key and (scope is None or shown.scope == scope):
+            ranked.append((oracle.position(shown, anchor), record_id))
+    return max(ranked)[1] if ranked else None
 
 
 def run_scenario(make_memory: Callable[[], Memory], rng: random.Random) -> int:

@@ -1,0 +1,259 @@
+"""Keyed reads whose cost follows what they return, not the history (SPEC §7).
+
+An agent adds an event and rewrites a key on every turn, so the anchor's path and the
+superseded revisions of a key grow together. ``View`` answers for every record on the path;
+``KeyedView`` answers one question — which record of ``(scope, key)`` is current at an
+attached anchor (cross-tree: with every head attached) — from a per-key index that lists
+the key's revisions in the order the view ranks them (frontier depth in the anchor's tree
+first, then latest ``seq``; revisions without a frontier there last, latest first). The
+first candidate that competes is the winner: everything after it ranks lower. "Is this
+frontier on the path?" is a jump-pointer ancestor test (``topology.AnchorPath``), never a
+walk. The §5 rules are applied to the few records the answer depends on (the winner, the
+retractions and superseders naming it, what it was built from), each decided exactly as
+``View`` would.
+
+Cases this cannot decide without the whole view (no anchor, a detached anchor or head, whose
+partial path makes "undecided" depend on its whole known chain) stay with ``View``;
+``engine.views.current`` chooses.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Iterator
+from typing import Protocol
+
+from .model import DETACHED, LEGACY, RETRACTION_KIND, UNKNOWN_SOURCE, VISIBLE
+from .provenance import Gate, RevisionNode
+from .retraction import TREE, RetractionNode
+from .topology import AnchorPath, EventNode
+from .visibility import STRICT, Position
+
+
+class _AnyScope:
+    """Marks a read over every scope of a key (``scope=None`` in the public API)."""
+
+    def __repr__(self) -> str:
+        return "ANY_SCOPE"
+
+
+ANY_SCOPE = _AnyScope()
+
+
+class KeyedReader(Protocol):
+    """The read side of ``branchmem.store.base.Store`` a keyed read needs."""
+
+    def get_event(self, namespace: str, event_id: str) -> EventNode | None: ...
+    def key_candidates(
+        self, namespace: str, key: str, tree: str, depth: int, cross_tree: bool = False
+    ) -> Iterator[RevisionNode]: ...
+    def revisions_newest_first(self, namespace: str, record_id: str) -> Iterator[RevisionNode]: ...
+    def retractions_naming(
+        self, namespace: str, record_id: str, key: str | None
+    ) -> list[RetractionNode]: ...
+    def superseders(self, namespace: str, old_ids: Collection[str]) -> dict[str, list[str]]: ...
+    def statuses(self, namespace: str, ids: Collection[str]) -> dict[str, str]: ...
+
+
+class KeyedView:
+    """§3–§5 for the records one keyed read depends on, at one attached anchor (plus, in a
+    cross-tree view, the attached head of every other tree)."""
+
+    def __init__(
+        self,
+        reader: KeyedReader,
+        namespace: str,
+        anchor: EventNode,
+        mode: str,
+        heads: dict[str, EventNode] | None = None,
+    ) -> None:
+        assert anchor.attached and anchor.tree is not None
+        self.reader = reader
+        self.namespace = namespace
+        self.mode = mode
+        self.tree: str = anchor.tree
+        self.path = AnchorPath(anchor, self._lookup)
+        self.cross_tree = heads is not None
+        self.paths = {self.tree: self.path}
+        for tree, head in sorted((heads or {}).items()):
+            if tree != self.tree:
+                self.paths[tree] = AnchorPath(head, self._lookup)
+        self.counts: Counter[str] = Counter()
+        self.missing: dict[str, tuple[str, ...]] = {}
+        self._shown: dict[str, RevisionNode | None] = {}
+        self._retracted: dict[str, bool] = {}
+        self._explicit: dict[str, bool] = {}
+        self._winners: dict[tuple[str | None, str], str | None] = {}
+        self._stale: dict[str, bool] = {}
+
+    def _lookup(self, event_id: str) -> EventNode | None:
+        return self.reader.get_event(self.namespace, event_id)
+
+    # -- the rule (§3, §4) on attached paths ------------------------------------------
+    def passes(self, gate: Gate) -> tuple[bool, tuple[str, ...]]:
+        """``View.gate_decision`` reduced to its answer: with every path of the view attached,
+        a frontier in a tree without a path is ``no_view``, and a detached source is
+        undecided unless it names such a tree."""
+        if not gate.consistent:
+            return False, ()
+        for frontier in gate.frontiers:
+            path = self.paths.get(frontier.tree)
+            if path is None or not path.contains(frontier.event):
+                return False, ()
+        undecided = False
+        for event_id in gate.detached:
+            node = self._lookup(event_id)
+            if node is not None and node.tree is not None and node.tree not in self.paths:
+                return False, ()  # no_view: its tree has no anchor here
+            undecided = True
+        missing = tuple(
+            reason
+            for reason, present in (
+                (LEGACY, gate.legacy),
+                (UNKNOWN_SOURCE, bool(gate.unknown)),
+                (DETACHED, undecided),
+            )
+            if present
+        )
+        if missing and self.mode == STRICT:
+            return False, ()
+        return True, missing
+
+    def position(self, revision: RevisionNode) -> Position:
+        """``View.position`` for a revision that passes: its frontier is on the path."""
+        frontier = revision.gate.frontier_in(self.tree)
+        return (1, frontier.depth, revision.seq) if frontier is not None else (0, 0, revision.seq)
+
+    def shown(self, record_id: str) -> RevisionNode | None:
+        """The highest revision passing the rule, unless the record is withdrawn or erased."""
+        if record_id in self._shown:
+            return self._shown[record_id]
+        found: RevisionNode | None = None
+        if not self.reader.statuses(self.namespace, [record_id]):
+            for revision in self.reader.revisions_newest_first(self.namespace, record_id):
+                ok, missing = self.passes(revision.gate)
+                if ok:
+                    found = revision
+                    self.missing[record_id] = missing
+                    break
+        self._shown[record_id] = found
+        return found
+
+    # -- invalidation (§5) --------------------------------------------------------------
+    def retracted(self, record_id: str) -> bool:
+        """A retraction acting here covers it: branch scope when the retraction is shown at
+        or below it on the path, tree scope when written after it."""
+        known = self._retracted.get(record_id)
+        if known is not None:
+            return known
+        revision = self.shown(record_id)
+        found = False
+        if revision is not None and revision.kind != RETRACTION_KIND:
+            for node in self.reader.retractions_naming(self.namespace, record_id, revision.key):
+                if not node.covers(record_id, revision.key, revision.scope):
+                    continue
+                if node.scope == TREE:
+                    gone = self.reader.statuses(self.namespace, [node.id])
+                    found = not gone and revision.seq < node.seq
+                else:
+                    acting = self.shown(node.id)
+                    found = acting is not None and self.position(revision) <= self.position(acting)
+                if found:
+                    break
+        self._retracted[record_id] = found
+        return found
+
+    def explicitly_superseded(self, record_id: str) -> bool:
+        known = self._explicit.get(record_id)
+        if known is None:
+            news = self.reader.superseders(self.namespace, [record_id]).get(record_id, [])
+            known = any(self.shown(new) is not None for new in news)
+            self._explicit[record_id] = known
+        return known
+
+    def _competes(self, candidate: RevisionNode) -> bool:
+        """The candidate is its record's shown revision and that record is in the running
+        for its key (not retracted, not explicitly superseded)."""
+        if candidate.kind == RETRACTION_KIND or not self.passes(candidate.gate)[0]:
+            return False
+        shown = self.shown(candidate.record_id)
+        if shown is None or shown.revision != candidate.revision:
+            return False  # the record ranks where its shown revision stands
+        return not (
+            self.retracted(candidate.record_id) or self.explicitly_superseded(candidate.record_id)
+        )
+
+    def _winners_of(self, key: str, scope: object) -> Iterator[tuple[str | None, str]]:
+        """(scope, winning record id) per scope group of ``key``, best-ranked first;
+        ``scope`` ANY_SCOPE for every group."""
+        decided: set[str | None] = set()
+        for candidate in self.reader.key_candidates(
+            self.namespace, key, self.tree, self.path.anchor.depth or 0, self.cross_tree
+        ):
+            group = candidate.scope
+            if (scope is not ANY_SCOPE and group != scope) or group in decided:
+                continue
+            if candidate.key != key or not self._competes(candidate):
+                continue
+            decided.add(group)
+            self._winners[(group, key)] = candidate.record_id
+            yield group, candidate.record_id
+
+    def winner(self, scope: str | None, key: str) -> str | None:
+        """The record of ``(scope, key)`` that holds here, stale or not (None: none)."""
+        if (scope, key) not in self._winners:
+            for _ in self._winners_of(key, scope):
+                break
+            self._winners.setdefault((scope, key), None)
+        return self._winners[(scope, key)]
+
+    def superseded(self, record_id: str) -> bool:
+        revision = self.shown(record_id)
+        if revision is None:
+            return False
+        if self.explicitly_superseded(record_id):
+            return True
+        if revision.key is None or revision.kind == RETRACTION_KIND:
+            return False
+        if self.retracted(record_id):
+            return False
+        return self.winner(revision.scope, revision.key) != record_id
+
+    def stale(self, record_id: str) -> bool:
+        """Built on something this view does not show as it was when it was built."""
+        known = self._stale.get(record_id)
+        if known is not None:
+            return known
+        self._stale[record_id] = False  # provisional; sources never cycle back (CycleError)
+        revision = self.shown(record_id)
+        assert revision is not None
+        events = [ref.target for ref in revision.event_refs]
+        found = bool(events) and bool(self.reader.statuses(self.namespace, events))
+        for ref in revision.record_refs:
+            if found:
+                break
+            source = self.shown(ref.target)
+            found = (
+                source is None
+                or source.revision != ref.revision
+                or self.retracted(ref.target)
+                or self.superseded(ref.target)
+                or self.stale(ref.target)
+            )
+        self._stale[record_id] = found
+        return found
+
+    # -- the read -----------------------------------------------------------------------
+    def current(self, key: str, scope: str | None) -> RevisionNode | None:
+        """What ``visible(anchor, key=key, scope=scope)[-1]`` returns: the best-ranked group
+        winner that is not stale (``scope`` None: any scope)."""
+        wanted: object = ANY_SCOPE if scope is None else scope
+        for _, record_id in self._winners_of(key, wanted):
+            if not self.stale(record_id):
+                revision = self.shown(record_id)
+                assert revision is not None
+                self.counts[VISIBLE] += 1
+                for reason in self.missing.get(record_id, ()):
+                    self.counts[reason] += 1
+                return revision
+        return None

@@ -1,0 +1,246 @@
+"""``current()`` at an attached anchor reads the key index, not the path (SPEC §7).
+
+Its decisions are compared with the oracle by the differential test of every backend
+(``differential.compare``); these tests hold what that cannot see: the work a read does
+stays the same while the path and the key's superseded history grow, the jump-pointer path
+test agrees with the walked path, and the index survives migration and erasure.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from branchmem import Memory, NotFoundError
+from branchmem.provenance import RevisionNode
+from branchmem.store.inmemory import InMemoryStore
+from branchmem.store.schema import KEYED_READS_VERSION, MIGRATIONS
+from branchmem.store.sqlite import SQLiteStore
+from branchmem.topology import AnchorPath, EventNode
+from differential import Op, apply, oracle_current
+from oracle import Oracle
+
+KEYS = 10
+
+
+def agent(mem: Memory, turns: int) -> str:
+    """Each turn: one event on the path, one write to one of ten keys."""
+    mem.add_events([{"id": f"e{i}", "parent": f"e{i - 1}" if i else None} for i in range(turns)])
+    for i in range(turns):
+        mem.add_record(f"w{i}", sources=[f"e{i}"], content=f"v{i}", key=f"k{i % KEYS}")
+    return f"e{turns - 1}"
+
+
+class CountingStore(InMemoryStore):
+    """The in-memory store, counting the event lookups and key candidates reads consume."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lookups = 0
+        self.candidates = 0
+
+    def get_event(self, namespace: str, event_id: str) -> EventNode | None:
+        self.lookups += 1
+        return super().get_event(namespace, event_id)
+
+    def key_candidates(
+        self, namespace: str, key: str, tree: str, depth: int, cross_tree: bool = False
+    ) -> Iterator[RevisionNode]:
+        for node in super().key_candidates(namespace, key, tree, depth, cross_tree):
+            self.candidates += 1
+            yield node
+
+
+def work_of_current(turns: int, cross_tree: bool) -> tuple[int, int]:
+    store = CountingStore()
+    mem = Memory(store=store)
+    head = agent(mem, turns)
+    mem.add_event("other-thread")  # another tree, with a head and a value of its own
+    mem.add_record("elsewhere", sources=["other-thread"], key="k0")
+    mem.set_head("other-thread")
+    store.lookups = store.candidates = 0
+    for key in range(KEYS):
+        found = mem.current(f"k{key}", head, cross_tree=cross_tree)
+        assert found is not None and found.id == f"w{turns - KEYS + key}"
+    return store.lookups, store.candidates
+
+
+@pytest.mark.parametrize("cross_tree", [False, True])
+def test_current_does_the_same_work_after_ten_times_the_history(cross_tree: bool) -> None:
+    short, long = work_of_current(200, cross_tree), work_of_current(2000, cross_tree)
+    assert long[1] == short[1] == KEYS  # the first candidate of each key wins
+    assert long[0] <= short[0] + 2 * KEYS  # ancestor tests: a few lookups, not the path
+
+
+def test_current_on_sqlite_runs_the_same_statements_after_ten_times_the_history(
+    tmp_path: Path,
+) -> None:
+    counts = []
+    for turns in (200, 2000):
+        with Memory.open(tmp_path / f"agent-{turns}.db") as mem:
+            head = agent(mem, turns)
+            store = mem.store
+            assert isinstance(store, SQLiteStore)
+            statements: list[str] = []
+            store._connection().set_trace_callback(statements.append)
+            assert mem.current("k3", head).id == f"w{turns - KEYS + 3}"  # type: ignore[union-attr]
+            store._connection().set_trace_callback(None)
+            counts.append(len(statements))
+    assert counts[1] <= counts[0] + 2, counts
+
+
+def test_the_jump_pointer_path_agrees_with_the_walked_path() -> None:
+    rng = random.Random(5)
+    mem = Memory()
+    events = ["r"]
+    mem.add_event("r")
+    for index in range(300):
+        event_id = f"n{index}"
+        mem.add_event(event_id, rng.choice(events[-20:] if rng.random() < 0.8 else events))
+        events.append(event_id)
+    store = mem.store
+    for anchor_id in rng.sample(events, 25):
+        anchor = store.get_event("default", anchor_id)
+        assert anchor is not None
+        path = AnchorPath(anchor, lambda event_id: store.get_event("default", event_id))
+        on_path = set(store.path_ids("default", anchor_id))
+        for event_id in rng.sample(events, 100):
+            assert path.contains(event_id) == (event_id in on_path), (anchor_id, event_id)
+        assert not path.contains("never-arrived")
+
+
+def test_a_store_migrated_from_before_the_key_index_reads_keys_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "before.db"
+    with Memory.open(path) as mem:
+        head = agent(mem, 50)
+        mem.add_event("side", "e20")
+        mem.add_record("on-side", sources=["side"], key="k0")
+        mem.retract("forget", sources=["e49"], targets=["w40"])
+        before = {f"k{k}": mem.current(f"k{k}", head) for k in range(KEYS)}
+    with sqlite3.connect(path) as db:  # the store as the previous schema left it
+        db.execute("DROP TABLE key_frontiers")  # retraction_targets came before, with 4
+        db.execute("DELETE FROM branchmem_schema WHERE version >= ?", (KEYED_READS_VERSION,))
+    assert MIGRATIONS[KEYED_READS_VERSION - 1][0].lstrip().startswith("CREATE TABLE key_frontiers")
+    with Memory.open(path, migrate=True) as mem:
+        after = {f"k{k}": mem.current(f"k{k}", head) for k in range(KEYS)}
+        assert after == before
+        assert after["k0"].id == "w30"  # type: ignore[union-attr]  # w40 is retracted here
+        assert mem.current("k0", "side").id == "on-side"  # type: ignore[union-attr]
+
+
+def test_an_erased_key_leaves_the_index(tmp_path: Path) -> None:
+    marker = "KEY-marker-9c1e"
+    path = tmp_path / "erase.db"
+    with Memory.open(path) as mem:
+        mem.add_event("u1")
+        mem.add_record("f1", sources=["u1"], content="x", key=marker)
+        assert mem.current(marker, "u1") is not None
+        mem.erase("f1")
+        assert mem.current(marker, "u1") is None
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT COUNT(*) FROM key_frontiers WHERE key_name = ?", (marker,))
+        assert rows.fetchone() == (0,)
+
+
+def test_a_detached_anchor_and_cross_tree_views_give_what_visible_gives() -> None:
+    mem = Memory("compat")
+    mem.add_event("late", "missing-parent")
+    mem.add_event("t1")
+    mem.add_event("t2")
+    mem.set_head("t2")
+    mem.add_record("a", sources=["late"], key="k")
+    mem.add_record("b", sources=["t2"], key="k")
+    for anchor, cross in (("late", False), ("t1", True)):
+        found = mem.visible(anchor, key="k", cross_tree=cross)
+        want = found[-1].id if found else None
+        got = mem.current("k", anchor, cross_tree=cross)
+        assert (got.id if got else None) == want
+
+
+def test_a_write_that_fails_leaves_no_trace_in_the_key_index(tmp_path: Path) -> None:
+    for mem in (Memory(), Memory.open(tmp_path / "atomic.db")):
+        mem.add_event("u1")
+        mem.add_record("old", sources=["u1"], key="city")
+        with pytest.raises(NotFoundError):  # stored, then refused: rolled back whole
+            mem.add_record("new", sources=["u1"], key="city", supersedes=["missing"])
+        assert mem.current("city", "u1").id == "old"  # type: ignore[union-attr]
+        mem.close()
+
+
+def long_history(rng: random.Random) -> list[Op]:
+    """An agent-like tree deep enough for the jump pointers to skip: a long main line with
+    forks (edits, regenerations), keyed writes along every branch, revisions, retractions of
+    both scopes, supersedes and withdrawals."""
+    ops: list[Op] = []
+    line = ["e0"]
+    ops.append(("event", {"id": "e0", "parent": None, "tree": None, "content": "e0"}))
+    for index in range(1, 160):
+        parent = line[-1] if rng.random() < 0.85 else rng.choice(line[-30:])
+        event_id = f"e{index}"
+        ops.append(("event", {"id": event_id, "parent": parent, "content": event_id}))
+        line.append(event_id)
+    ops.append(("event", {"id": "other", "parent": None, "tree": None, "content": "other"}))
+    ops.append(("head", {"id": "other"}))
+    records = []
+    for index in range(70):
+        record_id = f"r{index}"
+        anchor = rng.choice(line)
+        sources: list[str] | None = [anchor]
+        if records and rng.random() < 0.15:
+            sources = [anchor, rng.choice(records)]
+        elif rng.random() < 0.05:
+            sources = ["other"] if rng.random() < 0.5 else None
+        key = rng.choice(["city", "city", "budget", None])
+        scope = rng.choice([None, None, "work"])
+        ops.append(("record", {"id": record_id, "sources": sources, "key": key, "scope": scope}))
+        records.append(record_id)
+        if rng.random() < 0.1:
+            ops.append(("revise", {"id": record_id, "sources": [rng.choice(line)]}))
+    for index in range(4):
+        by_key = rng.random() < 0.6
+        ops.append(
+            (
+                "retract",
+                {
+                    "id": f"x{index}", "sources": [rng.choice(line)],
+                    "targets": () if by_key else (rng.choice(records),),
+                    "key": rng.choice(["city", "budget"]) if by_key else None,
+                    "key_scope": rng.choice([None, "work"]),
+                    "scope": rng.choice(["branch", "tree"]),
+                },
+            )
+        )  # fmt: skip
+    for _ in range(3):
+        new, old = rng.sample(records, 2)
+        ops.append(("supersede", {"new": new, "old": old}))
+    for _ in range(3):
+        ops.append(("withdraw", {"id": rng.choice(records + line)}))
+    return ops
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_current_on_deep_trees_matches_the_oracle(seed: int) -> None:
+    rng = random.Random(seed)
+    mem, oracle = Memory(), Oracle()
+    for op in long_history(rng):
+        apply(mem, oracle, op, "default")
+    anchors = rng.sample(sorted(oracle.events), 25)
+    for anchor in anchors:
+        for mode in ("strict", "compat"):
+            for cross_tree in (False, True):
+                expected = oracle.decide_all(anchor, mode=mode, cross_tree=cross_tree)
+                for key in ("city", "budget"):
+                    for scope in (None, "work"):
+                        found = mem.current(
+                            key, anchor, scope=scope, mode=mode, cross_tree=cross_tree
+                        )
+                        want = oracle_current(
+                            oracle, expected, key, scope, anchor, mode, cross_tree
+                        )
+                        assert (found.id if found else None) == want, (
+                            anchor, mode, cross_tree, key, scope,
+                        )  # fmt: skip
