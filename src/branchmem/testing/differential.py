@@ -239,11 +239,11 @@ def _compare(mem: Memory, oracle: Oracle, namespace: str) -> int:
                             key, anchor, scope=scope, mode=mode, cross_tree=cross_tree,
                             namespace=namespace,
                         )  # fmt: skip
-                        want = oracle_current(
+                        want_id = oracle_current(
                             oracle, expected, key, scope, anchor, mode, cross_tree
                         )
-                        assert (holding.id if holding else None) == want, (
-                            anchor, mode, cross_tree, key, scope, holding, want,
+                        assert (holding.id if holding else None) == want_id, (
+                            anchor, mode, cross_tree, key, scope, holding, want_id,
                         )  # fmt: skip
                         compared += 1
     return compared
