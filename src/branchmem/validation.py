@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -54,10 +55,29 @@ def check_meta(meta: object, what: str) -> dict[str, Any]:
     if not isinstance(meta, Mapping):
         raise InvalidInput(f"{what}: meta must be a JSON object, got {type(meta).__name__}")
     try:
-        text = json.dumps(dict(meta), ensure_ascii=False)
-    except (TypeError, ValueError) as error:
+        text = json.dumps(dict(meta), ensure_ascii=False, allow_nan=False)
+    except ValueError as error:  # NaN or Infinity: JSON has no such number
+        where = _non_finite(meta, "meta") or "meta"
+        raise InvalidInput(f"{what}: {where} is not a finite number ({error})") from error
+    except TypeError as error:
         raise InvalidInput(f"{what}: meta is not JSON-serialisable ({error})") from error
     return dict(json.loads(check_text(text, f"{what}: meta")))
+
+
+def _non_finite(value: object, where: str) -> str | None:
+    """The path of the first NaN/Infinity in a JSON-like value (for the error message)."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else where
+    items: Iterable[tuple[object, object]] = ()
+    if isinstance(value, Mapping):
+        items = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    for key, inner in items:
+        found = _non_finite(inner, f"{where}[{key!r}]")
+        if found is not None:
+            return found
+    return None
 
 
 def check_sources(sources: object, what: str) -> tuple[str, ...] | None:

@@ -285,6 +285,17 @@ class BackendConformance:
         mem.add_record("r", sources=["e"], key="k" * 512)  # the limit itself is allowed
         assert mem.get_record("r").key == "k" * 512
 
+    def test_meta_with_nan_or_infinity_is_refused_naming_the_value(self, mem: Memory) -> None:
+        mem.add_event("e")
+        before = mem.report()["store"]
+        # JSON has no NaN: stored, it would come back as null or as text no parser accepts
+        pattern = r"meta\['x'\]\[1\] is not a finite" if isinstance(mem, Memory) else "finite|JSON"
+        with pytest.raises(InvalidInput, match=pattern):
+            mem.add_record("r", sources=["e"], meta={"x": [1.0, float("nan")]})
+        with pytest.raises(InvalidInput):
+            mem.add_event("f", "e", meta={"t": float("inf")})
+        assert mem.report()["store"] == before
+
     def test_unknown_ids_raise_not_found_naming_them(self, mem: Memory) -> None:
         with pytest.raises(NotFoundError, match="'nope'"):
             mem.visible("nope")
