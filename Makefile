@@ -49,6 +49,8 @@ bench: $(STAMP)
 	$(PY) bench/storage.py
 	$(PY) bench/search.py
 	$(PY) bench/load.py
+	$(PY) bench/agent_history.py
+	$(PY) bench/erase_soak.py --rounds 10000
 
 propagation-report: $(STAMP)
 	$(VENV)/bin/branchbench propagation-report docs/propagation-report.md
