@@ -1,5 +1,12 @@
 """The differential harness moved to ``branchmem.testing.differential``."""
 
-from branchmem.testing.differential import Op, apply, compare, random_history, run_scenario
+from branchmem.testing.differential import (
+    Op,
+    apply,
+    compare,
+    oracle_current,
+    random_history,
+    run_scenario,
+)
 
-__all__ = ["Op", "apply", "compare", "random_history", "run_scenario"]
+__all__ = ["Op", "apply", "compare", "oracle_current", "random_history", "run_scenario"]

@@ -590,39 +590,12 @@ if __name__ == "__main__" and len(sys.argv) == 7 and sys.argv[1] == "writer":
 
 
 def test_two_tenants_racing_for_one_binding_never_both_get_it(fresh: Any) -> None:
-    from branchmem import ConflictError
-    from branchmem.server.keys import KeyRing
+    from keyrace import race_for_one_binding
 
     outcomes = []
     for _ in range(8):
         url = fresh()
-        memories = [Memory.open(url) for _ in range(2)]  # two pools, as two processes
-        barrier = threading.Barrier(2)
-        outcome: list[str] = []
-
-        def create(
-            memory: Memory,
-            tenant: str,
-            barrier: threading.Barrier = barrier,
-            outcome: list[str] = outcome,
-        ) -> None:
-            barrier.wait()
-            try:
-                KeyRing(memory).create(tenant, ["race/*"])
-                outcome.append("granted")
-            except ConflictError:
-                outcome.append("refused")
-
-        threads = [
-            threading.Thread(target=create, args=(m, f"tenant-{i}")) for i, m in enumerate(memories)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        for memory in memories:
-            memory.close()
-        outcomes.append(sorted(outcome))
+        outcomes.append(race_for_one_binding([Memory.open(url) for _ in range(2)]))  # two pools
     assert outcomes == [["granted", "refused"]] * 8, outcomes
 
 
