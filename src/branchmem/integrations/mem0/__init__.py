@@ -5,11 +5,11 @@ The wrapper itself does not import ``mem0`` (it drives whatever instance it is g
 branchbench. See docs/mem0.md.
 """
 
+from branchmem.integrations.mem0.asynchronous import AsyncBranchMem0
 from branchmem.integrations.mem0.wrapper import (
     MEM0_KIND,
     SCOPE_CHANGE_KIND,
     AddOutcome,
-    AsyncBranchMem0,
     BranchMem0,
     MemoryNotVisible,
     record_id_for,

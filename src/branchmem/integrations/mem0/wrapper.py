@@ -29,20 +29,34 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import enum
-import hashlib
 import inspect
 import json
-import math
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from branchmem.errors import InvalidInput, NotFoundError
+
+from .observe import (
+    _IDENTITY_KEYS,
+    _LOOP,
+    UNSET,
+    AddOutcome,
+    MemoryNotVisible,
+    _awaited,
+    _cosine,
+    _deletion_id,
+    _extracted_texts,
+    _identity,
+    _is_memory_record,
+    _md5,
+    _not_found,
+    _Observed,
+    _tap,
+    _Unset,
+    record_id_for,
+)
 
 if TYPE_CHECKING:
     from branchmem import Explanation, Memory, Record
@@ -51,7 +65,6 @@ __all__ = [
     "MEM0_KIND",
     "SCOPE_CHANGE_KIND",
     "AddOutcome",
-    "AsyncBranchMem0",
     "BranchMem0",
     "MemoryNotVisible",
     "record_id_for",
@@ -59,163 +72,7 @@ __all__ = [
 
 MEM0_KIND = "mem0_memory"
 SCOPE_CHANGE_KIND = "mem0_scope_change"
-_IDENTITY_KEYS = ("user_id", "agent_id", "run_id")
 _MAX_FETCH = 100_000
-
-
-class _Unset(enum.Enum):
-    UNSET = "unset"
-
-
-UNSET: Final = _Unset.UNSET  # "not given here": fall back to the bound anchor
-
-
-class MemoryNotVisible(NotFoundError, ValueError):
-    """The Mem0 memory does not exist, or is not visible where the call stands. A
-    ``ValueError`` too, as mem0 raises for an unknown memory id."""
-
-    code = "memory_not_visible"
-
-
-def record_id_for(memory_id: str) -> str:
-    """The branchmem record id mirroring a Mem0 memory (prefixed: one id space per namespace
-    holds events and records, and Mem0's UUIDs must not collide with event ids)."""
-    return f"mem0:{memory_id}"
-
-
-def _deletion_id(memory_id: str) -> str:
-    return f"mem0:{memory_id}:delete"
-
-
-@dataclass
-class AddOutcome:
-    """What one ``add`` call wrote to the branchmem store, by Mem0 memory id."""
-
-    anchor: str
-    added: list[str] = field(default_factory=list)
-    revised: list[str] = field(default_factory=list)
-    retracted: list[str] = field(default_factory=list)
-    attested: list[str] = field(default_factory=list)
-    scope_changes: list[str] = field(default_factory=list)
-    unknown: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON form, put under the ``"branchmem"`` key of Mem0's add result."""
-        return {
-            "anchor": self.anchor,
-            "added": list(self.added),
-            "revised": list(self.revised),
-            "retracted": list(self.retracted),
-            "attested": list(self.attested),
-            "scope_changes": list(self.scope_changes),
-            "unknown": list(self.unknown),
-        }
-
-
-@dataclass
-class _Observed:
-    """What Mem0's pipeline looked at during one add: the fact texts the LLM extracted and
-    the stored memories its neighbour search returned (id -> payload, before any change)."""
-
-    extracted: list[str] = field(default_factory=list)
-    neighbours: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-@contextmanager
-def _tap(target: Any, name: str, observe: Callable[[Any], None]) -> Iterator[None]:
-    """Shadow ``target.name`` with a pass-through that hands each return value to
-    ``observe``; the instance attribute is removed (or restored) afterwards."""
-    had_own = name in vars(target)
-    own = vars(target).get(name)
-    original = getattr(target, name)
-
-    def passthrough(*args: Any, **kwargs: Any) -> Any:
-        value = original(*args, **kwargs)
-        observe(value)
-        return value
-
-    setattr(target, name, passthrough)
-    try:
-        yield
-    finally:
-        if had_own:
-            setattr(target, name, own)
-        else:
-            delattr(target, name)
-            if not hasattr(target, name):
-                # a Mock keeps its children outside ``__dict__`` and takes a delattr as
-                # "this attribute is gone": put the original back instead
-                setattr(target, name, original)
-
-
-def _extracted_texts(response: Any) -> list[str]:
-    """Fact texts in an extraction answer: 1.x ``{"facts": [...]}``, 2.x ``{"memory":
-    [{"text": ...}]}``. 1.x update decisions (items with an ``event``) are not facts."""
-    if not isinstance(response, str):
-        return []
-    text = response.strip()
-    if text.startswith("```"):
-        text = text.strip("`").removeprefix("json").strip()
-    try:
-        parsed = json.loads(text, strict=False)
-    except json.JSONDecodeError:
-        return []
-    if not isinstance(parsed, dict):
-        return []
-    out: list[str] = []
-    for fact in parsed.get("facts") or []:
-        if isinstance(fact, str):
-            out.append(fact)
-        elif isinstance(fact, dict) and isinstance(fact.get("fact") or fact.get("text"), str):
-            out.append(str(fact.get("fact") or fact.get("text")))
-    for item in parsed.get("memory") or []:
-        if isinstance(item, dict) and "event" not in item and isinstance(item.get("text"), str):
-            out.append(item["text"])
-    return out
-
-
-# The event loop an AsyncBranchMem0 call came from (to run an AsyncMemory's coroutines).
-_LOOP: ContextVar[asyncio.AbstractEventLoop] = ContextVar("branchmem_mem0_loop")
-
-
-async def _awaited(awaitable: Any) -> Any:
-    return await awaitable
-
-
-def _identity(
-    filters: Mapping[str, Any] | None,
-    user_id: str | None,
-    agent_id: str | None,
-    run_id: str | None,
-) -> dict[str, str | None]:
-    """The user/agent/run a read is scoped to: top-level (1.0.x) or inside ``filters``."""
-    given = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
-    for key in _IDENTITY_KEYS:
-        value = (filters or {}).get(key)
-        if given[key] is None and isinstance(value, str):
-            given[key] = value
-    return given
-
-
-def _not_found(memory_id: str, anchor: str | None) -> str:
-    """Mem0's wording for an unknown id, and where the wrapper looked."""
-    return f"Memory with id {memory_id} not found (not visible at {anchor!r})"
-
-
-def _is_memory_record(record_id: str) -> bool:
-    """``mem0:<memory id>``, not a deletion, retraction or scope-change record."""
-    return record_id.startswith("mem0:") and ":" not in record_id.removeprefix("mem0:")
-
-
-def _md5(text: str) -> str:
-    return hashlib.md5(text.encode()).hexdigest()
-
-
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=False))
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(y * y for y in b))
-    return dot / (na * nb) if na and nb else 0.0
 
 
 class BranchMem0:
@@ -924,62 +781,3 @@ class BranchMem0:
             if wanted <= on_path:
                 return candidate
         raise InvalidInput(f"event_ids {list(event_ids)} do not lie on one root path")
-
-
-def _in_thread(name: str) -> Callable[..., Any]:
-    """A coroutine method running ``BranchMem0.<name>`` in a worker thread, with its
-    signature and docstring (so ``inspect`` sees Mem0's parameters)."""
-    sync_method = getattr(BranchMem0, name)
-
-    async def method(self: AsyncBranchMem0, *args: Any, **kwargs: Any) -> Any:
-        _LOOP.set(asyncio.get_running_loop())  # to_thread carries it to the worker
-        return await asyncio.to_thread(getattr(self.sync, name), *args, **kwargs)
-
-    method.__name__ = name
-    method.__qualname__ = f"AsyncBranchMem0.{name}"
-    method.__doc__ = sync_method.__doc__
-    method.__signature__ = inspect.signature(sync_method)  # type: ignore[attr-defined]
-    return method
-
-
-class AsyncBranchMem0:
-    """``BranchMem0`` with ``mem0.AsyncMemory``'s shape: every method a coroutine.
-
-    It wraps a ``mem0.AsyncMemory`` or a sync ``mem0.Memory`` and runs each call in a worker
-    thread, since the gate's store writes are synchronous and the event loop must not wait
-    on them; an ``AsyncMemory``'s own coroutines are run back on the caller's loop.
-    """
-
-    def __init__(self, memory: Any, store: Memory, **options: Any) -> None:
-        self.sync = BranchMem0(memory, store, **options)
-
-    @property
-    def memory(self) -> Any:
-        return self.sync.memory
-
-    @property
-    def store(self) -> Memory:
-        return self.sync.store
-
-    def at(self, anchor: str | None, event_ids: Sequence[str] | None = None) -> AsyncBranchMem0:
-        """``BranchMem0.at``: a view standing at ``anchor``."""
-        view = copy.copy(self)
-        view.sync = self.sync.at(anchor, event_ids)
-        return view
-
-    add = _in_thread("add")
-    search = _in_thread("search")
-    get_all = _in_thread("get_all")
-    get = _in_thread("get")
-    update = _in_thread("update")
-    delete = _in_thread("delete")
-    delete_all = _in_thread("delete_all")
-    history = _in_thread("history")
-    reset = _in_thread("reset")
-    close = _in_thread("close")
-    chat = _in_thread("chat")
-    explain = _in_thread("explain")
-
-    @classmethod
-    def from_config(cls, config_dict: dict[str, Any]) -> Any:
-        return BranchMem0.from_config(config_dict)
