@@ -4,25 +4,9 @@ Mem0 keeps no link from a memory to the messages it came from (mem0ai issue #704
 memory written on an abandoned branch, an UPDATE driven by a sibling's message, or a
 DELETE issued from another branch all look the same as a fact of the current conversation.
 The wrapper lets Mem0 run unchanged and mirrors each of its decisions into a branchmem store
-as a record whose sources are the event ids of the ``add`` call that caused it:
-
-- ADD -> a new record (id ``mem0:<memory id>``) sourced on the call's events;
-- UPDATE -> a new revision of that record. Its sources are the call's events plus the
-  sources of the revision visible where the call happened; when the updated memory was not
-  visible there (a sibling branch's memory), only the call's events: joining sources from
-  two sibling branches would make the revision visible nowhere and lose the new fact;
-- DELETE -> a branch-scope retraction sourced on the call's events: the memory disappears
-  below the deleting message and stays on every other branch;
-- a fact Mem0 skipped because the same text was already stored (2.x hash dedup, or a 1.x
-  NONE) while the stored copy is not visible here -> a revision with the same text sourced
-  on this call, so the fact is attested on this branch too;
-- a 1.x NONE that rewrote a memory's ``agent_id``/``run_id`` -> a ``mem0_scope_change``
-  record, so the move shows in the audit log.
-
-Reads gate by visibility at an anchor. Mem0 physically forgets an UPDATEd text and a
-DELETEd memory, but the record keeps every revision's text; such *archived* texts are
-ranked by the wrapper with Mem0's own embedder (cosine, the score Mem0 1.x's vector search
-returns) and merged with Mem0's hits.
+as a record whose sources are the event ids of the ``add`` call that caused it (how each
+decision maps to a record: ``mirror``). Reads gate by visibility at an anchor and merge in
+the revisions whose text Mem0 has forgotten (``reads``).
 """
 
 from __future__ import annotations
@@ -30,14 +14,14 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
-import json
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from branchmem.errors import InvalidInput, NotFoundError
 
+from .mirror import MEM0_KIND, SCOPE_CHANGE_KIND, mirror, write_revision
 from .observe import (
     _IDENTITY_KEYS,
     _LOOP,
@@ -45,17 +29,22 @@ from .observe import (
     AddOutcome,
     MemoryNotVisible,
     _awaited,
-    _cosine,
-    _deletion_id,
     _extracted_texts,
     _identity,
     _is_memory_record,
-    _md5,
     _not_found,
     _Observed,
     _tap,
     _Unset,
     record_id_for,
+)
+from .reads import (
+    archived_item,
+    archived_revisions,
+    gated,
+    mem0_get_all,
+    mem0_search,
+    scored_archived,
 )
 
 if TYPE_CHECKING:
@@ -69,10 +58,6 @@ __all__ = [
     "MemoryNotVisible",
     "record_id_for",
 ]
-
-MEM0_KIND = "mem0_memory"
-SCOPE_CHANGE_KIND = "mem0_scope_change"
-_MAX_FETCH = 100_000
 
 
 class BranchMem0:
@@ -195,150 +180,12 @@ class BranchMem0:
                     **kwargs,
                 )
             )
-            outcome = self._mirror(
-                result, observed, sources, anchor, identity, listed, infer, delete_scope
+            outcome = mirror(
+                self, result, observed, sources, anchor, identity, listed, infer, delete_scope
             )
         out = dict(result) if isinstance(result, dict) else {"results": result}
         out["branchmem"] = outcome.as_dict()
         return out
-
-    def _mirror(
-        self,
-        result: Any,
-        observed: _Observed,
-        sources: tuple[str, ...],
-        anchor: str,
-        identity: dict[str, str | None],
-        messages: list[dict[str, Any]],
-        infer: bool,
-        delete_scope: str,
-    ) -> AddOutcome:
-        outcome = AddOutcome(anchor=anchor)
-        here = self._visible(anchor)
-        items = result.get("results", []) if isinstance(result, dict) else result or []
-        reported: set[str] = set()
-        meta = {k: v for k, v in identity.items() if v is not None}
-        verbatim = self._verbatim_sources(messages, sources) if not infer else []
-        for item in items:
-            memory_id = str(item.get("id"))
-            reported.add(memory_id)
-            event = item.get("event")
-            text = str(item.get("memory", ""))
-            if event == "ADD":
-                # infer=False stores each message as it is: its source is that message alone
-                own = verbatim.pop(0) if verbatim else sources
-                self.store.add_record(
-                    record_id_for(memory_id),
-                    sources=list(own),
-                    content=text,
-                    kind=MEM0_KIND,
-                    meta={**meta, "mem0_id": memory_id, "mem0_event": "ADD"},
-                    namespace=self.namespace,
-                )
-                outcome.added.append(memory_id)
-            elif event == "UPDATE":
-                prior = here.get(memory_id)
-                joined = tuple(prior.sources or ()) + sources if prior is not None else sources
-                self._write_revision(memory_id, text, joined, {**meta, "mem0_event": "UPDATE"})
-                outcome.revised.append(memory_id)
-            elif event == "DELETE":
-                if not self._known(memory_id):
-                    outcome.unknown.append(memory_id)
-                    continue
-                self.store.retract(
-                    _deletion_id(memory_id),
-                    sources=list(sources),
-                    targets=[record_id_for(memory_id)],
-                    scope=delete_scope,
-                    reason="mem0 DELETE",
-                    namespace=self.namespace,
-                )
-                outcome.retracted.append(memory_id)
-        self._attest_duplicates(observed, reported, here, sources, meta, outcome)
-        if identity.get("agent_id") or identity.get("run_id"):
-            self._record_scope_moves(observed, reported, sources, outcome)
-        return outcome
-
-    @staticmethod
-    def _verbatim_sources(
-        messages: list[dict[str, Any]], sources: tuple[str, ...]
-    ) -> list[tuple[str, ...]]:
-        """With ``infer=False`` Mem0 ADDs one memory per non-system message, in order."""
-        if len(sources) == 1:  # one event for the whole call: each message is sourced on it
-            sources = sources * len(messages)
-        return [
-            (event_id,)
-            for message, event_id in zip(messages, sources, strict=True)
-            if message.get("role") not in (None, "system") and message.get("content") is not None
-        ]
-
-    def _attest_duplicates(
-        self,
-        observed: _Observed,
-        reported: set[str],
-        here: dict[str, Record],
-        sources: tuple[str, ...],
-        meta: dict[str, str],
-        outcome: AddOutcome,
-    ) -> None:
-        hashes = {_md5(text) for text in observed.extracted}
-        for memory_id, payload in observed.neighbours.items():
-            if memory_id in reported or payload.get("hash") not in hashes:
-                continue
-            if memory_id in here:
-                continue  # a true duplicate: already stated on this path
-            text = str(payload.get("data", ""))
-            self._write_revision(memory_id, text, sources, {**meta, "mem0_event": "DUPLICATE"})
-            outcome.attested.append(memory_id)
-
-    def _record_scope_moves(
-        self,
-        observed: _Observed,
-        reported: set[str],
-        sources: tuple[str, ...],
-        outcome: AddOutcome,
-    ) -> None:
-        for memory_id, before in observed.neighbours.items():
-            if memory_id in reported:
-                continue
-            stored = self.memory.vector_store.get(vector_id=memory_id)
-            after = dict(getattr(stored, "payload", None) or {})
-            moved = {k: (before.get(k), after.get(k)) for k in ("agent_id", "run_id")}
-            moved = {k: v for k, v in moved.items() if v[0] != v[1]}
-            if stored is None or not moved:
-                continue
-            self.store.add_record(
-                f"mem0:{memory_id}:scope:{uuid.uuid4().hex[:12]}",
-                sources=list(sources),
-                content=json.dumps({k: list(v) for k, v in moved.items()}),
-                kind=SCOPE_CHANGE_KIND,
-                meta={"mem0_id": memory_id, "mem0_event": "NONE"},
-                namespace=self.namespace,
-            )
-            outcome.scope_changes.append(memory_id)
-
-    def _write_revision(
-        self, memory_id: str, text: str, sources: tuple[str, ...], meta: dict[str, str]
-    ) -> None:
-        unique = list(dict.fromkeys(sources))
-        full_meta = {**meta, "mem0_id": memory_id}
-        if self._known(memory_id):
-            self.store.revise(
-                record_id_for(memory_id),
-                content=text,
-                sources=unique,
-                meta=full_meta,
-                namespace=self.namespace,
-            )
-        else:  # written by Mem0 before the wrapper was in place
-            self.store.add_record(
-                record_id_for(memory_id),
-                sources=unique,
-                content=text,
-                kind=MEM0_KIND,
-                meta=full_meta,
-                namespace=self.namespace,
-            )
 
     # ------------------------------------------------------------------ reads
 
@@ -376,17 +223,13 @@ class BranchMem0:
             return {"results": []}
 
         def fetch(n: int) -> list[dict[str, Any]]:
-            return self._mem0_search(query, identity, n, threshold, filters, kwargs)
+            return mem0_search(self, query, identity, n, threshold, filters, kwargs)
 
         with self._lock:  # an add in flight taps Mem0's search; do not feed it our queries
-            hits = self._gated(fetch, visible, size)
-            archived = self._archived(visible, identity, {str(h["id"]) for h in hits})
+            hits = gated(fetch, visible, size, self.overfetch)
+            archived = archived_revisions(self, visible, identity, {str(h["id"]) for h in hits})
             if archived:
-                query_vector = self.memory.embedding_model.embed(query, "search")
-                for record in archived:
-                    score = _cosine(query_vector, self._vector(record.content))
-                    if threshold is None or score >= threshold:
-                        hits.append({**self._archived_item(record), "score": score})
+                hits.extend(scored_archived(self, query, archived, threshold))
                 hits.sort(key=lambda h: -float(h.get("score") or 0.0))
         return {"results": hits[:size]}
 
@@ -410,12 +253,12 @@ class BranchMem0:
             return {"results": []}
 
         def fetch(n: int) -> list[dict[str, Any]]:
-            return self._mem0_get_all(identity, n, filters, kwargs)
+            return mem0_get_all(self, identity, n, filters, kwargs)
 
         with self._lock:
-            hits = self._gated(fetch, visible, size)
-            archived = self._archived(visible, identity, {str(h["id"]) for h in hits})
-        hits.extend(self._archived_item(r) for r in archived)
+            hits = gated(fetch, visible, size, self.overfetch)
+            archived = archived_revisions(self, visible, identity, {str(h["id"]) for h in hits})
+        hits.extend(archived_item(r) for r in archived)
         return {"results": hits[:size]}
 
     def get(self, memory_id: str, *, anchor: str | _Unset | None = UNSET) -> dict[str, Any] | None:
@@ -427,7 +270,7 @@ class BranchMem0:
         stored = self._done(self.memory.get(str(memory_id)))
         if isinstance(stored, dict) and stored.get("memory") == record.content:
             return {**stored, "revision": record.revision}
-        return self._archived_item(record)
+        return archived_item(record)
 
     def update(
         self,
@@ -464,7 +307,7 @@ class BranchMem0:
                 result = self._done(self.memory.update(memory_id, data=new_text, **kwargs))
             meta = {k: prior.meta[k] for k in _IDENTITY_KEYS if k in prior.meta}
             joined = tuple(prior.sources or ()) + sources
-            self._write_revision(memory_id, new_text, joined, {**meta, "mem0_event": "UPDATE"})
+            write_revision(self, memory_id, new_text, joined, {**meta, "mem0_event": "UPDATE"})
         return dict(result) if isinstance(result, dict) else {"message": str(result)}
 
     def delete(
@@ -632,104 +475,6 @@ class BranchMem0:
     def explain(self, memory_id: str, anchor: str | None) -> Explanation:
         """Why a Mem0 memory is (not) visible at ``anchor`` (``Memory.explain``)."""
         return self.store.explain(record_id_for(memory_id), anchor, namespace=self.namespace)
-
-    def _gated(
-        self,
-        fetch: Callable[[int], list[dict[str, Any]]],
-        visible: dict[str, Record],
-        limit: int,
-    ) -> list[dict[str, Any]]:
-        """Mem0's hits whose text is the revision visible here, growing the request until
-        ``limit`` pass or Mem0 returns fewer than asked (it has no more)."""
-        size = max(limit * self.overfetch, limit + 10)
-        while True:
-            raw = fetch(size)
-            passed = []
-            for hit in raw:
-                record = visible.get(str(hit.get("id")))
-                if record is not None and record.content == hit.get("memory"):
-                    passed.append({**hit, "revision": record.revision})
-            if len(passed) >= limit or len(raw) < size or size >= _MAX_FETCH:
-                return passed[:limit]
-            size *= 2
-
-    def _archived(
-        self,
-        visible: dict[str, Record],
-        identity: dict[str, str | None],
-        live: set[str],
-    ) -> list[Record]:
-        """Visible revisions whose text Mem0 no longer holds (updated over or deleted)."""
-        out = []
-        for memory_id, record in visible.items():
-            if memory_id in live:
-                continue
-            if any(v is not None and record.meta.get(k) != v for k, v in identity.items()):
-                continue
-            latest = self.store.get_record(record_id_for(memory_id), namespace=self.namespace)
-            deleted = self._exists(_deletion_id(memory_id))
-            if deleted or latest.content != record.content:
-                out.append(record)
-        return out
-
-    def _archived_item(self, record: Record) -> dict[str, Any]:
-        item: dict[str, Any] = {
-            "id": record.meta.get("mem0_id", record.id.removeprefix("mem0:")),
-            "memory": record.content,
-            "revision": record.revision,
-            "archived": True,
-        }
-        item.update({k: record.meta[k] for k in _IDENTITY_KEYS if k in record.meta})
-        return item
-
-    def _vector(self, text: str) -> list[float]:
-        key = _md5(text)
-        if key not in self._vectors:
-            self._vectors[key] = list(self.memory.embedding_model.embed(text, "search"))
-        return self._vectors[key]
-
-    def _mem0_search(
-        self,
-        query: str,
-        identity: dict[str, str | None],
-        size: int,
-        threshold: float | None,
-        filters: dict[str, Any] | None,
-        options: Mapping[str, Any],
-    ) -> list[dict[str, Any]]:
-        scope = {k: v for k, v in identity.items() if v is not None}
-        extra: dict[str, Any] = dict(options)
-        if threshold is not None:
-            extra["threshold"] = threshold
-        if self.filters_api:
-            found = self._done(
-                self.memory.search(query, top_k=size, filters={**(filters or {}), **scope}, **extra)
-            )
-        else:
-            rest = {k: v for k, v in (filters or {}).items() if k not in _IDENTITY_KEYS}
-            found = self._done(
-                self.memory.search(query, limit=size, filters=rest or None, **scope, **extra)
-            )
-        return list(found.get("results", []) if isinstance(found, dict) else found)
-
-    def _mem0_get_all(
-        self,
-        identity: dict[str, str | None],
-        size: int,
-        filters: dict[str, Any] | None,
-        options: Mapping[str, Any],
-    ) -> list[dict[str, Any]]:
-        scope = {k: v for k, v in identity.items() if v is not None}
-        if self.filters_api:
-            found = self._done(
-                self.memory.get_all(filters={**(filters or {}), **scope}, top_k=size, **options)
-            )
-        else:
-            rest = {k: v for k, v in (filters or {}).items() if k not in _IDENTITY_KEYS}
-            if rest:
-                options = {**options, "filters": rest}
-            found = self._done(self.memory.get_all(limit=size, **scope, **options))
-        return list(found.get("results", []) if isinstance(found, dict) else found)
 
     # ---------------------------------------------------------------- helpers
 
