@@ -7,9 +7,11 @@ revision of a record leaves what cited the old one stale (``dependents.mark_stal
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
-from ..errors import ConflictError, ErasedError, InvalidInput, NotFoundError
+from ..errors import ConflictError, CycleError, ErasedError, InvalidInput, NotFoundError
 from ..model import ERASED, RETRACTION_KIND, REVISED, Record
 from ..provenance import RevisionNode, SourceRef
 from ..validation import check_id, check_meta, check_optional_str, check_sources
@@ -28,8 +30,12 @@ def add_record(
     scope: object,
     meta: object,
     supersedes: tuple[str, ...],
+    *,
+    audit: bool = True,
 ) -> RevisionNode:
-    """Write revision 1 (a re-add with the same fields is a no-op) and its supersedes."""
+    """Write revision 1 (a re-add with the same fields is a no-op) and its supersedes.
+
+    ``audit=False``: the caller logs the whole batch as one entry (``add_records``)."""
     check_id(record_id, "record id")
     what = f"record {record_id!r}"
     checked_sources = check_sources(sources, what)
@@ -53,6 +59,8 @@ def add_record(
         )
         if same and not supersedes:
             return existing[-1]
+        if same and not audit and set(supersedes) <= set(store.superseded_by(namespace, record_id)):
+            return existing[-1]  # a batch retried after it committed: nothing to add
         raise ConflictError(f"{what} already exists with different fields; use revise()")
     if store.get_event(namespace, record_id) is not None:
         raise ConflictError(f"id {record_id!r} is already an event in namespace {namespace!r}")
@@ -74,11 +82,83 @@ def add_record(
     )
     store.put_revision(namespace, node)
     index(ns, node)
-    ns.audit("add_record", (record_id,), revision=1)
+    if audit:
+        ns.audit("add_record", (record_id,), revision=1)
     for old_id in supersedes:
         supersede(ns, record_id, old_id)
     resolution.record_arrived(record_id, 1)
     return node
+
+
+RECORD_FIELDS = frozenset(
+    {"id", "sources", "content", "kind", "key", "scope", "meta", "supersedes"}
+)
+
+
+def record_spec(item: Mapping[str, Any] | Record, index: int) -> dict[str, Any]:
+    """The arguments of ``add_record`` for one item of ``add_records``, checked up front so a
+    bad item is refused before anything is written."""
+    if isinstance(item, Record):
+        item = {
+            "id": item.id,
+            "sources": item.sources,
+            "content": item.content,
+            "kind": item.kind,
+            "key": item.key,
+            "scope": item.scope,
+            "meta": item.meta,
+        }
+    if not isinstance(item, Mapping):
+        raise InvalidInput(f"records[{index}]: expected a mapping or Record, got {item!r}")
+    extra = set(item) - RECORD_FIELDS
+    if extra:
+        raise InvalidInput(f"records[{index}]: unknown field(s) {sorted(extra)}")
+    for field in ("id", "sources"):
+        if field not in item:
+            raise InvalidInput(f"records[{index}]: missing field {field!r}")
+    record_id, kind, supersedes = item["id"], item.get("kind", "fact"), item.get("supersedes", ())
+    where = f"records[{index}] (id {record_id!r})"
+    try:
+        check_id(record_id, "record id")
+        check_id(kind, "kind")
+    except InvalidInput as error:
+        raise InvalidInput(f"{where}: {error}") from None
+    if kind == RETRACTION_KIND:
+        raise InvalidInput(f"{where}: kind 'retraction' is reserved: use retract()")
+    if isinstance(supersedes, str) or not isinstance(supersedes, list | tuple):
+        raise InvalidInput(f"{where}: supersedes must be a list of record ids")
+    return {
+        "record_id": record_id,
+        "sources": item["sources"],
+        "content": item.get("content", ""),
+        "kind": kind,
+        "key": item.get("key"),
+        "scope": item.get("scope"),
+        "meta": item.get("meta"),
+        "supersedes": tuple(supersedes),
+    }
+
+
+def add_records(ns: Namespace, specs: list[dict[str, Any]]) -> list[RevisionNode]:
+    """Write checked specs in order, each able to cite those before it, and log them as one
+    audit entry. The caller's transaction makes the batch all or nothing; an error names the
+    item it stopped at."""
+    sources = [
+        s for spec in specs if isinstance(spec["sources"], list | tuple) for s in spec["sources"]
+    ]
+    ns.store.prefetch(
+        ns.name, [spec["record_id"] for spec in specs] + [s for s in sources if isinstance(s, str)]
+    )
+    nodes: list[RevisionNode] = []
+    for index, spec in enumerate(specs):
+        record_id = spec["record_id"]
+        try:
+            nodes.append(add_record(ns, **spec, audit=False))
+        except (InvalidInput, ConflictError, CycleError, ErasedError, NotFoundError) as error:
+            raise type(error)(f"records[{index}] (id {record_id!r}): {error}") from None
+    if nodes:
+        ns.audit("add_records", [node.record_id for node in nodes])
+    return nodes
 
 
 def revise(
