@@ -13,8 +13,8 @@ from typing import Any
 
 from ..errors import ConflictError, CycleError, ErasedError, InvalidInput, NotFoundError
 from ..model import ERASED, RETRACTION_KIND, REVISED, Record
-from ..provenance import RevisionNode, SourceRef
-from ..validation import check_id, check_meta, check_optional_str, check_sources
+from ..provenance import UNKNOWN, RevisionNode, SourceRef, parse_pin
+from ..validation import check_id, check_meta, check_optional_str, check_sources, check_text
 from .dependents import mark_stale
 from .namespace import Namespace
 from .supersede import supersede
@@ -31,11 +31,12 @@ def add_record(
     meta: object,
     supersedes: tuple[str, ...],
     *,
-    audit: bool = True,
+    batch: RecordBatch | None = None,
 ) -> RevisionNode:
     """Write revision 1 (a re-add with the same fields is a no-op) and its supersedes.
 
-    ``audit=False``: the caller logs the whole batch as one entry (``add_records``)."""
+    Within ``add_records`` (``batch``) the write waits in the batch and the batch logs one
+    audit entry; the batch is written out first whenever this record reads what it holds."""
     check_id(record_id, "record id")
     what = f"record {record_id!r}"
     checked_sources = check_sources(sources, what)
@@ -44,7 +45,11 @@ def add_record(
     checked_key = check_optional_str(key, f"{what}: key")
     checked_scope = check_optional_str(scope, f"{what}: scope")
     checked_meta = check_meta(meta, what)
+    check_text(kind, f"{what}: kind")
+    check_text(content, f"{what}: content")
     store, namespace = ns.store, ns.name
+    if batch is not None:
+        batch.before_reading(record_id, checked_sources or ())
     existing = store.get_revisions(namespace, record_id)
     if existing and store.statuses(namespace, [record_id]).get(record_id) == ERASED:
         raise ErasedError(f"record {record_id!r} was erased; its id cannot be reused")
@@ -59,7 +64,7 @@ def add_record(
         )
         if same and not supersedes:
             return existing[-1]
-        if same and not audit and set(supersedes) <= set(store.superseded_by(namespace, record_id)):
+        if same and batch and set(supersedes) <= set(store.superseded_by(namespace, record_id)):
             return existing[-1]  # a batch retried after it committed: nothing to add
         raise ConflictError(f"{what} already exists with different fields; use revise()")
     if store.get_event(namespace, record_id) is not None:
@@ -80,14 +85,49 @@ def add_record(
         seq=store.next_seq(namespace),
         gate=resolution.gate(refs),
     )
-    store.put_revision(namespace, node)
-    index(ns, node)
-    if audit:
+    if batch is not None:
+        batch.hold(node)
+        if not supersedes and record_id not in batch.awaited:
+            return node  # nothing cites it yet: record_arrived would find nothing to pin
+        batch.flush()
+    else:
+        store.put_revision(namespace, node)
+        index(ns, node)
         ns.audit("add_record", (record_id,), revision=1)
     for old_id in supersedes:
         supersede(ns, record_id, old_id)
     resolution.record_arrived(record_id, 1)
     return node
+
+
+class RecordBatch:
+    """New revisions of one ``add_records`` call, held back to be written with one statement
+    per table. Held revisions are invisible to the store's reads, so the batch is written out
+    before a record reads one of them (it cites or repeats a held id), before a supersede, and
+    before a record that something already names arrives (``record_arrived`` reads citing)."""
+
+    def __init__(self, ns: Namespace, ids: list[str]) -> None:
+        self.ns = ns
+        self.held: dict[str, RevisionNode] = {}
+        self.awaited = {target for target, _ in ns.store.citing_any(ns.name, ids)}
+
+    def before_reading(self, record_id: str, sources: tuple[str, ...]) -> None:
+        names = [record_id, *sources, *(pin[0] for s in sources if (pin := parse_pin(s)))]
+        if any(name in self.held for name in names):
+            self.flush()
+
+    def hold(self, node: RevisionNode) -> None:
+        self.held[node.record_id] = node
+        for ref in node.refs or ():
+            if ref.kind == UNKNOWN:  # a later record of the batch may be what it names
+                self.awaited.update((ref.target, ref.text))
+
+    def flush(self) -> None:
+        nodes = list(self.held.values())
+        self.held.clear()
+        self.ns.store.put_revisions(self.ns.name, nodes)
+        for node in nodes:
+            index(self.ns, node)
 
 
 RECORD_FIELDS = frozenset(
@@ -149,13 +189,16 @@ def add_records(ns: Namespace, specs: list[dict[str, Any]]) -> list[RevisionNode
     ns.store.prefetch(
         ns.name, [spec["record_id"] for spec in specs] + [s for s in sources if isinstance(s, str)]
     )
+    batch = RecordBatch(ns, [spec["record_id"] for spec in specs])
     nodes: list[RevisionNode] = []
-    for index, spec in enumerate(specs):
+    for number, spec in enumerate(specs):
         record_id = spec["record_id"]
         try:
-            nodes.append(add_record(ns, **spec, audit=False))
+            nodes.append(add_record(ns, **spec, batch=batch))
+            if number == len(specs) - 1:
+                batch.flush()  # a stored text the database refuses still names its item
         except (InvalidInput, ConflictError, CycleError, ErasedError, NotFoundError) as error:
-            raise type(error)(f"records[{index}] (id {record_id!r}): {error}") from None
+            raise type(error)(f"records[{number}] (id {record_id!r}): {error}") from None
     if nodes:
         ns.audit("add_records", [node.record_id for node in nodes])
     return nodes
