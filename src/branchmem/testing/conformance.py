@@ -235,6 +235,33 @@ class BackendConformance:
         assert mem.current("city", "u2b", namespace="batch").id == "f-city2"  # type: ignore[union-attr]
         assert [e.op for e in mem.audit(namespace="batch", op="add_records")] == ["add_records"]
 
+    def test_a_record_batch_pins_what_waited_for_its_records(self, mem: Memory) -> None:
+        batch: list[dict[str, Any]] = [
+            {"id": "pinned", "sources": ["base@1"]},  # names a revision that comes later
+            {"id": "base", "sources": ["e1"], "key": "k"},
+            {"id": "same", "sources": ["e1"], "content": "twice"},
+            {"id": "same", "sources": ["e1"], "content": "twice"},  # a repeat is a no-op
+            {"id": "newer", "sources": ["e2"], "key": "k", "supersedes": ["base"]},
+        ]
+        for namespace in ("one", "batch"):
+            mem.add_event("e1", namespace=namespace)
+            mem.add_event("e2", "e1", namespace=namespace)
+            mem.add_record("waiting", sources=["base", "e2"], namespace=namespace)
+        for spec in batch:
+            mem.add_record(**spec, namespace="one")
+        mem.add_records(batch, namespace="batch")
+        for record_id in ("waiting", "pinned"):  # their sources resolved when base arrived
+            assert mem.explain(record_id, "e2", namespace="batch").reason != "unknown_source"
+        assert mem.explain("pinned", "e1", namespace="batch").visible
+        for anchor in ("e1", "e2"):
+            assert [(r.id, r.revision) for r in mem.visible(anchor, namespace="batch")] == [
+                (r.id, r.revision) for r in mem.visible(anchor, namespace="one")
+            ]
+            for record_id in ("waiting", "pinned", "base", "newer"):
+                left = mem.explain(record_id, anchor, namespace="batch")
+                right = mem.explain(record_id, anchor, namespace="one")
+                assert (left.visible, left.reason) == (right.visible, right.reason)
+
     def test_a_record_batch_retried_after_it_committed_changes_nothing(self, mem: Memory) -> None:
         mem.add_event("e")
         batch = [
