@@ -297,7 +297,9 @@ class BackendConformance:
         mem.add_event("e")
         before = mem.report()["store"]
         batch = [{"id": "ok", "sources": ["e"]}, {"id": "on-ok", "sources": ["ok"]}, bad]
-        with pytest.raises(error, match=r"records\[2\]"):
+        # the service names records.2; a Client refuses text JSON cannot carry before sending
+        named = r"records(\[2\]|\.2)|request is not JSON-serialisable"
+        with pytest.raises(error, match=named):
             mem.add_records(batch)
         assert mem.report()["store"] == before
         with pytest.raises(NotFoundError):
