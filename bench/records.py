@@ -4,17 +4,21 @@ Each backend (in memory, SQLite) gets two fresh stores holding the same events (
 of ``--depth`` turns); then the same records, each citing one or two events of a conversation,
 are written into one store with ``add_record`` (one transaction each) and into the other with
 ``add_records`` (``--batch`` records per call, one transaction each). It prints records/s of
-both and their ratio, against the goal of >= 10,000 records/s batched on SQLite.
+both and their ratio, against the goal of >= 10,000 records/s batched on SQLite. PostgreSQL
+joins when a server is given (``--pg-dsn`` or ``BRANCHMEM_TEST_PG_DSN``; a fresh namespace
+per store).
 
-    python bench/records.py [--records 20000] [--one-by-one 3000] [--batch 1000] [--depth 200]
+    python bench/records.py [--records 10000] [--one-by-one 10000] [--batch 1000] [--pg-dsn URL]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -51,51 +55,52 @@ def chunks(items: list[dict[str, Any]], size: int) -> Iterator[list[dict[str, An
         yield items[start : start + size]
 
 
-def rate(mem: Memory, write: Callable[[Memory], int]) -> float:
-    start = time.perf_counter()
-    written = write(mem)
-    return written / (time.perf_counter() - start)
+def one_by_one(mem: Memory, specs: list[dict[str, Any]], namespace: str) -> int:
+    for spec in specs:
+        mem.add_record(**spec, namespace=namespace)
+    return len(specs)
+
+
+def batched(mem: Memory, specs: list[dict[str, Any]], namespace: str, size: int) -> int:
+    return sum(len(mem.add_records(chunk, namespace=namespace)) for chunk in chunks(specs, size))
 
 
 def measure(open_memory: Callable[[str], Memory], args: argparse.Namespace) -> tuple[float, float]:
     """(one-by-one records/s, batched records/s) on two stores holding the same events."""
     event_specs = events(args.events, args.depth)
-    specs = records(args.records, args.events)
+    specs = records(max(args.records, args.one_by_one), args.events)
     rates = []
     for mode in ("one", "batch"):
         mem = open_memory(mode)
+        namespace = f"{mode}-{uuid.uuid4().hex[:8]}"  # a store both modes share keeps them apart
         for chunk in chunks(event_specs, 1000):
-            mem.add_events(chunk)
+            mem.add_events(chunk, namespace=namespace)
+        start = time.perf_counter()
         if mode == "one":
-
-            def write(m: Memory) -> int:
-                for spec in specs[: args.one_by_one]:
-                    m.add_record(**spec)
-                return args.one_by_one
-
+            written = one_by_one(mem, specs[: args.one_by_one], namespace)
         else:
-
-            def write(m: Memory) -> int:
-                return sum(len(m.add_records(chunk)) for chunk in chunks(specs, args.batch))
-
-        rates.append(rate(mem, write))
+            written = batched(mem, specs[: args.records], namespace, args.batch)
+        rates.append(written / (time.perf_counter() - start))
         mem.close()
     return rates[0], rates[1]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=20_000, help="records written batched")
-    parser.add_argument("--one-by-one", type=int, default=3_000, help="records one by one")
+    parser.add_argument("--records", type=int, default=10_000, help="records written batched")
+    parser.add_argument("--one-by-one", type=int, default=10_000, help="records one by one")
     parser.add_argument("--batch", type=int, default=1_000, help="records per add_records")
     parser.add_argument("--events", type=int, default=10_000)
     parser.add_argument("--depth", type=int, default=200, help="turns per conversation")
+    parser.add_argument("--pg-dsn", default=os.environ.get("BRANCHMEM_TEST_PG_DSN", ""))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         backends: dict[str, Callable[[str], Memory]] = {
             "memory": lambda mode: Memory(),
             "sqlite": lambda mode: Memory.open(str(Path(folder) / f"{mode}.db")),
         }
+        if args.pg_dsn:
+            backends["postgres"] = lambda mode: Memory.open(args.pg_dsn)
         print(f"{'backend':8} {'one by one/s':>14} {'batched/s':>12} {'ratio':>7}")
         batched_sqlite = 0.0
         for name, open_memory in backends.items():
