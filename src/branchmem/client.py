@@ -296,6 +296,7 @@ class Client:
     heads = remote(MemoryAPI.heads)
     conversations = remote(MemoryAPI.conversations)
     add_record = remote(MemoryAPI.add_record)
+    add_records = remote(MemoryAPI.add_records)
     revise = remote(MemoryAPI.revise)
     get_record = remote(MemoryAPI.get_record)
     supersede = remote(MemoryAPI.supersede)

@@ -130,6 +130,13 @@ class MemoryAPI(Protocol):
         """A derived memory built from its source events (sources=None: legacy)."""
         ...
 
+    @http("POST", "/records/batch", repeatable=True)
+    def add_records(
+        self, records: Iterable[Mapping[str, Any] | Record], *, namespace: str = DEFAULT_NAMESPACE
+    ) -> list[Record]:
+        """Add many records in one all-or-nothing call; each may cite those before it."""
+        ...
+
     @http("POST", "/records/{id}/revisions")
     def revise(
         self,

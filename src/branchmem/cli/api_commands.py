@@ -5,7 +5,7 @@ Python call takes positionally, the command takes as arguments, in the same orde
 (``mem.explain("f1", "u2b")`` -> ``branchmem explain f1 u2b``); keyword parameters are
 options named after them (``cross_tree`` -> ``--cross-tree``). Lists of ids are repeatable
 options (``--source/-s``, ``--target/-t``, ``--supersedes``), ``meta`` is a JSON object and
-``add-events`` reads a JSON array or JSON lines from a file (``-``: stdin).
+``add-events`` and ``add-records`` read a JSON array or JSON lines from a file (``-``: stdin).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from ..api.operations import REQUIRED, Operation, Param, operations
 from ..errors import InvalidInput, NotFoundError
 from .render import emit_json, show, warn
 from .target import OPTIONS, SHARED, Target
+
+BATCHES = ("events", "records")  # a batch argument is a file of JSON items
 
 # parameters whose CLI spelling differs from ``--name``: (flags, help)
 SPELLING: dict[str, tuple[tuple[str, ...], str, str | None]] = {
@@ -51,7 +53,7 @@ def _id_list(hint: Any) -> bool:
 
 def _cli_type(param: Param) -> Any:
     bare = _bare(param.hint)
-    if param.name == "events":
+    if param.name in BATCHES:
         return Path
     if _id_list(param.hint):
         return list[str] | None
@@ -67,7 +69,7 @@ def _parameter(param: Param) -> list[inspect.Parameter]:
     default: Any
     if param.positional:
         default = inspect.Parameter.empty if param.required else param.default
-        info: Any = typer.Argument(help="'-' reads stdin" if param.name == "events" else None)
+        info: Any = typer.Argument(help="'-' reads stdin" if param.name in BATCHES else None)
         return [inspect.Parameter(param.name, kind, annotation=Annotated[kind_type, info],
                                   default=default)]  # fmt: skip
     flags, help_text, metavar = SPELLING.get(
@@ -102,7 +104,7 @@ def _parameter(param: Param) -> list[inspect.Parameter]:
 
 
 def read_events(source: Path) -> list[Any]:
-    """A JSON array of events, or one JSON object per line."""
+    """A JSON array of events (or records), or one JSON object per line."""
     text = sys.stdin.read() if str(source) == "-" else source.read_text(encoding="utf-8")
     stripped = text.strip()
     try:
@@ -113,7 +115,7 @@ def read_events(source: Path) -> list[Any]:
     except ValueError as error:
         raise InvalidInput(f"{source}: not a JSON array or JSON lines ({error})") from error
     if not isinstance(found, list):
-        raise InvalidInput(f"{source}: expected a JSON array of events")
+        raise InvalidInput(f"{source}: expected a JSON array")
     return found
 
 
@@ -136,7 +138,7 @@ def call_arguments(op: Operation, given: dict[str, Any]) -> tuple[list[Any], dic
     kwargs: dict[str, Any] = {}
     for param in op.params:
         value = given.pop(param.name)
-        if param.name == "events":
+        if param.name in BATCHES:
             value = read_events(value)
         elif param.name == "meta":
             value = parse_meta(value)

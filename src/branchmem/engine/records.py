@@ -7,12 +7,14 @@ revision of a record leaves what cited the old one stale (``dependents.mark_stal
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
-from ..errors import ConflictError, ErasedError, InvalidInput, NotFoundError
+from ..errors import ConflictError, CycleError, ErasedError, InvalidInput, NotFoundError
 from ..model import ERASED, RETRACTION_KIND, REVISED, Record
-from ..provenance import RevisionNode, SourceRef
-from ..validation import check_id, check_meta, check_optional_str, check_sources
+from ..provenance import UNKNOWN, RevisionNode, SourceRef, parse_pin
+from ..validation import check_id, check_meta, check_optional_str, check_sources, check_text
 from .dependents import mark_stale
 from .namespace import Namespace
 from .supersede import supersede
@@ -28,8 +30,13 @@ def add_record(
     scope: object,
     meta: object,
     supersedes: tuple[str, ...],
+    *,
+    batch: RecordBatch | None = None,
 ) -> RevisionNode:
-    """Write revision 1 (a re-add with the same fields is a no-op) and its supersedes."""
+    """Write revision 1 (a re-add with the same fields is a no-op) and its supersedes.
+
+    Within ``add_records`` (``batch``) the write waits in the batch and the batch logs one
+    audit entry; the batch is written out first whenever this record reads what it holds."""
     check_id(record_id, "record id")
     what = f"record {record_id!r}"
     checked_sources = check_sources(sources, what)
@@ -38,7 +45,11 @@ def add_record(
     checked_key = check_optional_str(key, f"{what}: key")
     checked_scope = check_optional_str(scope, f"{what}: scope")
     checked_meta = check_meta(meta, what)
+    check_text(kind, f"{what}: kind")
+    check_text(content, f"{what}: content")
     store, namespace = ns.store, ns.name
+    if batch is not None:
+        batch.before_reading(record_id, checked_sources or ())
     existing = store.get_revisions(namespace, record_id)
     if existing and store.statuses(namespace, [record_id]).get(record_id) == ERASED:
         raise ErasedError(f"record {record_id!r} was erased; its id cannot be reused")
@@ -53,6 +64,8 @@ def add_record(
         )
         if same and not supersedes:
             return existing[-1]
+        if same and batch and set(supersedes) <= set(store.superseded_by(namespace, record_id)):
+            return existing[-1]  # a batch retried after it committed: nothing to add
         raise ConflictError(f"{what} already exists with different fields; use revise()")
     if store.get_event(namespace, record_id) is not None:
         raise ConflictError(f"id {record_id!r} is already an event in namespace {namespace!r}")
@@ -72,13 +85,123 @@ def add_record(
         seq=store.next_seq(namespace),
         gate=resolution.gate(refs),
     )
-    store.put_revision(namespace, node)
-    index(ns, node)
-    ns.audit("add_record", (record_id,), revision=1)
+    if batch is not None:
+        batch.hold(node)
+        if not supersedes and record_id not in batch.awaited:
+            return node  # nothing cites it yet: record_arrived would find nothing to pin
+        batch.flush()
+    else:
+        store.put_revision(namespace, node)
+        index(ns, node)
+        ns.audit("add_record", (record_id,), revision=1)
     for old_id in supersedes:
         supersede(ns, record_id, old_id)
     resolution.record_arrived(record_id, 1)
     return node
+
+
+class RecordBatch:
+    """New revisions of one ``add_records`` call, held back to be written with one statement
+    per table. Held revisions are invisible to the store's reads, so the batch is written out
+    before a record reads one of them (it cites or repeats a held id), before a supersede, and
+    before a record that something already names arrives (``record_arrived`` reads citing)."""
+
+    def __init__(self, ns: Namespace, ids: list[str]) -> None:
+        self.ns = ns
+        self.held: dict[str, RevisionNode] = {}
+        self.awaited = {target for target, _ in ns.store.citing_any(ns.name, ids)}
+
+    def before_reading(self, record_id: str, sources: tuple[str, ...]) -> None:
+        names = [record_id, *sources, *(pin[0] for s in sources if (pin := parse_pin(s)))]
+        if any(name in self.held for name in names):
+            self.flush()
+
+    def hold(self, node: RevisionNode) -> None:
+        self.held[node.record_id] = node
+        for ref in node.refs or ():
+            if ref.kind == UNKNOWN:  # a later record of the batch may be what it names
+                self.awaited.update((ref.target, ref.text))
+
+    def flush(self) -> None:
+        nodes = list(self.held.values())
+        self.held.clear()
+        self.ns.store.put_revisions(self.ns.name, nodes)
+        for node in nodes:
+            index(self.ns, node)
+
+
+RECORD_FIELDS = frozenset(
+    {"id", "sources", "content", "kind", "key", "scope", "meta", "supersedes"}
+)
+
+
+def record_spec(item: Mapping[str, Any] | Record, index: int) -> dict[str, Any]:
+    """The arguments of ``add_record`` for one item of ``add_records``, checked up front so a
+    bad item is refused before anything is written."""
+    if isinstance(item, Record):
+        item = {
+            "id": item.id,
+            "sources": item.sources,
+            "content": item.content,
+            "kind": item.kind,
+            "key": item.key,
+            "scope": item.scope,
+            "meta": item.meta,
+        }
+    if not isinstance(item, Mapping):
+        raise InvalidInput(f"records[{index}]: expected a mapping or Record, got {item!r}")
+    extra = set(item) - RECORD_FIELDS
+    if extra:
+        raise InvalidInput(f"records[{index}]: unknown field(s) {sorted(extra)}")
+    for field in ("id", "sources"):
+        if field not in item:
+            raise InvalidInput(f"records[{index}]: missing field {field!r}")
+    record_id, kind, supersedes = item["id"], item.get("kind", "fact"), item.get("supersedes", ())
+    where = f"records[{index}] (id {record_id!r})"
+    try:
+        check_id(record_id, "record id")
+        check_id(kind, "kind")
+    except InvalidInput as error:
+        raise InvalidInput(f"{where}: {error}") from None
+    if kind == RETRACTION_KIND:
+        raise InvalidInput(f"{where}: kind 'retraction' is reserved: use retract()")
+    if isinstance(supersedes, str) or not isinstance(supersedes, list | tuple):
+        raise InvalidInput(f"{where}: supersedes must be a list of record ids")
+    return {
+        "record_id": record_id,
+        "sources": item["sources"],
+        "content": item.get("content", ""),
+        "kind": kind,
+        "key": item.get("key"),
+        "scope": item.get("scope"),
+        "meta": item.get("meta"),
+        "supersedes": tuple(supersedes),
+    }
+
+
+def add_records(ns: Namespace, specs: list[dict[str, Any]]) -> list[RevisionNode]:
+    """Write checked specs in order, each able to cite those before it, and log them as one
+    audit entry. The caller's transaction makes the batch all or nothing; an error names the
+    item it stopped at."""
+    sources = [
+        s for spec in specs if isinstance(spec["sources"], list | tuple) for s in spec["sources"]
+    ]
+    ns.store.prefetch(
+        ns.name, [spec["record_id"] for spec in specs] + [s for s in sources if isinstance(s, str)]
+    )
+    batch = RecordBatch(ns, [spec["record_id"] for spec in specs])
+    nodes: list[RevisionNode] = []
+    for number, spec in enumerate(specs):
+        record_id = spec["record_id"]
+        try:
+            nodes.append(add_record(ns, **spec, batch=batch))
+            if number == len(specs) - 1:
+                batch.flush()  # a stored text the database refuses still names its item
+        except (InvalidInput, ConflictError, CycleError, ErasedError, NotFoundError) as error:
+            raise type(error)(f"records[{number}] (id {record_id!r}): {error}") from None
+    if nodes:
+        ns.audit("add_records", [node.record_id for node in nodes])
+    return nodes
 
 
 def revise(

@@ -103,11 +103,12 @@ def _id_list(hint: Any) -> bool:
     return False
 
 
-def body_type(param: Param, event_model: type[Input] | None) -> Any:
+def body_type(param: Param, item_models: Mapping[str, type[Input]]) -> Any:
     """The pydantic type of a body field: by name first, else by its Python hint."""
     name, hint = param.name, param.hint
-    if name == "events" and event_model is not None:
-        return Annotated[list[event_model], Field(max_length=MAX_BATCH)]  # type: ignore[valid-type]
+    if name in item_models:  # a batch: items are the bodies of the one-item call
+        item = item_models[name]
+        return Annotated[list[item], Field(max_length=MAX_BATCH)]  # type: ignore[valid-type]
     if name in BODY_TYPES:
         return BODY_TYPES[name]
     if name in ID_FIELDS:
@@ -117,10 +118,12 @@ def body_type(param: Param, event_model: type[Input] | None) -> Any:
     return hint
 
 
-def body_model(op: Operation, event_model: type[Input] | None = None) -> type[Input] | None:
+def body_model(
+    op: Operation, item_models: Mapping[str, type[Input]] | None = None
+) -> type[Input] | None:
     fields: dict[str, Any] = {}
     for param in op.where("body"):
-        wire = body_type(param, event_model)
+        wire = body_type(param, item_models or {})
         if param.required:
             fields[param.name] = (wire, ...)
         elif isinstance(param.default, tuple):
@@ -259,9 +262,14 @@ def api_router() -> APIRouter:
     """Every operation of the table as a route."""
     router = APIRouter(prefix=PREFIX)
     table = operations()
-    event_model = body_model(table["add_event"])
+    one_item = {"events": "add_event", "records": "add_record"}  # batch field -> its call
+    built = {name: body_model(table[name]) for name in one_item.values()}
+    item_models: dict[str, type[Input]] = {}
+    for field, name in one_item.items():
+        if (made := built[name]) is not None:
+            item_models[field] = made
     for op in table.values():
-        model = body_model(op, event_model) if op.name != "add_event" else event_model
+        model = built[op.name] if op.name in built else body_model(op, item_models)
         none = op.result is None or op.result is type(None)
         extra: dict[str, Any] = {"response_class": Response} if none else {}
         router.add_api_route(

@@ -101,6 +101,11 @@ class Store(ABC):
     def put_revision(self, namespace: str, node: RevisionNode) -> None:
         """Insert a revision or replace it (same record id and revision) with a new gate."""
 
+    def put_revisions(self, namespace: str, nodes: Sequence[RevisionNode]) -> None:
+        """``put_revision`` for many (``add_records``); backends with round trips batch it."""
+        for node in nodes:
+            self.put_revision(namespace, node)
+
     @abstractmethod
     def revisions_at(self, namespace: str, event_ids: Collection[str]) -> list[RevisionNode]:
         """Revisions with a frontier at one of ``event_ids``: the index visibility reads."""

@@ -7,7 +7,7 @@ transactions, ``SQLLedger`` keeps the side tables.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 
 from ..provenance import RevisionNode
 from ..retraction import TREE, RetractionNode
@@ -215,6 +215,65 @@ class SQLStore(SQLLedger, Store, KeyStore):
             [(namespace, t, node.record_id, node.revision) for t in sorted(targets)],
         )
         self._rank_by_key(namespace, [node])
+
+    def put_revisions(self, namespace: str, nodes: Sequence[RevisionNode]) -> None:
+        """New revisions (``add_records``) with one statement per table, not per revision."""
+        fresh: list[RevisionNode] = []
+        for node in nodes:
+            cached = self._revisions.get((namespace, node.record_id))
+            if cached is None or node.revision != len(cached) + 1:
+                self.put_revision(namespace, node)  # a replacement: its old index rows go
+                continue
+            check_text(node.kind, f"record {node.record_id!r}: kind")
+            check_text(node.content, f"record {node.record_id!r}: content")
+            cached.append(node)
+            fresh.append(node)
+        if not fresh:
+            return
+        self._many(
+            f"INSERT INTO revisions (namespace, {codec.REVISION_COLUMNS}, legacy, "
+            "unknown_sources, detached_sources, consistent) VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(namespace, *codec.revision_row(node)) for node in fresh],
+        )
+        self._many(
+            "INSERT INTO frontiers (namespace, event_id, record_id, revision) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [
+                (namespace, f.event, node.record_id, node.revision)
+                for node in fresh
+                for f in node.gate.frontiers
+            ],
+        )
+        self._many(
+            "INSERT INTO ungated (namespace, record_id, revision) VALUES (?, ?, ?)",
+            [
+                (namespace, node.record_id, node.revision)
+                for node in fresh
+                if not node.gate.frontiers
+            ],
+        )
+        self._many(
+            "INSERT INTO pending (namespace, event_id, record_id, revision) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [
+                (namespace, e, node.record_id, node.revision)
+                for node in fresh
+                for e in sorted(node.gate.detached)
+            ],
+        )
+        self._many(
+            "INSERT INTO citing (namespace, target, record_id, revision) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [
+                (namespace, t, node.record_id, node.revision)
+                for node in fresh
+                for t in sorted(
+                    {name for ref in node.refs or () for name in (ref.target, ref.text)}
+                )
+            ],
+        )
+        self._rank_by_key(namespace, fresh)
 
     def _revisions_by_keys(
         self, namespace: str, table: str, column: str, values: Collection[str]
