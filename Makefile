@@ -50,6 +50,7 @@ bench: $(STAMP)
 	$(PY) bench/search.py
 	$(PY) bench/load.py
 	$(PY) bench/agent_history.py
+	$(PY) bench/records.py
 	$(PY) bench/erase_soak.py --rounds 10000
 
 propagation-report: $(STAMP)
