@@ -26,6 +26,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from branchbench import longgen
 from branchbench.keywords import contains
 from branchbench.scenario import Fact, Message, Probe, Scenario, dump_scenario, scenarios_root
 
@@ -93,32 +94,10 @@ ZH = Language(
         "trip": ("我下个月去哪里旅行？",),
         "renovation": ("装修预算一共多少？",),
     },
-    user_filler=(
-        "今天{w}，{a}。",
-        "刚{a}，感觉{f}。",
-        "这周工作有点多，{t}。",
-        "晚上想{e}，你觉得怎么样？",
-        "最近在读一本关于{b}的书，挺有意思。",
-        "周末打算{e}，顺便{a}。",
-        "今天开了三个会，{t}。",
-        "早上{w}，路上堵了半小时。",
-    ),
-    assistant_filler=(
-        "听起来不错，记得{tip}。",
-        "辛苦了，{tip}。",
-        "可以的，{tip}。",
-        "好主意，{tip}。",
-        "明白，{tip}。",
-    ),
-    slots={
-        "w": ("下了点小雨", "天气很晴朗", "风特别大", "有点闷热", "降温了"),
-        "a": ("整理了一下书桌", "去楼下走了走", "把衣服洗了", "给植物浇了水", "收拾了厨房"),
-        "f": ("轻松多了", "有点累", "心情不错", "挺充实的"),
-        "t": ("报告还没写完", "表格改了好几版", "项目进度有点紧", "需求又变了"),
-        "e": ("看一部老电影", "早点睡觉", "做个简单的晚饭", "听听播客", "出门散散步"),
-        "b": ("城市规划", "宋代历史", "深海生物", "天文观测", "古典音乐"),
-        "tip": ("多喝水", "早点休息", "劳逸结合", "别熬夜", "注意保暖", "适当活动一下"),
-    },
+    # the Chinese filler of the long split (longgen), so both splits talk about the same days
+    user_filler=tuple(longgen.FILLER_USER),
+    assistant_filler=tuple(longgen.FILLER_ASSISTANT),
+    slots={name: tuple(words) for name, words in longgen.SLOTS.items()},
     opening=("你好，以后我们就在这个对话里随便聊聊吧。", "好的，随时都在。"),
     ack="好的，记住了。",
 )

@@ -80,6 +80,22 @@ def _non_finite(value: object, where: str) -> str | None:
     return None
 
 
+def check_batch_item(
+    item: object, what: str, fields: frozenset[str], required: tuple[str, ...]
+) -> Mapping[str, Any]:
+    """One item of a batch (``what`` is e.g. ``events[3]``): a mapping of known fields with
+    the required ones present, so a bad item is refused before anything is written."""
+    if not isinstance(item, Mapping):
+        raise InvalidInput(f"{what}: expected a mapping, got {item!r}")
+    extra = set(item) - fields
+    if extra:
+        raise InvalidInput(f"{what}: unknown field(s) {sorted(extra)}")
+    for field in required:
+        if field not in item:
+            raise InvalidInput(f"{what}: missing field {field!r}")
+    return item
+
+
 def check_sources(sources: object, what: str) -> tuple[str, ...] | None:
     if sources is None:
         return None

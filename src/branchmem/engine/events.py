@@ -22,7 +22,7 @@ from ..topology import (
     same_event,
     walk_up,
 )
-from ..validation import check_meta
+from ..validation import check_batch_item, check_meta
 from .namespace import Namespace
 
 EVENT_FIELDS = frozenset({"id", "parent", "tree", "role", "content", "meta", "ts"})
@@ -40,13 +40,7 @@ def event_spec(item: Mapping[str, Any] | Event, index: int) -> dict[str, Any]:
             "meta": item.meta,
             "ts": item.ts,
         }
-    if not isinstance(item, Mapping):
-        raise InvalidInput(f"events[{index}]: expected a mapping or Event, got {item!r}")
-    extra = set(item) - EVENT_FIELDS
-    if extra:
-        raise InvalidInput(f"events[{index}]: unknown field(s) {sorted(extra)}")
-    if "id" not in item:
-        raise InvalidInput(f"events[{index}]: missing field 'id'")
+    item = check_batch_item(item, f"events[{index}]", EVENT_FIELDS, ("id",))
     return {
         "event_id": item["id"],
         "parent": item.get("parent"),

@@ -14,7 +14,14 @@ from typing import Any
 from ..errors import ConflictError, CycleError, ErasedError, InvalidInput, NotFoundError
 from ..model import ERASED, RETRACTION_KIND, REVISED, Record
 from ..provenance import UNKNOWN, RevisionNode, SourceRef, parse_pin
-from ..validation import check_id, check_meta, check_optional_str, check_sources, check_text
+from ..validation import (
+    check_batch_item,
+    check_id,
+    check_meta,
+    check_optional_str,
+    check_sources,
+    check_text,
+)
 from .dependents import mark_stale
 from .namespace import Namespace
 from .supersede import supersede
@@ -148,14 +155,7 @@ def record_spec(item: Mapping[str, Any] | Record, index: int) -> dict[str, Any]:
             "scope": item.scope,
             "meta": item.meta,
         }
-    if not isinstance(item, Mapping):
-        raise InvalidInput(f"records[{index}]: expected a mapping or Record, got {item!r}")
-    extra = set(item) - RECORD_FIELDS
-    if extra:
-        raise InvalidInput(f"records[{index}]: unknown field(s) {sorted(extra)}")
-    for field in ("id", "sources"):
-        if field not in item:
-            raise InvalidInput(f"records[{index}]: missing field {field!r}")
+    item = check_batch_item(item, f"records[{index}]", RECORD_FIELDS, ("id", "sources"))
     record_id, kind, supersedes = item["id"], item.get("kind", "fact"), item.get("supersedes", ())
     where = f"records[{index}] (id {record_id!r})"
     try:
