@@ -69,15 +69,52 @@ class SQLStore(SQLLedger, Store, KeyStore):
                 self._events[(namespace, item)] = found.get(item)
                 self._children[(namespace, item)] = children[item]
                 self._revisions[(namespace, item)] = records[item]
+        self._load_events(namespace, self._steps_up(namespace, ids))
+
+    def _steps_up(self, namespace: str, ids: Iterable[str]) -> list[str]:
+        """The jump targets and parents of cached events that are not cached yet: the first
+        step of every ancestor test from them (merging two sources' frontiers, placing a
+        child), fetched with them instead of one round trip each."""
+        steps: dict[str, None] = {}
+        for item in ids:
+            node = self._events.get((namespace, item))
+            if node is not None:
+                for step in (node.jump, node.parent):
+                    if step is not None and (namespace, step) not in self._events:
+                        steps[step] = None
+        return list(steps)
+
+    def _load_events(self, namespace: str, ids: Collection[str]) -> None:
+        """Cache these events (no children, no records) for the rest of the call."""
+        for chunk in self._chunks(ids):
+            found = {
+                row[0]: codec.event_node(row)
+                for row in self._all(
+                    f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? "
+                    f"AND id IN ({self._marks(len(chunk))})",
+                    (namespace, *chunk),
+                )
+            }
+            for item in chunk:
+                self._events[(namespace, item)] = found.get(item)
+
+    _NEW_EVENT = (
+        f"INSERT INTO events (namespace, {codec.EVENT_COLUMNS}) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    )
+    _PUT_EVENT = (
+        _NEW_EVENT + " ON CONFLICT (namespace, id) DO UPDATE SET tree = excluded.tree, "
+        "attached = excluded.attached, depth = excluded.depth, jump = excluded.jump"
+    )
 
     def put_event(self, namespace: str, node: EventNode) -> None:
-        self._run(
-            f"INSERT INTO events (namespace, {codec.EVENT_COLUMNS}) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (namespace, id) DO UPDATE "
-            "SET tree = excluded.tree, attached = excluded.attached, depth = excluded.depth, "
-            "jump = excluded.jump",
-            (namespace, *codec.event_row(node)),
+        # Held until the call's next statement: a batch of events is one multi-row insert.
+        # An event the call knows is absent (looked up, or held new) needs no upsert.
+        key, row = (namespace, node.id), (namespace, *codec.event_row(node))
+        new = key in self._held.get(self._NEW_EVENT, ()) or (
+            key in self._events and self._events[key] is None
         )
+        self._hold(self._NEW_EVENT if new else self._PUT_EVENT, key, row)
         key = (namespace, node.id)
         if self._depth > 0:
             if self._events.get(key, node) is None and node.parent is not None:  # known new

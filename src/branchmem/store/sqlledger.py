@@ -205,8 +205,8 @@ class SQLLedger(SQLSession):
                 entry.actor, entry.reason, entry.revision,
             ),
         )  # fmt: skip
-        self._many(
-            "INSERT INTO audit_ids (namespace, id, seq) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+        self._many(  # the entry's seq is new: its rows cannot conflict (PostgreSQL: COPY)
+            "INSERT INTO audit_ids (namespace, id, seq) VALUES (?, ?, ?)",
             [(entry.namespace, item, entry.seq) for item in dict.fromkeys(entry.ids)],
         )
 

@@ -31,6 +31,7 @@ class SQLSession(ABC):
     def __init__(self) -> None:
         self._depth = 0
         self._seqs: dict[str, int] = {}
+        self._held: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = {}
         self._forget()
 
     # -- what a backend supplies -------------------------------------------------------
@@ -55,6 +56,8 @@ class SQLSession(ABC):
 
     # -- execution ---------------------------------------------------------------------
     def _run(self, text: str, params: Sequence[Any] = ()) -> Any:
+        if self._held:
+            self._release()
         try:
             return self._connection().execute(self._sql(text), tuple(params))
         except UnicodeEncodeError as error:  # a backstop: the stores check text first
@@ -81,6 +84,23 @@ class SQLSession(ABC):
     def _marks(count: int) -> str:
         return ",".join("?" * count)
 
+    # -- held writes -------------------------------------------------------------------
+    # A batch (``add_events``) writes one row per event, some twice (placed, then attached
+    # when a waiting parent arrives). Inside a transaction such rows are held and written
+    # with one multi-row statement when the call next touches the database (any statement
+    # runs after them, so a read always sees them) or before COMMIT; the last row held for
+    # a key wins, as the upserts it replaces would have. A rollback drops them.
+    def _hold(self, text: str, key: tuple[Any, ...], row: tuple[Any, ...]) -> None:
+        if self._depth == 0:
+            self._many(text, [row])
+            return
+        self._held.setdefault(text, {})[key] = row
+
+    def _release(self) -> None:
+        held, self._held = self._held, {}
+        for text, rows in held.items():
+            self._many(text, list(rows.values()))
+
     # -- transactions ------------------------------------------------------------------
     # Within one call (a transaction or a read snapshot) events and revisions are cached:
     # nothing else can change them while the call holds its lock or snapshot. The namespace
@@ -99,6 +119,7 @@ class SQLSession(ABC):
             try:
                 yield
             except BaseException:
+                self._held = {}
                 self._run(f"ROLLBACK TO SAVEPOINT {name}")
                 self._run(f"RELEASE SAVEPOINT {name}")
                 self._forget()
@@ -114,9 +135,11 @@ class SQLSession(ABC):
             self._seqs = {}
             try:
                 yield
+                self._release()
                 self._flush_seqs()
             except BaseException:
                 self._depth = 0
+                self._held = {}
                 self._forget()
                 self._rollback()
                 raise
@@ -220,6 +243,8 @@ class SQLSession(ABC):
         return int(row[0])
 
     def _many(self, text: str, rows: list[tuple[Any, ...]]) -> None:
+        if self._held:
+            self._release()
         if not rows:
             return
         try:
