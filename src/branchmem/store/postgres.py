@@ -49,6 +49,18 @@ BACKOFF_S = 0.05  # first retry delay; doubles per attempt, with jitter
 LOCK_TIMEOUT = "30s"  # like SQLite's busy_timeout: a writer waits this long for its namespace
 MIGRATION_LOCK = 0x62_72_61_6E_63_68_6D_6D  # "branchmm": the one global lock key
 READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+# The store's queries go from a few keys (an anchor, the ids of a path or a batch) to their
+# rows through an index; a plan that reads a whole table is wrong at every size. These make the
+# plan follow the query, not the statistics of the moment (which lag behind a bulk load until
+# autovacuum's ANALYZE): every execution is planned with its own parameters (a generic plan,
+# cached while a table was small, kept its sequential scans after the table grew ~100x), and
+# joins are nested loops over indexes, never a hash or merge join of a whole table.
+PLANNER_SETTINGS = {
+    "plan_cache_mode": "force_custom_plan",
+    "enable_hashjoin": "off",
+    "enable_mergejoin": "off",
+}
+ANALYZE_AFTER = 1_000  # rows a table gains by bulk writes before this store first analyzes it
 # An INSERT of many rows becomes one statement over arrays: ``INSERT ... SELECT * FROM
 # unnest(%s::text[], ...)``, one round trip and one executor run for the whole batch.
 MULTI_ROW_INSERT = re.compile(r"INSERT INTO (\w+) \(([^)]*)\) VALUES \((?:\?, )*\?\)(.*)", re.S)
@@ -153,6 +165,8 @@ class PostgresStore(SQLStore):
         self.url = url
         self.timeout = timeout
         self._types: dict[str, dict[str, str]] = {}
+        self._grown: dict[str, int] = {}  # rows bulk-written per table since its last ANALYZE
+        self._analyzed: dict[str, float] = {}  # rows per table at that ANALYZE
         self._conn: psycopg.Connection[Any] | None = None
         self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
         try:
@@ -181,6 +195,8 @@ class PostgresStore(SQLStore):
     @staticmethod
     def _configure(connection: psycopg.Connection[Any]) -> None:
         connection.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
+        for name, value in PLANNER_SETTINGS.items():
+            connection.execute(f"SET {name} = {value}")
 
     # -- connections -------------------------------------------------------------------
     def _open_pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
@@ -293,6 +309,7 @@ class PostgresStore(SQLStore):
                     self._insert_arrays(table, columns, rest, rows)
                 else:
                     self._copy(table, columns, rows)
+                self._grown[table] = self._grown.get(table, 0) + len(rows)
                 return
             with self._connection().cursor() as cursor:
                 cursor.executemany(self._sql(text), rows)
@@ -301,6 +318,37 @@ class PostgresStore(SQLStore):
         except psycopg.Error as error:
             mapped = self._translate(error)
             raise (mapped or error) from error
+
+    def _after_commit(self) -> None:
+        """ANALYZE a table this store has grown by bulk writes past the size it had at its
+        last ANALYZE (at first: by ``ANALYZE_AFTER`` rows).
+
+        Without statistics the planner guesses that ``namespace = ?`` keeps 0.5% of a table,
+        so right after a bulk load it plans a view's lookups as scans of tables it believes
+        tiny (10x slower at 10,000 records); autovacuum's ANALYZE comes up to a minute later.
+        Doubling makes the cost a constant share of the writes: about ten ANALYZEs per table
+        on the way to a million rows, each reading a fixed sample. A role that does not own
+        the tables gets a warning from the server and no statistics (see docs/scaling.md)."""
+        due = [
+            table
+            for table, rows in self._grown.items()
+            if rows >= max(ANALYZE_AFTER, self._analyzed.get(table, 0.0))
+        ]
+        for table in due:
+            try:
+                self._connection().execute(f"ANALYZE {table}")
+                row = (
+                    self._connection()
+                    .execute(
+                        "SELECT reltuples FROM pg_catalog.pg_class WHERE oid = to_regclass(%s)",
+                        (table,),
+                    )
+                    .fetchone()
+                )
+            except psycopg.Error:  # statistics only speed plans up: the write has committed
+                return
+            self._grown[table] = 0
+            self._analyzed[table] = float(row[0]) if row and row[0] is not None else 0.0
 
     def _copy(self, table: str, columns: str, rows: list[tuple[Any, ...]]) -> None:
         """Rows that must all be new (no ON CONFLICT): ``COPY``, the server's fastest path;

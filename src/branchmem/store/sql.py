@@ -69,7 +69,49 @@ class SQLStore(SQLLedger, Store, KeyStore):
                 self._events[(namespace, item)] = found.get(item)
                 self._children[(namespace, item)] = children[item]
                 self._revisions[(namespace, item)] = records[item]
-        self._load_events(namespace, self._steps_up(namespace, ids))
+        segments = self._load_segments(namespace, ids)
+        self._load_events(namespace, self._steps_up(namespace, [*ids, *segments]))
+
+    def _load_segments(self, namespace: str, ids: Collection[str]) -> list[str]:
+        """Cache the ancestors of the cached events ``ids`` down to the shallowest of them in
+        their tree, with one recursive query: merging the frontiers of a batch's sources
+        tests whether one lies above another, walking up between them (``add_records``)."""
+        nodes = [self._events.get((namespace, item)) for item in ids]
+        attached = [n for n in nodes if n is not None and n.attached and n.depth is not None]
+        floors: dict[str, int] = {}
+        for node in attached:
+            assert node.tree is not None and node.depth is not None
+            floors[node.tree] = min(node.depth, floors.get(node.tree, node.depth))
+        seeds = [
+            n.id
+            for n in attached
+            if n.parent is not None
+            and (namespace, n.parent) not in self._events
+            and n.depth is not None
+            and n.tree is not None
+            and n.depth > floors[n.tree]
+        ]
+        if not seeds:
+            return []
+        columns = codec.EVENT_COLUMNS
+        prefixed = ", ".join("e." + c for c in columns.split(", "))
+        found: list[str] = []
+        for chunk in self._chunks(seeds):
+            tree_floors = sorted(floors.items())
+            rows = self._all(
+                "WITH RECURSIVE floors(tree, floor) AS (VALUES "
+                f"{', '.join('(?, ?)' for _ in tree_floors)}), "
+                f"up({columns}) AS (SELECT {columns} FROM events WHERE namespace = ? "
+                f"AND id IN ({self._marks(len(chunk))}) UNION SELECT {prefixed} FROM up "
+                "JOIN floors f ON f.tree = up.tree JOIN events e ON e.namespace = ? "
+                f"AND e.id = up.parent WHERE up.depth > f.floor) SELECT {columns} FROM up",
+                (*[v for pair in tree_floors for v in pair], namespace, *chunk, namespace),
+            )
+            for row in rows:
+                node = codec.event_node(tuple(row))
+                self._events.setdefault((namespace, node.id), node)
+                found.append(node.id)
+        return found
 
     def _steps_up(self, namespace: str, ids: Iterable[str]) -> list[str]:
         """The jump targets and parents of cached events that are not cached yet: the first
@@ -267,13 +309,14 @@ class SQLStore(SQLLedger, Store, KeyStore):
             fresh.append(node)
         if not fresh:
             return
-        self._many(
+        self._hold_rows(  # held: the batch's next write-out joins the same statements
             f"INSERT INTO revisions (namespace, {codec.REVISION_COLUMNS}, legacy, "
             "unknown_sources, detached_sources, consistent) VALUES "
             "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(namespace, *codec.revision_row(node)) for node in fresh],
+            key_width=3,
         )
-        self._many(
+        self._hold_rows(
             "INSERT INTO frontiers (namespace, event_id, record_id, revision) "
             "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [
@@ -282,7 +325,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
                 for f in node.gate.frontiers
             ],
         )
-        self._many(
+        self._hold_rows(
             "INSERT INTO ungated (namespace, record_id, revision) VALUES (?, ?, ?)",
             [
                 (namespace, node.record_id, node.revision)
@@ -290,7 +333,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
                 if not node.gate.frontiers
             ],
         )
-        self._many(
+        self._hold_rows(
             "INSERT INTO pending (namespace, event_id, record_id, revision) "
             "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [
@@ -299,7 +342,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
                 for e in sorted(node.gate.detached)
             ],
         )
-        self._many(
+        self._hold_rows(
             "INSERT INTO citing (namespace, target, record_id, revision) "
             "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [
@@ -310,7 +353,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
                 )
             ],
         )
-        self._rank_by_key(namespace, fresh)
+        self._rank_by_key(namespace, fresh, hold=True)
 
     def _revisions_by_keys(
         self, namespace: str, table: str, column: str, values: Collection[str]
@@ -390,7 +433,9 @@ class SQLStore(SQLLedger, Store, KeyStore):
     # -- keyed reads (SPEC §7) ----------------------------------------------------------
     _PAGES = (8, 64, 512)  # a keyed read usually stops at its first candidate
 
-    def _rank_by_key(self, namespace: str, nodes: Iterable[RevisionNode]) -> None:
+    def _rank_by_key(
+        self, namespace: str, nodes: Iterable[RevisionNode], *, hold: bool = False
+    ) -> None:
         """Index keyed revisions in the order a view ranks them, once per frontier tree."""
         rows = [
             (namespace, node.key, tree, depth, node.seq, node.record_id, node.revision)
@@ -398,7 +443,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
             if node.key is not None
             for tree, depth in [(f.tree, f.depth) for f in node.gate.frontiers] or [("", -1)]
         ]
-        self._many(
+        (self._hold_rows if hold else self._many)(
             "INSERT INTO key_frontiers (namespace, key_name, tree, depth, seq, record_id, "
             "revision) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             rows,

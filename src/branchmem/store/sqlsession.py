@@ -85,16 +85,28 @@ class SQLSession(ABC):
         return ",".join("?" * count)
 
     # -- held writes -------------------------------------------------------------------
-    # A batch (``add_events``) writes one row per event, some twice (placed, then attached
-    # when a waiting parent arrives). Inside a transaction such rows are held and written
-    # with one multi-row statement when the call next touches the database (any statement
-    # runs after them, so a read always sees them) or before COMMIT; the last row held for
-    # a key wins, as the upserts it replaces would have. A rollback drops them.
+    # A batch writes one row per event (some twice: placed, then attached when a waiting
+    # parent arrives) and a few index rows per record, in many small groups (``add_records``
+    # writes its held records out whenever one cites another). Inside a transaction such rows
+    # are held and written with one multi-row statement per table when the call next touches
+    # the database (any statement runs after them, so a read always sees them) or before
+    # COMMIT; the last row held for a key wins, as the upserts it replaces would have. A
+    # rollback drops them.
     def _hold(self, text: str, key: tuple[Any, ...], row: tuple[Any, ...]) -> None:
         if self._depth == 0:
             self._many(text, [row])
             return
         self._held.setdefault(text, {})[key] = row
+
+    def _hold_rows(self, text: str, rows: list[tuple[Any, ...]], key_width: int = 0) -> None:
+        """Hold many rows of one statement; a row's key is its first ``key_width`` values
+        (0: the whole row, for inserts that ignore a repeated row anyway)."""
+        if self._depth == 0:
+            self._many(text, rows)
+            return
+        held = self._held.setdefault(text, {})
+        for row in rows:
+            held[row[:key_width] if key_width else row] = row
 
     def _release(self) -> None:
         held, self._held = self._held, {}
@@ -146,6 +158,10 @@ class SQLSession(ABC):
             self._depth = 0
             self._forget()
             self._run("COMMIT")
+            self._after_commit()
+
+    def _after_commit(self) -> None:  # noqa: B027 - SQLite has nothing to do
+        """Upkeep after a write transaction committed, outside it (PostgreSQL: statistics)."""
 
     @contextmanager
     def reading(self, namespace: str) -> Iterator[None]:

