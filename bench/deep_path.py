@@ -2,11 +2,11 @@
 
 Each backend (SQLite, PostgreSQL) gets one chain of ``--depth`` events (written with
 ``add_events`` in batches) and two records: one citing the root, one citing an event of a
-side branch near the top. It times ``path(anchor)`` at the deepest event and ``explain()`` of
-both records there (median of ``--repeat`` calls, after one untimed call), and prints
-PostgreSQL / SQLite for each (goal: <= 2). PostgreSQL is the server given with ``--pg-dsn``
-(or ``BRANCHMEM_TEST_PG_DSN``), else a throwaway embedded one. No ``ANALYZE`` is run: the
-queries must keep their plan on a freshly loaded table.
+side branch halfway down. It times ``path(anchor)`` at the deepest event and ``explain()`` of
+both records there (median of ``--repeat`` calls after one untimed call; the backends take
+turns call by call, so the machine's load falls on both alike) and prints PostgreSQL / SQLite
+for each (goal: <= 2). PostgreSQL is the server given with ``--pg-dsn`` (or
+``BRANCHMEM_TEST_PG_DSN``), else a throwaway embedded one.
 
     python bench/deep_path.py [--depth 100000] [--repeat 5] [--pg-dsn URL]
 """
@@ -46,30 +46,39 @@ def build(mem: Memory, depth: int, batch: int = 5_000) -> str:
     return f"e{depth - 1}"
 
 
-def timed(call: Callable[[], object], repeat: int) -> float:
-    call()  # untimed: caches and prepared statements warm up alike on both backends
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
-def measure(mem: Memory, depth: int, repeat: int) -> dict[str, float]:
+def build_checked(mem: Memory, depth: int) -> tuple[str, float]:
     started = time.perf_counter()
     anchor = build(mem, depth)
     built = time.perf_counter() - started
-    path = mem.path(anchor)
-    assert len(path) == depth, len(path)
+    assert len(mem.path(anchor)) == depth
     on = mem.explain("on-path", anchor=anchor)
     off = mem.explain("off-path", anchor=anchor)
     assert on.visible and not off.visible and off.fork == f"e{depth // 2}", (on, off)
+    return anchor, built
+
+
+READS: dict[str, Callable[[Memory, str], object]] = {
+    "path": lambda mem, anchor: mem.path(anchor),
+    "explain (visible)": lambda mem, anchor: mem.explain("on-path", anchor=anchor),
+    "explain (off path)": lambda mem, anchor: mem.explain("off-path", anchor=anchor),
+}
+
+
+def measure(stores: dict[str, tuple[Memory, str]], repeat: int) -> dict[str, dict[str, float]]:
+    """Median seconds per read and backend; the backends take turns call by call, so a
+    change in the machine's load falls on both alike."""
+    times: dict[str, dict[str, list[float]]] = {name: {} for name in stores}
+    for what, read in READS.items():
+        for mem, anchor in stores.values():
+            read(mem, anchor)  # untimed: caches and prepared statements warm up alike
+        for _ in range(repeat):
+            for name, (mem, anchor) in stores.items():
+                started = time.perf_counter()
+                read(mem, anchor)
+                times[name].setdefault(what, []).append(time.perf_counter() - started)
     return {
-        "build s": built,
-        "path": timed(lambda: mem.path(anchor), repeat),
-        "explain (visible)": timed(lambda: mem.explain("on-path", anchor=anchor), repeat),
-        "explain (off path)": timed(lambda: mem.explain("off-path", anchor=anchor), repeat),
+        name: {what: statistics.median(found) for what, found in reads.items()}
+        for name, reads in times.items()
     }
 
 
@@ -91,23 +100,21 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--pg-dsn", default=os.environ.get("BRANCHMEM_TEST_PG_DSN") or None)
     args = parser.parse_args()
-    results: dict[str, dict[str, float]] = {}
-    for name, opened in (("sqlite", sqlite()), ("postgresql", postgres(args.pg_dsn))):
-        with opened as mem:
-            results[name] = measure(mem, args.depth, args.repeat)
-        print(
-            f"{name}: built {args.depth:,} events in {results[name]['build s']:.1f} s", flush=True
-        )
+    with contextlib.ExitStack() as stack:
+        stores: dict[str, tuple[Memory, str]] = {}
+        for name, opened in (("sqlite", sqlite()), ("postgresql", postgres(args.pg_dsn))):
+            mem = stack.enter_context(opened)
+            anchor, built = build_checked(mem, args.depth)
+            stores[name] = (mem, anchor)
+            print(f"{name}: built {args.depth:,} events in {built:.1f} s", flush=True)
+        results = measure(stores, args.repeat)
     print(
         f"\n{'depth ' + format(args.depth, ','):<22} {'SQLite s':>9} {'PG s':>9} {'PG/SQLite':>10}"
     )
-    for what in ("path", "explain (visible)", "explain (off path)"):
+    for what in READS:
         lite, pg = results["sqlite"][what], results["postgresql"][what]
         print(f"{what:<22} {lite:9.3f} {pg:9.3f} {pg / lite:9.2f}x")
-    worst = max(
-        results["postgresql"][w] / results["sqlite"][w]
-        for w in ("path", "explain (visible)", "explain (off path)")
-    )
+    worst = max(results["postgresql"][w] / results["sqlite"][w] for w in READS)
     print(
         f"worst PostgreSQL / SQLite: {worst:.2f} (goal <= {GOAL}); "
         f"load average {os.getloadavg()[0]:.1f}"

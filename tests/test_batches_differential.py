@@ -142,3 +142,20 @@ def test_a_batch_settling_its_own_orphans_is_stored_as_placed(backend: Any) -> N
     assert [e.id for e in mem.path("c2")] == ["root", "c1", "c2"]
     assert [e.tree for e in mem.path("c2")] == ["root"] * 3
     assert mem.explain("f", "c2").visible
+
+
+def test_ids_with_quotes_commas_and_braces_survive_array_parameters(backend: Any) -> None:
+    """Lists of ids travel as one array parameter on PostgreSQL (an array literal built by
+    the store): ids an array literal would misread must come back as they went in."""
+    awkward = ['a"b', "c\\d", "{e,f}", "g h", "NULL", "", "ü'x"]
+    chain = [f"p{i}:{name}" for i, name in enumerate(awkward)]
+    mem, oracle = backend(), Memory()
+    for store in (mem, oracle):
+        store.add_events(
+            [{"id": event_id, "parent": chain[i - 1] if i else None} for i, event_id in
+             enumerate(chain)]
+        )  # fmt: skip
+        store.add_records([{"id": f"r:{event_id}", "sources": [event_id]} for event_id in chain])
+    assert [e.id for e in mem.path(chain[-1])] == chain
+    for anchor in chain:
+        assert [r.id for r in mem.visible(anchor)] == [r.id for r in oracle.visible(anchor)]
