@@ -198,23 +198,38 @@ def print_row(row: dict[str, Any]) -> None:
     )
 
 
-def run_backend(
-    backend: str, opened: contextlib.AbstractContextManager[tuple[Memory, str]], args: Any
-) -> tuple[list[dict[str, Any]], str]:
-    with opened as (mem, where):
-        print(f"{backend}: {where}", flush=True)
+def run_backends(backends: list[str], args: Any) -> dict[str, dict[str, Any]]:
+    """Grow every backend's store size by size, in turn: each size is measured on all of
+    them before the next, so the machine's load of the moment falls on all of them."""
+    found: dict[str, dict[str, Any]] = {}
+    with contextlib.ExitStack() as stack:
+        growing = {}
+        for backend in backends:
+            if backend == "sqlite":
+                opened: Any = sqlite_store(args.dir, args.keep)
+            elif backend == "postgresql":
+                opened = postgres_store(args.pg_dsn)
+            else:
+                raise SystemExit(f"unknown backend {backend!r}")
+            mem, where = stack.enter_context(opened)
+            print(f"{backend}: {where}", flush=True)
+            growing[backend] = grow(mem, args.sizes, args.queries, backend)
+            found[backend] = {"where": where, "rows": []}
         if args.profile:
             profile = cProfile.Profile()
             profile.enable()
-        rows = []
-        for row in grow(mem, args.sizes, args.queries, backend):
-            print_row(row)
-            rows.append(row)
+        for _ in args.sizes:
+            for backend, rows in growing.items():
+                row = next(rows)
+                print_row(row)
+                found[backend]["rows"].append(row)
         if args.profile:
             profile.disable()
-            stats = pstats.Stats(profile)
-            stats.sort_stats("tottime").print_stats(25)
-    return rows, where
+            pstats.Stats(profile).sort_stats("tottime").print_stats(25)
+    for result in found.values():
+        rows = result["rows"]
+        result["ratio"] = rows[-1]["visible_median_ms"] / rows[0]["visible_median_ms"]
+    return found
 
 
 def main() -> None:
@@ -244,19 +259,8 @@ def main() -> None:
         "sizes": args.sizes,
         "queries": args.queries,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "backends": {},
-        "skipped": {},
+        "backends": run_backends(backends, args),
     }
-    for backend in backends:
-        if backend == "sqlite":
-            opened: Any = sqlite_store(args.dir, args.keep)
-        elif backend == "postgresql":
-            opened = postgres_store(args.pg_dsn)
-        else:
-            raise SystemExit(f"unknown backend {backend!r}")
-        rows, where = run_backend(backend, opened, args)
-        ratio = rows[-1]["visible_median_ms"] / rows[0]["visible_median_ms"]
-        results["backends"][backend] = {"where": where, "rows": rows, "ratio": ratio}
 
     print()
     for backend, found in results["backends"].items():
