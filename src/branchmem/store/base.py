@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
 
 from ..audit import AuditEntry
+from ..keyed import TreeIndex
 from ..model import Delivery, RepairItem
 from ..provenance import RevisionNode
 from ..resolution import RevisionKey
@@ -181,6 +182,12 @@ class Store(ABC):
             ),
             key=lambda node: node.seq,
         )
+
+    def tree_index(self, namespace: str, tree: str, limit: int) -> TreeIndex | None:
+        """The groups and unkeyed revisions a view of ``tree`` decides from without its path
+        (see ``keyed.TreeIndex``), or None when they number more than ``limit`` — then the
+        path is the shorter read. The default has no such index: views walk the path."""
+        return None
 
     # -- relations ---------------------------------------------------------------------
     @abstractmethod
