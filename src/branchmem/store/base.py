@@ -63,6 +63,10 @@ class Store(ABC):
     @abstractmethod
     def get_event(self, namespace: str, event_id: str) -> EventNode | None: ...
 
+    def get_events(self, namespace: str, ids: Sequence[str]) -> list[EventNode | None]:
+        """``get_event`` for each id, in one read where the backend can."""
+        return [self.get_event(namespace, event_id) for event_id in ids]
+
     @abstractmethod
     def put_event(self, namespace: str, node: EventNode) -> None:
         """Insert an event or update its topology fields (tree, attached, depth, jump)."""

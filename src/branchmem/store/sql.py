@@ -43,6 +43,22 @@ class SQLStore(SQLLedger, Store, KeyStore):
             self._events[key] = node
         return node
 
+    def get_events(self, namespace: str, ids: Sequence[str]) -> list[EventNode | None]:
+        wanted = [i for i in dict.fromkeys(ids) if (namespace, i) not in self._events]
+        found: dict[str, EventNode] = {}
+        for chunk in self._chunks(wanted):
+            for row in self._all(
+                f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? "
+                f"AND id IN ({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            ):
+                found[row[0]] = codec.event_node(row)
+        if self._depth > 0:
+            for item in wanted:
+                self._events[(namespace, item)] = found.get(item)
+        cached = self._events
+        return [found[i] if i in found else cached.get((namespace, i)) for i in ids]
+
     def prefetch(self, namespace: str, ids: Collection[str]) -> None:
         """Load in bulk what one call will ask about these ids: events, children, records."""
         if self._depth == 0:
