@@ -8,9 +8,9 @@ waiting subtree (or, while the parent is itself detached, passes the tree down t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, overload
 
 from ..errors import ConflictError, CycleError, InvalidInput
 from ..model import ERASED, Event
@@ -177,15 +177,61 @@ def path(ns: Namespace, anchor: str) -> list[Event]:
     return [node.to_event(ns.name) for node in ns.store.path_events(ns.name, anchor)]
 
 
-def path_messages(ns: Namespace, path_ids: list[str]) -> list[Event]:
-    """The events of a path a prompt may show: withdrawn and erased ones left out."""
-    store = ns.store
-    store.prefetch(ns.name, path_ids)
-    nodes = [store.get_event(ns.name, event_id) for event_id in path_ids]
-    statuses = store.statuses(ns.name, path_ids)
-    return [
-        node.to_event(ns.name) for node in nodes if node is not None and node.id not in statuses
-    ]
+@dataclass(frozen=True, slots=True)
+class _Omitted:
+    """A withdrawn or erased path event: a message with nothing a prompt may show."""
+
+    id: str
+    role: str
+    content: str = ""
+
+
+class PathMessages(Sequence[EventNode | _Omitted]):
+    """The ``length`` events of the path ending at ``anchor``, root first, as a prompt may
+    show them (withdrawn and erased ones empty). They are read from the anchor back, a page
+    at a time: a context's budget is usually spent long before the root, so the path above
+    what it takes is never read — not even its ids."""
+
+    FIRST_PAGE = 32
+
+    def __init__(self, ns: Namespace, anchor: str, length: int) -> None:
+        self.ns = ns
+        self.length = length
+        self.loaded: dict[int, EventNode | _Omitted] = {}
+        self.start = length  # events from here to the anchor are loaded
+        self.next_id: str | None = anchor  # the deepest event not loaded yet
+        self.page = self.FIRST_PAGE
+
+    def __len__(self) -> int:
+        return self.length
+
+    @overload
+    def __getitem__(self, index: int) -> EventNode | _Omitted: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[EventNode | _Omitted]: ...
+    def __getitem__(self, index: int | slice) -> EventNode | _Omitted | list[EventNode | _Omitted]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.length))]
+        if index < 0:
+            index += self.length
+        if not 0 <= index < self.length:
+            raise IndexError(index)
+        while index < self.start:
+            self._load_page()
+        return self.loaded[index]
+
+    def _load_page(self) -> None:
+        store, name = self.ns.store, self.ns.name
+        assert self.next_id is not None, "the path is shorter than its length"
+        nodes = store.ancestors(name, self.next_id, min(self.page, self.start))
+        assert nodes, self.next_id
+        hidden = store.statuses(name, [node.id for node in nodes])
+        for node in nodes:
+            self.start -= 1
+            shown = node.id not in hidden
+            self.loaded[self.start] = node if shown else _Omitted(node.id, node.role)
+        self.next_id = nodes[-1].parent
+        self.page *= 2
 
 
 def set_head(ns: Namespace, event_id: str) -> None:

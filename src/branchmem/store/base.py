@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
 
 from ..audit import AuditEntry
+from ..keyed import TreeIndex
 from ..model import Delivery, RepairItem
 from ..provenance import RevisionNode
 from ..resolution import RevisionKey
@@ -80,6 +81,16 @@ class Store(ABC):
             self.get_event(namespace, event_id) for event_id in self.path_ids(namespace, anchor)
         )
         return [node for node in found if node is not None]
+
+    def ancestors(self, namespace: str, event_id: str, limit: int) -> list[EventNode]:
+        """``event_id`` and up to ``limit - 1`` of its ancestors, deepest first (the start of
+        a path read from the anchor back; backends with round trips: one query)."""
+        found: list[EventNode] = []
+        node = self.get_event(namespace, event_id)
+        while node is not None and len(found) < limit:
+            found.append(node)
+            node = None if node.parent is None else self.get_event(namespace, node.parent)
+        return found
 
     @abstractmethod
     def iter_events(self, namespace: str, tree: str | None = None) -> Iterator[EventNode]:
@@ -181,6 +192,12 @@ class Store(ABC):
             ),
             key=lambda node: node.seq,
         )
+
+    def tree_index(self, namespace: str, tree: str, limit: int) -> TreeIndex | None:
+        """The groups and unkeyed revisions a view of ``tree`` decides from without its path
+        (see ``keyed.TreeIndex``), or None when they number more than ``limit`` — then the
+        path is the shorter read. The default has no such index: views walk the path."""
+        return None
 
     # -- relations ---------------------------------------------------------------------
     @abstractmethod

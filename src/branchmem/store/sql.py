@@ -9,6 +9,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Collection, Iterable, Iterator, Sequence
 
+from ..keyed import TreeIndex
+from ..model import RETRACTION_KIND
 from ..provenance import RevisionNode
 from ..retraction import TREE, RetractionNode
 from ..topology import EventNode
@@ -17,6 +19,11 @@ from . import codec
 from .base import RevisionKey, Store
 from .keys import KeyStore
 from .sqlledger import SQLLedger
+
+
+def scope_tag(scope: str | None) -> str:
+    """A key scope as ``tree_keys`` stores it: any string is a scope, so None is '-'."""
+    return "-" if scope is None else "+" + scope
 
 
 class SQLStore(SQLLedger, Store, KeyStore):
@@ -206,6 +213,23 @@ class SQLStore(SQLLedger, Store, KeyStore):
                 self._events[(namespace, node.id)] = node
         return nodes
 
+    def ancestors(self, namespace: str, event_id: str, limit: int) -> list[EventNode]:
+        columns = ", ".join("e." + c for c in codec.EVENT_COLUMNS.split(", "))
+        rows = self._all(
+            "WITH RECURSIVE up(id, parent, n) AS ("
+            " SELECT id, parent, 0 FROM events WHERE namespace = ? AND id = ?"
+            " UNION ALL SELECT e.id, e.parent, up.n + 1 FROM events e JOIN up"
+            " ON e.namespace = ? AND e.id = up.parent WHERE up.n + 1 < ?)"
+            f" SELECT {columns} FROM up JOIN events e ON e.namespace = ? AND e.id = up.id"
+            " ORDER BY up.n",
+            (namespace, event_id, namespace, limit, namespace),
+        )
+        nodes = [codec.event_node(row) for row in rows]
+        if self._depth > 0:
+            for node in nodes:
+                self._events[(namespace, node.id)] = node
+        return nodes
+
     def iter_events(self, namespace: str, tree: str | None = None) -> Iterator[EventNode]:
         if tree is None:
             rows = self._all(
@@ -257,7 +281,9 @@ class SQLStore(SQLLedger, Store, KeyStore):
             else:
                 cached.append(node)
         key = (namespace, node.record_id, node.revision)
-        tables = ("frontiers", "ungated", "citing", "pending", "key_frontiers")
+        tables = (
+            "frontiers", "ungated", "citing", "pending", "key_frontiers", "unkeyed_frontiers",
+        )  # fmt: skip
         for table in () if known_new else tables:
             self._run(  # a replaced revision: its old index rows go first
                 f"DELETE FROM {table} WHERE namespace = ? AND record_id = ? AND revision = ?",
@@ -434,19 +460,71 @@ class SQLStore(SQLLedger, Store, KeyStore):
     _PAGES = (8, 64, 512)  # a keyed read usually stops at its first candidate
 
     def _rank_by_key(
-        self, namespace: str, nodes: Iterable[RevisionNode], *, hold: bool = False
+        self, namespace: str, nodes: Sequence[RevisionNode], *, hold: bool = False
     ) -> None:
-        """Index keyed revisions in the order a view ranks them, once per frontier tree."""
+        """Index keyed revisions in the order a view ranks them, once per frontier tree, and
+        each tree's groups and unkeyed revisions (``tree_index``); ``hold``: a batch's rows,
+        written with the batch's next write-out."""
+        write = self._hold_rows if hold else self._many
         rows = [
             (namespace, node.key, tree, depth, node.seq, node.record_id, node.revision)
             for node in nodes
             if node.key is not None
             for tree, depth in [(f.tree, f.depth) for f in node.gate.frontiers] or [("", -1)]
         ]
-        (self._hold_rows if hold else self._many)(
+        write(
             "INSERT INTO key_frontiers (namespace, key_name, tree, depth, seq, record_id, "
             "revision) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             rows,
+        )
+        groups = {
+            (namespace, tree, node.key, scope_tag(node.scope))
+            for node in nodes
+            if node.key is not None
+            for tree in [f.tree for f in node.gate.frontiers] or [""]
+        }
+        write(
+            "INSERT INTO tree_keys (namespace, tree, key_name, scope_tag) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            sorted(groups),
+        )
+        write(
+            "INSERT INTO unkeyed_frontiers (namespace, tree, depth, seq, record_id, revision) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [
+                (namespace, f.tree, f.depth, node.seq, node.record_id, node.revision)
+                for node in nodes
+                if node.key is None or node.kind == RETRACTION_KIND
+                for f in node.gate.frontiers
+            ],
+        )
+
+    def tree_index(self, namespace: str, tree: str, limit: int) -> TreeIndex | None:
+        bound = min(limit, 2**62) + 1  # one more than allowed tells "too many"
+        rows = self._all(
+            "SELECT DISTINCT key_name, scope_tag FROM tree_keys WHERE namespace = ? "
+            "AND tree IN (?, '') ORDER BY key_name, scope_tag LIMIT ?",
+            (namespace, tree, bound),
+        )
+        if len(rows) >= bound:
+            return None
+        groups = tuple((str(k), None if t == "-" else str(t)[1:]) for k, t in rows)
+        columns = ", ".join("r." + c for c in codec.REVISION_COLUMNS.split(", "))
+        unkeyed = self._all(
+            f"SELECT {columns} FROM unkeyed_frontiers u JOIN revisions r "
+            "ON r.namespace = u.namespace AND r.record_id = u.record_id "
+            "AND r.revision = u.revision WHERE u.namespace = ? AND u.tree = ? "
+            "ORDER BY u.depth DESC, u.seq DESC LIMIT ?",
+            (namespace, tree, bound - len(groups)),
+        )
+        if len(groups) + len(unkeyed) >= bound:
+            return None
+        return TreeIndex(
+            groups=groups,
+            unkeyed=(
+                *(codec.revision_node(row) for row in unkeyed),
+                *self.ungated_revisions(namespace),
+            ),
         )
 
     def key_candidates(
@@ -663,6 +741,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
         codec.forget()
 
     def _blank_records(self, namespace: str, record_ids: Collection[str]) -> None:
+        keys = self._keys_of(namespace, record_ids)
         for chunk in self._chunks(record_ids):
             marks = self._marks(len(chunk))
             self._run(
@@ -675,6 +754,17 @@ class SQLStore(SQLLedger, Store, KeyStore):
                     f"DELETE FROM {table} WHERE namespace = ? AND record_id IN ({marks})",
                     (namespace, *chunk),
                 )
+        for chunk in self._chunks(keys):  # a group only erased records held goes too
+            self._run(
+                "DELETE FROM tree_keys WHERE namespace = ? "
+                f"AND key_name IN ({self._marks(len(chunk))}) AND NOT EXISTS (SELECT 1 "
+                "FROM key_frontiers k JOIN revisions r ON r.namespace = k.namespace "
+                "AND r.record_id = k.record_id AND r.revision = k.revision "
+                "WHERE k.namespace = tree_keys.namespace AND k.key_name = tree_keys.key_name "
+                "AND k.tree = tree_keys.tree AND CASE WHEN r.key_scope IS NULL THEN '-' "
+                "ELSE '+' || r.key_scope END = tree_keys.scope_tag)",
+                (namespace, *chunk),
+            )
 
     def _keys_of(self, namespace: str, record_ids: Collection[str]) -> set[str]:
         found: set[str] = set()
