@@ -76,49 +76,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
                 self._events[(namespace, item)] = found.get(item)
                 self._children[(namespace, item)] = children[item]
                 self._revisions[(namespace, item)] = records[item]
-        segments = self._load_segments(namespace, ids)
-        self._load_events(namespace, self._steps_up(namespace, [*ids, *segments]))
-
-    def _load_segments(self, namespace: str, ids: Collection[str]) -> list[str]:
-        """Cache the ancestors of the cached events ``ids`` down to the shallowest of them in
-        their tree, with one recursive query: merging the frontiers of a batch's sources
-        tests whether one lies above another, walking up between them (``add_records``)."""
-        nodes = [self._events.get((namespace, item)) for item in ids]
-        attached = [n for n in nodes if n is not None and n.attached and n.depth is not None]
-        floors: dict[str, int] = {}
-        for node in attached:
-            assert node.tree is not None and node.depth is not None
-            floors[node.tree] = min(node.depth, floors.get(node.tree, node.depth))
-        seeds = [
-            n.id
-            for n in attached
-            if n.parent is not None
-            and (namespace, n.parent) not in self._events
-            and n.depth is not None
-            and n.tree is not None
-            and n.depth > floors[n.tree]
-        ]
-        if not seeds:
-            return []
-        columns = codec.EVENT_COLUMNS
-        prefixed = ", ".join("e." + c for c in columns.split(", "))
-        found: list[str] = []
-        for chunk in self._chunks(seeds):
-            tree_floors = sorted(floors.items())
-            rows = self._all(
-                "WITH RECURSIVE floors(tree, floor) AS (VALUES "
-                f"{', '.join('(?, ?)' for _ in tree_floors)}), "
-                f"up({columns}) AS (SELECT {columns} FROM events WHERE namespace = ? "
-                f"AND id IN ({self._marks(len(chunk))}) UNION SELECT {prefixed} FROM up "
-                "JOIN floors f ON f.tree = up.tree JOIN events e ON e.namespace = ? "
-                f"AND e.id = up.parent WHERE up.depth > f.floor) SELECT {columns} FROM up",
-                (*[v for pair in tree_floors for v in pair], namespace, *chunk, namespace),
-            )
-            for row in rows:
-                node = codec.event_node(tuple(row))
-                self._events.setdefault((namespace, node.id), node)
-                found.append(node.id)
-        return found
+        self._load_events(namespace, self._steps_up(namespace, ids))
 
     def _steps_up(self, namespace: str, ids: Iterable[str]) -> list[str]:
         """The jump targets and parents of cached events that are not cached yet: the first
