@@ -156,7 +156,7 @@ def main() -> int:
                 "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, "
                 f"Python {platform.python_version()}",
                 "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                "load_average": load,
+                "load": load,
                 "rows": rows,
             },
             indent=2,

@@ -126,10 +126,14 @@ def _decoder(hint: Any) -> Decoder:
         return _dataclass_decoder(hint)
     if origin in (dict, Mapping):
         values = decoder(args[1] if len(args) == 2 else Any)
+        if values is _same:
+            return lambda data: {k: v for k, v in data.items()}
         return lambda data: {k: values(v) for k, v in data.items()}
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
             each = decoder(args[0])
+            if each is _same:
+                return tuple
             return lambda data: tuple(each(v) for v in data)
         positions = [decoder(a) for a in args]
         return lambda data: tuple(d(v) for d, v in zip(positions, data, strict=True))
@@ -146,8 +150,9 @@ def _decoder(hint: Any) -> Decoder:
 
 
 def _dataclass_decoder(cls: type) -> Decoder:
-    """Field decoders are looked up on first use, so a dataclass may refer to itself."""
-    resolved: dict[str, Decoder] | None = None
+    """Field decoders are looked up on first use, so a dataclass may refer to itself.
+    Fields whose JSON form is already their value (text, ints, Any) are passed as they are."""
+    resolved: tuple[frozenset[str], dict[str, Decoder]] | None = None
 
     def build(data: Any) -> Any:
         nonlocal resolved
@@ -156,9 +161,16 @@ def _dataclass_decoder(cls: type) -> Decoder:
         fields = resolved
         if fields is None:  # built whole, then published: other threads never see half
             hints = _hints(cls)
-            fields = {f.name: decoder(hints[f.name]) for f in dataclasses.fields(cls)}
+            each = {f.name: decoder(hints[f.name]) for f in dataclasses.fields(cls)}
+            plain = frozenset(name for name, made in each.items() if made is _same)
+            fields = (plain, {n: made for n, made in each.items() if n not in plain})
             resolved = fields
-        return cls(**{k: fields[k](v) for k, v in data.items() if k in fields})
+        plain, converted = fields
+        values = {k: v for k, v in data.items() if k in plain}
+        for name, convert in converted.items():
+            if name in data:
+                values[name] = convert(data[name])
+        return cls(**values)
 
     return build
 
