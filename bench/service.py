@@ -8,8 +8,9 @@ file embedded in this process. Anchors are main-line events at depth 200. After 
 pass over every anchor on both sides, interleaved rounds (the order within a round
 alternates) time ``Memory.visible(anchor)`` against ``Client.visible(anchor)`` and
 ``Memory.search`` against ``Client.search``, check that both answered the same, and print
-p50/p99 of each and the ratio service / embedded (goal for ``visible``: <= 1.5). Writes
-JSON to bench/results/service.json.
+p50/p99 of each and the ratio service / embedded (goal for ``visible``: <= 1.5), and the
+CPU each call used (client and server processes for the service), which unlike latency
+does not grow with what else the machine runs. Writes JSON to bench/results/service.json.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import json
 import os
 import platform
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -56,45 +58,60 @@ def build(path: str, records: int) -> list[str]:
     return anchors
 
 
-def timed(call: Callable[[], Any]) -> tuple[float, Any]:
-    started = time.perf_counter()
-    result = call()
-    return time.perf_counter() - started, result
+def server_cpu(pid: int) -> float | None:
+    """CPU seconds the server process has used (Linux /proc), or None elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+Timings = dict[str, dict[str, list[float]]]
 
 
 def measure(
-    mem: Memory, client: Client, anchors: list[str], rounds: int
-) -> dict[str, dict[str, list[float]]]:
-    """Interleaved rounds, after one untimed pass over every anchor on both sides (each
-    process has its own caches: both start warm)."""
-    rng = random.Random(1)
-    timings: dict[str, dict[str, list[float]]] = {
-        op: {"embedded": [], "service": []} for op in ("visible", "search")
-    }
-    warmup = list(anchors)
-    for index in range(len(warmup) + rounds):
-        anchor = warmup[index] if index < len(warmup) else rng.choice(anchors)
-        query = rng.choice(QUERIES)
-        calls: dict[str, dict[str, Callable[[], Any]]] = {
-            "visible": {
-                "embedded": functools.partial(mem.visible, anchor, namespace=NAMESPACE),
-                "service": functools.partial(client.visible, anchor, namespace=NAMESPACE),
-            },
-            "search": {
-                "embedded": functools.partial(mem.search, query, anchor, namespace=NAMESPACE),
-                "service": functools.partial(client.search, query, anchor, namespace=NAMESPACE),
-            },
-        }
-        sides = ["embedded", "service"] if index % 2 == 0 else ["service", "embedded"]
-        for op, by_side in calls.items():
+    mem: Memory, client: Client, server_pid: int, anchors: list[str], rounds: int
+) -> tuple[Timings, Timings]:
+    """Per operation: one untimed pass over every anchor on both sides (each process has
+    its own caches: both start warm), then interleaved rounds. Returns wall-clock latencies
+    and CPU seconds per call; a service call's CPU is this process's (the client) plus the
+    server's share of its CPU over the rounds, which a loaded machine does not inflate."""
+    wall: Timings = {}
+    cpu: Timings = {}
+    for op in ("visible", "search"):
+        rng = random.Random(1)
+        wall[op] = {"embedded": [], "service": []}
+        cpu[op] = {"embedded": [], "client": [], "server": []}
+        server_before = 0.0
+        for index in range(len(anchors) + rounds):
+            timed = index >= len(anchors)
+            if index == len(anchors):
+                server_before = server_cpu(server_pid) or 0.0
+            anchor = anchors[index] if not timed else rng.choice(anchors)
+            query = rng.choice(QUERIES)
+            args = (anchor,) if op == "visible" else (query, anchor)
+            calls: dict[str, Callable[[], Any]] = {
+                "embedded": functools.partial(getattr(mem, op), *args, namespace=NAMESPACE),
+                "service": functools.partial(getattr(client, op), *args, namespace=NAMESPACE),
+            }
+            sides = ["embedded", "service"] if index % 2 == 0 else ["service", "embedded"]
             answers = {}
             for side in sides:
-                seconds, answers[side] = timed(by_side[side])
-                if index >= len(warmup):
-                    timings[op][side].append(seconds)
+                cpu_started = time.process_time()
+                started = time.perf_counter()
+                answers[side] = calls[side]()
+                elapsed = time.perf_counter() - started
+                used = time.process_time() - cpu_started
+                if timed:
+                    wall[op][side].append(elapsed)
+                    cpu[op]["embedded" if side == "embedded" else "client"].append(used)
             if answers["embedded"] != answers["service"]:
                 raise SystemExit(f"{op} at {anchor!r}: the service answered differently")
-    return timings
+        server_after = server_cpu(server_pid)
+        if server_after is not None:
+            cpu[op]["server"] = [(server_after - server_before) / rounds]
+    return wall, cpu
 
 
 def main() -> int:
@@ -117,7 +134,8 @@ def main() -> int:
                 with Client(worker.url, api_key) as client:
                     gc.freeze()
                     visible_size = len(mem.visible(anchors[0], namespace=NAMESPACE))
-                    timings = measure(mem, client, anchors, args.rounds)
+                    assert worker.process is not None
+                    timings, cpu = measure(mem, client, worker.process.pid, anchors, args.rounds)
             finally:
                 worker.stop()
     rows = []
@@ -128,6 +146,13 @@ def main() -> int:
             row[f"{side}_p99_ms"] = 1000 * percentile(values, 0.99)
         row["ratio_p50"] = row["service_p50_ms"] / row["embedded_p50_ms"]
         row["ratio_p99"] = row["service_p99_ms"] / row["embedded_p99_ms"]
+        spent = cpu[op]
+        row["embedded_cpu_ms"] = 1000 * statistics.mean(spent["embedded"])
+        row["client_cpu_ms"] = 1000 * statistics.mean(spent["client"])
+        row["server_cpu_ms"] = 1000 * spent["server"][0] if spent["server"] else None
+        if row["server_cpu_ms"] is not None:
+            service_cpu = row["client_cpu_ms"] + row["server_cpu_ms"]
+            row["cpu_ratio"] = service_cpu / row["embedded_cpu_ms"]
         rows.append(row)
     load = os.getloadavg()
     print(
@@ -144,6 +169,14 @@ def main() -> int:
             f"{row['operation']:<10} {row['embedded_p50_ms']:>10.2f} ms "
             f"{row['embedded_p99_ms']:>8.2f} {row['service_p50_ms']:>9.2f} ms "
             f"{row['service_p99_ms']:>8.2f} {row['ratio_p50']:>9.2f}x {row['ratio_p99']:>5.2f}x"
+        )
+    print("CPU per call (mean ms): embedded | service = client + server | ratio")
+    for row in rows:
+        server = row["server_cpu_ms"]
+        print(
+            f"{row['operation']:<10} {row['embedded_cpu_ms']:>6.2f} | "
+            f"{row['client_cpu_ms']:.2f} + "
+            + ("n/a" if server is None else f"{server:.2f} | {row['cpu_ratio']:.2f}x")
         )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(
