@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import gc
 import json
 import os
 import platform
@@ -132,7 +131,6 @@ def main() -> int:
             try:
                 worker.wait_ready()
                 with Client(worker.url, api_key) as client:
-                    gc.freeze()
                     visible_size = len(mem.visible(anchors[0], namespace=NAMESPACE))
                     assert worker.process is not None
                     timings, cpu = measure(mem, client, worker.process.pid, anchors, args.rounds)
