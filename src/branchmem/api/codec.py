@@ -27,7 +27,7 @@ _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 
 def encode(value: Any) -> Any:
     """A JSON-ready form of an API value: dataclasses as objects, sets sorted."""
-    kind = type(value)
+    kind: type = type(value)
     if kind in _SCALARS:
         return value
     names = _field_names(kind)
