@@ -89,10 +89,28 @@ def records_rows(results: Path) -> list[Row]:
     ]
 
 
+def service_rows(results: Path) -> list[Row]:
+    found = _load(results, "service.json")
+    by_op = {row["operation"]: row for row in found["rows"]} if found else {}
+    rows = []
+    for op, goal in (("visible", 1.5), ("search", None)):
+        row = by_op.get(op)
+        for share in ("p50", "p99"):
+            what = f"service / embedded `{op}()` {share}, one client, depth 200"
+            value = row[f"ratio_{share}"] if row else None
+            if goal is None:
+                measured = "not measured" if value is None else f"{value:.2f}"
+                rows.append((what, measured, "—", None))
+            else:
+                rows.append(_ratio_row(what, value, goal))
+    return rows
+
+
 SECTIONS: list[tuple[str, Callable[[Path], list[Row]]]] = [
     ("agent history (bench/agent_history.py)", agent_rows),
     ("context (bench/context.py)", context_rows),
     ("bulk records (bench/records.py)", records_rows),
+    ("service overhead (bench/service.py)", service_rows),
 ]
 
 
