@@ -61,8 +61,9 @@ PLANNER_SETTINGS = {
     "enable_mergejoin": "off",
 }
 ANALYZE_AFTER = 1_000  # rows a table gains by bulk writes before this store first analyzes it
-# An INSERT of many rows becomes one statement over arrays: ``INSERT ... SELECT * FROM
-# unnest(%s::text[], ...)``, one round trip and one executor run for the whole batch.
+# An INSERT of many rows becomes one statement: ``COPY`` when every row must be new, else
+# ``INSERT ... SELECT * FROM unnest(%b::text[], ...) ON CONFLICT ...`` over one array per
+# column; one round trip and one executor run for the whole batch.
 MULTI_ROW_INSERT = re.compile(r"INSERT INTO (\w+) \(([^)]*)\) VALUES \((?:\?, )*\?\)(.*)", re.S)
 
 
