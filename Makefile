@@ -52,6 +52,7 @@ bench: $(STAMP)
 	$(PY) bench/agent_history.py
 	$(PY) bench/records.py
 	$(PY) bench/erase_soak.py --rounds 10000
+	$(PY) bench/deep_path.py
 	$(PY) bench/service.py
 	$(PY) bench/context.py
 	$(PY) bench/figures.py

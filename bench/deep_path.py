@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import statistics
 import sys
@@ -99,6 +100,7 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--pg-dsn", default=os.environ.get("BRANCHMEM_TEST_PG_DSN") or None)
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "deep_path.json"))
     args = parser.parse_args()
     with contextlib.ExitStack() as stack:
         stores: dict[str, tuple[Memory, str]] = {}
@@ -118,6 +120,13 @@ def main() -> None:
     print(
         f"worst PostgreSQL / SQLite: {worst:.2f} (goal <= {GOAL}); "
         f"load average {os.getloadavg()[0]:.1f}"
+    )
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(
+        json.dumps(
+            {"depth": args.depth, "seconds": results, "load": os.getloadavg(), "goal": GOAL},
+            indent=2,
+        )
     )
 
 

@@ -106,10 +106,55 @@ def service_rows(results: Path) -> list[Row]:
     return rows
 
 
+def storage_rows(results: Path) -> list[Row]:
+    found = _load(results, "storage.json")
+    backends = found["backends"] if found else {}
+    rows = []
+    for backend, goal in (("sqlite", 1.5), ("postgresql", 2.0)):
+        got = backends.get(backend)
+        sizes = got["rows"] if got else []
+        span = (
+            f"t({sizes[-1]['records']:,}) / t({sizes[0]['records']:,})" if sizes else "t(1M)/t(10k)"
+        )
+        rows.append(
+            _ratio_row(
+                f"{backend} `visible()` at depth 200, {span} records", got and got["ratio"], goal
+            )
+        )
+    lite, pg = backends.get("sqlite"), backends.get("postgresql")
+    for kind in ("events", "records"):
+        share = None
+        if lite and pg:
+            share = min(
+                p[f"{kind}_per_s_batched"] / s[f"{kind}_per_s_batched"]
+                for s, p in zip(lite["rows"], pg["rows"], strict=False)
+            )
+        rows.append(
+            _ratio_row(
+                f"PostgreSQL / SQLite batched {kind}/s, slowest size", share, 0.5, at_most=False
+            )
+        )
+    return rows
+
+
+def deep_path_rows(results: Path) -> list[Row]:
+    found = _load(results, "deep_path.json")
+    depth = f"{found['depth']:,}" if found else "100,000"
+    rows = []
+    for what in ("path", "explain (visible)", "explain (off path)"):
+        ratio = None
+        if found and what in found["seconds"]["sqlite"]:
+            ratio = found["seconds"]["postgresql"][what] / found["seconds"]["sqlite"][what]
+        rows.append(_ratio_row(f"PostgreSQL / SQLite `{what}` at depth {depth}", ratio, 2.0))
+    return rows
+
+
 SECTIONS: list[tuple[str, Callable[[Path], list[Row]]]] = [
     ("agent history (bench/agent_history.py)", agent_rows),
     ("context (bench/context.py)", context_rows),
     ("bulk records (bench/records.py)", records_rows),
+    ("storage at 10k to 1M records (bench/storage.py)", storage_rows),
+    ("depth 100,000 (bench/deep_path.py)", deep_path_rows),
     ("service overhead (bench/service.py)", service_rows),
 ]
 

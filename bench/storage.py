@@ -259,6 +259,7 @@ def main() -> None:
         "sizes": args.sizes,
         "queries": args.queries,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "load": os.getloadavg(),
         "backends": run_backends(backends, args),
     }
 
