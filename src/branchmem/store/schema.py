@@ -1,14 +1,15 @@
 """Append-only numbered migrations shared by every SQL backend.
 
 Each migration is a list of statements in a portable subset of SQL; ``{bigint}``,
-``{double}`` and ``{blob}`` are filled in per dialect. What only one database had (SQLite's
-FTS5 table of version 3) is dropped by the backend before the portable statements run. Every
-table carries ``namespace`` first in its primary key: the shape a sharded PostgreSQL (Citus)
-distributes by (``api_keys`` is namespace-free: a key names its namespaces).
+``{double}``, ``{blob}`` and ``{without_rowid}`` are filled in per dialect. What only one
+database had (SQLite's FTS5 table of version 3) is dropped by the backend before the portable
+statements run. Every table carries ``namespace`` first in its primary key: the shape a sharded
+PostgreSQL (Citus) distributes by (``api_keys`` is namespace-free: a key names its namespaces).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 # keyed reads: a key's revisions in the order a view ranks them, one row per frontier tree
@@ -37,6 +38,68 @@ KEYED_READS: Final[list[str]] = [
         WHERE r.key_name IS NOT NULL""",
     # retraction_targets and retractions_by_key, which keyed reads use too, come with 4
 ]
+
+
+def _clustered(table: str, columns: str, key: str, indexes: Sequence[str] = ()) -> list[str]:
+    """Rebuild ``table`` stored in the order of its primary key: SQLite's ``WITHOUT ROWID``
+    (PostgreSQL gets the same table back). A rowid table whose key is (nearly) the whole row
+    holds every row twice, once in the table and once in the key's index."""
+    names = ", ".join(column.split()[0] for column in columns.split(","))
+    return [
+        f"CREATE TABLE {table}_clustered ({columns}, PRIMARY KEY ({key})) {{without_rowid}}",
+        f"INSERT INTO {table}_clustered ({names}) SELECT {names} FROM {table}",
+        f"DROP TABLE {table}",
+        f"ALTER TABLE {table}_clustered RENAME TO {table}",
+        *indexes,
+    ]
+
+
+REVISION = "record_id TEXT NOT NULL, revision INTEGER NOT NULL"
+
+# Disk (schema 7): the index-like tables, whose primary key is (nearly) the whole row, stored
+# once in key order; the (namespace, record_id, revision) indexes of frontiers, citing and
+# pending are gone: a replaced revision's rows are deleted by their whole key, derived from the
+# revision as stored (sql.py, ``put_revision``). The codec writes references and gates short;
+# the backend re-encodes the revisions written before (``_after_migration``).
+COMPACT_STORAGE: Final[list[str]] = [
+    *_clustered("heads", "namespace TEXT NOT NULL, tree TEXT NOT NULL, event_id TEXT NOT NULL",
+                "namespace, tree"),
+    *_clustered("frontiers", f"namespace TEXT NOT NULL, event_id TEXT NOT NULL, {REVISION}",
+                "namespace, event_id, record_id, revision"),
+    *_clustered("ungated", f"namespace TEXT NOT NULL, {REVISION}",
+                "namespace, record_id, revision"),
+    *_clustered("citing", f"namespace TEXT NOT NULL, target TEXT NOT NULL, {REVISION}",
+                "namespace, target, record_id, revision"),
+    *_clustered("pending", f"namespace TEXT NOT NULL, event_id TEXT NOT NULL, {REVISION}",
+                "namespace, event_id, record_id, revision"),
+    *_clustered(
+        "supersedes",
+        "namespace TEXT NOT NULL, old_id TEXT NOT NULL, new_id TEXT NOT NULL, "
+        "seq {bigint} NOT NULL",
+        "namespace, old_id, new_id",
+        ["CREATE INDEX supersedes_by_new ON supersedes (namespace, new_id)"],
+    ),
+    *_clustered("statuses", "namespace TEXT NOT NULL, id TEXT NOT NULL, status TEXT NOT NULL",
+                "namespace, id"),
+    *_clustered("audit_ids", "namespace TEXT NOT NULL, id TEXT NOT NULL, seq {bigint} NOT NULL",
+                "namespace, id, seq"),
+    *_clustered("retraction_targets",
+                "namespace TEXT NOT NULL, target TEXT NOT NULL, id TEXT NOT NULL",
+                "namespace, target, id"),
+    *_clustered("erase_cleanup", "namespace TEXT NOT NULL, seq {bigint} NOT NULL",
+                "namespace, seq"),
+    *_clustered(  # key columns first: SQLite 3.40-3.41's integrity_check misreads others
+        "key_frontiers",
+        f"namespace TEXT NOT NULL, {REVISION}, tree TEXT NOT NULL, key_name TEXT NOT NULL, "
+        "depth INTEGER NOT NULL, seq {bigint} NOT NULL",
+        "namespace, record_id, revision, tree",
+        [
+            "CREATE INDEX key_frontiers_ranked ON key_frontiers "
+            "(namespace, key_name, tree, depth, seq)",
+            "CREATE INDEX key_frontiers_by_seq ON key_frontiers (namespace, key_name, seq)",
+        ],
+    ),
+]  # fmt: skip
 
 MIGRATIONS: Final[list[list[str]]] = [
     # 1: the engine's state
@@ -145,8 +208,10 @@ MIGRATIONS: Final[list[list[str]]] = [
             namespace TEXT NOT NULL, seq {bigint} NOT NULL, PRIMARY KEY (namespace, seq))""",
     ],
     KEYED_READS,  # 5, defined above; its version is its place in this list
+    COMPACT_STORAGE,  # 6, defined above
 ]
 
 KEYED_READS_VERSION: Final = MIGRATIONS.index(KEYED_READS) + 1
+COMPACT_STORAGE_VERSION: Final = MIGRATIONS.index(COMPACT_STORAGE) + 1
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

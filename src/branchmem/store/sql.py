@@ -16,6 +16,7 @@ from ..validation import check_text
 from . import codec
 from .base import RevisionKey, Store
 from .keys import KeyStore
+from .schema import COMPACT_STORAGE_VERSION
 from .sqlledger import SQLLedger
 
 
@@ -170,20 +171,16 @@ class SQLStore(SQLLedger, Store, KeyStore):
     def put_revision(self, namespace: str, node: RevisionNode) -> None:
         check_text(node.kind, f"record {node.record_id!r}: kind")
         check_text(node.content, f"record {node.record_id!r}: content")
+        replaced = self._stored_revision(namespace, node.record_id, node.revision)
         cached = self._revisions.get((namespace, node.record_id))
-        known_new = cached is not None and node.revision > len(cached)
         if cached is not None:
             if node.revision <= len(cached):
                 cached[node.revision - 1] = node
             else:
                 cached.append(node)
         key = (namespace, node.record_id, node.revision)
-        tables = ("frontiers", "ungated", "citing", "pending", "key_frontiers")
-        for table in () if known_new else tables:
-            self._run(  # a replaced revision: its old index rows go first
-                f"DELETE FROM {table} WHERE namespace = ? AND record_id = ? AND revision = ?",
-                key,
-            )
+        if replaced is not None:
+            self._unindex(namespace, replaced)
         self._run(
             f"INSERT INTO revisions (namespace, {codec.REVISION_COLUMNS}, legacy, "
             "unknown_sources, detached_sources, consistent) VALUES "
@@ -208,13 +205,46 @@ class SQLStore(SQLLedger, Store, KeyStore):
             "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [(namespace, e, node.record_id, node.revision) for e in sorted(gate.detached)],
         )
-        targets = {name for ref in node.refs or () for name in (ref.target, ref.text)}
         self._many(
             "INSERT INTO citing (namespace, target, record_id, revision) "
             "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            [(namespace, t, node.record_id, node.revision) for t in sorted(targets)],
+            [(namespace, t, node.record_id, node.revision) for t in sorted(_cited(node))],
         )
         self._rank_by_key(namespace, [node])
+
+    def _stored_revision(
+        self, namespace: str, record_id: str, revision: int
+    ) -> RevisionNode | None:
+        """The revision as stored before a write replaces it (None: a new one)."""
+        cached = self._revisions.get((namespace, record_id))
+        if cached is not None:
+            return cached[revision - 1] if revision <= len(cached) else None
+        row = self._one(
+            f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
+            "AND record_id = ? AND revision = ?",
+            (namespace, record_id, revision),
+        )
+        return None if row is None else codec.revision_node(row)
+
+    def _unindex(self, namespace: str, node: RevisionNode) -> None:
+        """Delete a replaced revision's index rows by their whole key: each is derived from
+        the revision exactly as ``put_revision`` derived it, so no index by revision is needed."""
+        key = (namespace, node.record_id, node.revision)
+        for table, column, values in (
+            ("frontiers", "event_id", [f.event for f in node.gate.frontiers]),
+            ("pending", "event_id", sorted(node.gate.detached)),
+            ("citing", "target", sorted(_cited(node))),
+        ):
+            self._many(
+                f"DELETE FROM {table} WHERE namespace = ? AND {column} = ? AND record_id = ? "
+                "AND revision = ?",
+                [(namespace, value, node.record_id, node.revision) for value in values],
+            )
+        for table in ("ungated", "key_frontiers"):  # their primary keys begin with these
+            self._run(
+                f"DELETE FROM {table} WHERE namespace = ? AND record_id = ? AND revision = ?",
+                key,
+            )
 
     def put_revisions(self, namespace: str, nodes: Sequence[RevisionNode]) -> None:
         """New revisions (``add_records``) with one statement per table, not per revision."""
@@ -268,9 +298,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
             [
                 (namespace, t, node.record_id, node.revision)
                 for node in fresh
-                for t in sorted(
-                    {name for ref in node.refs or () for name in (ref.target, ref.text)}
-                )
+                for t in sorted(_cited(node))
             ],
         )
         self._rank_by_key(namespace, fresh)
@@ -488,6 +516,8 @@ class SQLStore(SQLLedger, Store, KeyStore):
         )
 
     def _after_migration(self, version: int) -> None:
+        if version == COMPACT_STORAGE_VERSION:
+            self._compact_revisions()
         if version == 4:  # index the targets of the retractions written before
             rows = self._all("SELECT namespace, id, targets FROM retractions")
             self._many(
@@ -499,6 +529,35 @@ class SQLStore(SQLLedger, Store, KeyStore):
                     for target in dict.fromkeys(codec.loads(targets))
                 ],
             )
+
+    def _compact_revisions(self) -> None:
+        """Write the references and gates of revisions stored before schema 7 short, a page
+        at a time in key order (a store of millions of revisions never sits in memory)."""
+        after: tuple[str, str, int] = ("", "", 0)
+        while True:
+            rows = self._all(
+                "SELECT namespace, record_id, revision, sources, refs, gate FROM revisions "
+                "WHERE (namespace, record_id, revision) > (?, ?, ?) "
+                "ORDER BY namespace, record_id, revision LIMIT 2000",
+                after,
+            )
+            if not rows:
+                return
+            changed = []
+            for namespace, record_id, revision, sources, refs, gate in rows:
+                listed = None if sources is None else tuple(codec.loads(sources))
+                short = (
+                    codec.refs_text(listed, codec.refs_value(listed, refs)),
+                    codec.gate_json(codec.gate_value(gate)),
+                )
+                if short != (refs, gate):
+                    changed.append((*short, namespace, record_id, revision))
+            self._many(
+                "UPDATE revisions SET refs = ?, gate = ? WHERE namespace = ? AND record_id = ? "
+                "AND revision = ?",
+                changed,
+            )
+            after = (rows[-1][0], rows[-1][1], int(rows[-1][2]))
 
     _RETRACTION_COLUMNS = "id, scope, targets, key_name, key_scope, seq"
 
@@ -644,3 +703,8 @@ class SQLStore(SQLLedger, Store, KeyStore):
             (namespace, key),
         )
         return sorted(str(row[0]) for row in rows)
+
+
+def _cited(node: RevisionNode) -> set[str]:
+    """What a revision's ``citing`` rows name: each reference's target and its text."""
+    return {name for ref in node.refs or () for name in (ref.target, ref.text)}
