@@ -1,6 +1,6 @@
-"""Schema 7 (``COMPACT_STORAGE``): a store written at schema 5 migrates and decides the same;
-short references and gates read back what was written; a replaced revision leaves no index row
-behind now that its rows are deleted by whole key."""
+"""Schema 7 (``COMPACT_STORAGE``): a store written at schema 5 migrates (through 6, the tree
+index) and decides the same; short references and gates read back what was written; a replaced
+revision leaves no index row behind now that its rows are deleted by whole key."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from branchmem.testing.oracle import Oracle
 FIXTURE = Path(__file__).parent / "fixtures" / "schema5"
 CLUSTERED = (
     "heads", "frontiers", "ungated", "citing", "pending", "supersedes", "statuses", "audit_ids",
-    "retraction_targets", "erase_cleanup", "key_frontiers",
+    "retraction_targets", "erase_cleanup", "key_frontiers", "tree_keys", "unkeyed_frontiers",
 )  # fmt: skip
 INDEX_TABLES = {  # what each index-like table holds, by what a test can compare across stores
     "frontiers": "event_id, record_id, revision",
@@ -32,7 +32,8 @@ INDEX_TABLES = {  # what each index-like table holds, by what a test can compare
     "citing": "target, record_id, revision",
     "pending": "event_id, record_id, revision",
     "key_frontiers": "key_name, tree, depth, record_id, revision",
-}
+    "unkeyed_frontiers": "tree, depth, record_id, revision",
+}  # (tree_keys only grows while revisions move: a group stays listed until erased)
 
 
 @pytest.fixture

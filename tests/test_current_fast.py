@@ -21,7 +21,7 @@ from branchmem.store.inmemory import InMemoryStore
 from branchmem.store.schema import KEYED_READS_VERSION, MIGRATIONS
 from branchmem.store.sqlite import SQLiteStore
 from branchmem.topology import AnchorPath, EventNode
-from differential import Op, apply, oracle_current
+from differential import Op, apply, index_reads, oracle_current
 from oracle import Oracle
 
 KEYS = 10
@@ -93,6 +93,58 @@ def test_current_on_sqlite_runs_the_same_statements_after_ten_times_the_history(
     assert counts[1] <= counts[0] + 2, counts
 
 
+def work_of_visible(turns: int) -> tuple[int, int]:
+    store = CountingStore()
+    mem = Memory(store=store)
+    head = agent(mem, turns)
+    mem.add_event("side", "e3")  # an unkeyed record on the path, one off it
+    mem.add_record("note", sources=["e5"], content="unkeyed")
+    mem.add_record("aside", sources=["side"], content="unkeyed, off the path")
+    store.lookups = store.candidates = 0
+    found = mem.visible(head)
+    assert sorted(r.id for r in found) == sorted(
+        ["note", *(f"w{turns - KEYS + key}" for key in range(KEYS))]
+    )
+    assert found[0].id == "note"  # path order: the oldest frontier first
+    return store.lookups, store.candidates
+
+
+def test_visible_does_the_same_work_after_ten_times_the_history() -> None:
+    short, long = work_of_visible(200), work_of_visible(2000)
+    assert long[1] == short[1] == KEYS  # the tree index: each key's first candidate wins
+    assert long[0] <= short[0] + 4 * KEYS  # ancestor tests: a few lookups, not the path
+
+
+def test_visible_on_sqlite_runs_the_same_statements_after_ten_times_the_history(
+    tmp_path: Path,
+) -> None:
+    counts, reads = [], []
+    for turns in (200, 2000):
+        with Memory.open(tmp_path / f"agent-{turns}.db") as mem:
+            head = agent(mem, turns)
+            store = mem.store
+            assert isinstance(store, SQLiteStore)
+            statements: list[str] = []
+            store._connection().set_trace_callback(statements.append)
+            reads.append([r.id for r in mem.visible(head)])
+            store._connection().set_trace_callback(None)
+            counts.append(len(statements))
+            with index_reads(None):
+                assert [r.id for r in mem.visible(head)] == reads[-1]
+    assert reads[1] == [f"w{2000 - KEYS + key}" for key in range(KEYS)]
+    assert counts[1] <= counts[0] + KEYS, counts  # at most one more ancestor lookup a key
+
+
+def test_a_short_path_is_walked_and_a_large_tree_index_is_not_read() -> None:
+    mem = Memory()
+    head = agent(mem, 40)  # 10 keys next to a path of 40: the path is the shorter read
+    with index_reads(0):
+        from_index = mem.visible(head)
+    assert mem.visible(head) == from_index  # the same records, read along the path
+    store = mem.store
+    assert store.tree_index("default", mem.store.get_event("default", head).tree, 4) is None  # type: ignore[union-attr]
+
+
 def test_the_jump_pointer_path_agrees_with_the_walked_path() -> None:
     rng = random.Random(5)
     mem = Memory()
@@ -121,8 +173,10 @@ def test_a_store_migrated_from_before_the_key_index_reads_keys_the_same(tmp_path
         mem.add_record("on-side", sources=["side"], key="k0")
         mem.retract("forget", sources=["e49"], targets=["w40"])
         before = {f"k{k}": mem.current(f"k{k}", head) for k in range(KEYS)}
-    with sqlite3.connect(path) as db:  # the store as the previous schema left it
-        db.execute("DROP TABLE key_frontiers")  # retraction_targets came before, with 4
+        shown = {anchor: mem.visible(anchor) for anchor in (head, "side", "e20")}
+    with sqlite3.connect(path) as db:  # the store as the schema before keyed reads left it
+        for table in ("key_frontiers", "tree_keys", "unkeyed_frontiers"):  # 5 and 6
+            db.execute(f"DROP TABLE {table}")  # retraction_targets came before, with 4
         db.execute("DELETE FROM branchmem_schema WHERE version >= ?", (KEYED_READS_VERSION,))
     assert MIGRATIONS[KEYED_READS_VERSION - 1][0].lstrip().startswith("CREATE TABLE key_frontiers")
     with Memory.open(path, migrate=True) as mem:
@@ -130,6 +184,8 @@ def test_a_store_migrated_from_before_the_key_index_reads_keys_the_same(tmp_path
         assert after == before
         assert after["k0"].id == "w30"  # type: ignore[union-attr]  # w40 is retracted here
         assert mem.current("k0", "side").id == "on-side"  # type: ignore[union-attr]
+        with index_reads(0):  # the tree index the migration filled answers visible() alike
+            assert {anchor: mem.visible(anchor) for anchor in shown} == shown
 
 
 def test_an_erased_key_leaves_the_index(tmp_path: Path) -> None:
@@ -142,8 +198,9 @@ def test_an_erased_key_leaves_the_index(tmp_path: Path) -> None:
         mem.erase("f1")
         assert mem.current(marker, "u1") is None
     with sqlite3.connect(path) as db:
-        rows = db.execute("SELECT COUNT(*) FROM key_frontiers WHERE key_name = ?", (marker,))
-        assert rows.fetchone() == (0,)
+        for table in ("key_frontiers", "tree_keys"):
+            rows = db.execute(f"SELECT COUNT(*) FROM {table} WHERE key_name = ?", (marker,))
+            assert rows.fetchone() == (0,), table
 
 
 def test_a_detached_anchor_and_cross_tree_views_give_what_visible_gives() -> None:

@@ -32,7 +32,7 @@ ALLOWED: dict[str, set[str]] = {
     "client": {"core", "search", "api", "importers", "package"},
     "server": {"core", "search", "api", "memory", "importers", "store", "package"},
     "integrations": {"core", "search", "memory", "client", "package"},
-    "testing": {"core", "search", "memory", "store", "package"},
+    "testing": {"core", "search", "engine", "memory", "store", "package"},
     "cli": {
         "core",
         "search",

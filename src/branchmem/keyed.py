@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Iterator
+from dataclasses import dataclass
 from typing import Protocol
 
-from .model import DETACHED, LEGACY, RETRACTION_KIND, UNKNOWN_SOURCE, VISIBLE
+from .model import DETACHED, LEGACY, RETRACTION_KIND, STALE, UNKNOWN_SOURCE, VISIBLE
 from .provenance import Gate, RevisionNode
 from .retraction import TREE, RetractionNode
 from .topology import AnchorPath, EventNode
@@ -38,6 +39,21 @@ class _AnyScope:
 
 
 ANY_SCOPE = _AnyScope()
+
+
+@dataclass(frozen=True, slots=True)
+class TreeIndex:
+    """What a one-tree view can decide from without walking the anchor's path.
+
+    ``groups``: every ``(key, scope)`` with a revision placed in the tree or placed nowhere
+    (no frontier); each group's winner is its first competing candidate. ``unkeyed``: the
+    revisions that compete under no key (no key, or a retraction) with a frontier in the tree,
+    deepest first, plus those with no frontier at all. A backend gives one only while it is
+    small next to the path (``Store.tree_index``); past that, walking the path is cheaper.
+    """
+
+    groups: tuple[tuple[str, str | None], ...]
+    unkeyed: tuple[RevisionNode, ...]
 
 
 class KeyedReader(Protocol):
@@ -243,7 +259,39 @@ class KeyedView:
         self._stale[record_id] = found
         return found
 
-    # -- the read -----------------------------------------------------------------------
+    # -- the reads ----------------------------------------------------------------------
+    def visible(self, index: TreeIndex, include_stale: bool) -> list[RevisionNode]:
+        """What ``visible(anchor)`` returns (``include_stale``: stale ones too), in its order:
+        the winner of every group, and every record shown under no key that nothing retracts
+        or supersedes. Costs what the tree's groups and unkeyed records are, not the path."""
+        returned: list[RevisionNode] = []
+        for key, scope in index.groups:
+            record_id = self.winner(scope, key)
+            if record_id is not None:
+                returned.append(self._shown_revision(record_id))
+        seen: set[str] = set()
+        for candidate in index.unkeyed:
+            record_id = candidate.record_id
+            if record_id in seen:
+                continue
+            seen.add(record_id)
+            shown = self.shown(record_id)
+            if shown is None or (shown.key is not None and shown.kind != RETRACTION_KIND):
+                continue  # hidden, or a keyed record: its group decides it
+            if not (self.retracted(record_id) or self.superseded(record_id)):
+                returned.append(shown)
+        returned = [r for r in returned if include_stale or not self.stale(r.record_id)]
+        for revision in returned:
+            self.counts[STALE if self.stale(revision.record_id) else VISIBLE] += 1
+            for reason in self.missing.get(revision.record_id, ()):
+                self.counts[reason] += 1
+        return sorted(returned, key=lambda r: (self.position(r), r.record_id))
+
+    def _shown_revision(self, record_id: str) -> RevisionNode:
+        revision = self.shown(record_id)
+        assert revision is not None
+        return revision
+
     def current(self, key: str, scope: str | None) -> RevisionNode | None:
         """What ``visible(anchor, key=key, scope=scope)[-1]`` returns: the best-ranked group
         winner that is not stale (``scope`` None: any scope)."""

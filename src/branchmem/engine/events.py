@@ -8,9 +8,9 @@ waiting subtree (or, while the parent is itself detached, passes the tree down t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, overload
 
 from ..errors import ConflictError, CycleError, InvalidInput
 from ..model import ERASED, Event
@@ -177,15 +177,60 @@ def path(ns: Namespace, anchor: str) -> list[Event]:
     return [node.to_event(ns.name) for node in ns.store.path_events(ns.name, anchor)]
 
 
-def path_messages(ns: Namespace, path_ids: list[str]) -> list[Event]:
-    """The events of a path a prompt may show: withdrawn and erased ones left out."""
-    store = ns.store
-    store.prefetch(ns.name, path_ids)
-    nodes = [store.get_event(ns.name, event_id) for event_id in path_ids]
-    statuses = store.statuses(ns.name, path_ids)
-    return [
-        node.to_event(ns.name) for node in nodes if node is not None and node.id not in statuses
-    ]
+@dataclass(frozen=True, slots=True)
+class _Omitted:
+    """A withdrawn or erased path event: a message with nothing a prompt may show."""
+
+    id: str
+    role: str
+    content: str = ""
+
+
+class PathMessages(Sequence[EventNode | _Omitted]):
+    """The events of a path as a prompt may show them (withdrawn and erased ones empty),
+    loaded from the anchor back a page at a time: a context's budget is usually spent long
+    before the root, so the events above what it takes are never read."""
+
+    FIRST_PAGE = 32
+
+    def __init__(self, ns: Namespace, path_ids: Sequence[str]) -> None:
+        self.ns = ns
+        self.ids = list(path_ids)
+        self.loaded: dict[int, EventNode | _Omitted] = {}
+        self.start = len(self.ids)  # events from here to the anchor are loaded
+        self.page = self.FIRST_PAGE
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, index: int) -> EventNode | _Omitted: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[EventNode | _Omitted]: ...
+    def __getitem__(self, index: int | slice) -> EventNode | _Omitted | list[EventNode | _Omitted]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self.ids)))]
+        if index < 0:
+            index += len(self.ids)
+        if not 0 <= index < len(self.ids):
+            raise IndexError(index)
+        while index < self.start:
+            self._load_page()
+        return self.loaded[index]
+
+    def _load_page(self) -> None:
+        begin = max(0, min(self.start - self.page, self.start - 1))
+        ids = self.ids[begin : self.start]
+        store, name = self.ns.store, self.ns.name
+        hidden = store.statuses(name, ids)
+        for offset, node in enumerate(store.get_events(name, ids)):
+            event_id = ids[offset]
+            shown = node is not None and event_id not in hidden
+            self.loaded[begin + offset] = (
+                node if shown and node is not None else _Omitted(event_id, "user")
+            )
+        self.start = begin
+        self.page *= 2
 
 
 def set_head(ns: Namespace, event_id: str) -> None:

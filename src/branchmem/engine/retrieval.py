@@ -17,7 +17,7 @@ from ..search.embedding import hybrid_rank
 from ..search.lexical import rank
 from ..search.tokens import TokenCounter
 from .deliveries import deliver
-from .events import path_messages
+from .events import PathMessages
 from .namespace import Namespace
 from .views import view, visible_in
 
@@ -83,7 +83,7 @@ def context(
     path_ids = list(shown.main.ids) if shown.main is not None else []
     built = assemble_context(
         anchor=anchor,
-        path_events=path_messages(ns, path_ids) if anchor is not None else [],
+        path_events=PathMessages(ns, path_ids) if anchor is not None else [],
         records=[ns.to_record(node) for node in nodes],
         query=query,
         budget=budget,

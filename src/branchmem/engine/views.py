@@ -7,7 +7,9 @@ call, filters and orders its decisions, and tallies what was asked about.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
+from dataclasses import replace
 
 from ..errors import NotFoundError
 from ..keyed import KeyedView
@@ -75,6 +77,36 @@ def visible_in(
     return [d.revision for d in found if d.revision is not None]
 
 
+# Deciding one index entry (a key's winner, an unkeyed record) costs about as much as this
+# many path events of a full view (~3 embedded, ~11 on PostgreSQL in bench/agent_history.py);
+# a view reads the tree's index instead of its path when the index has at most
+# depth / PATH_EVENTS_PER_ENTRY entries (0: whenever the anchor allows; None: never — the
+# differential tests run both).
+PATH_EVENTS_PER_ENTRY: int | None = 8
+
+
+def indexed_visible(
+    ns: Namespace, node: EventNode, mode: str | None, key: str | None, include_stale: bool
+) -> list[RevisionNode] | None:
+    """``visible()`` at an attached anchor from the tree's index (``keyed.TreeIndex``), at the
+    cost of the tree's keys and unkeyed records, not of the path or of superseded history;
+    None when that index is larger than the path is long."""
+    assert node.attached and node.tree is not None and node.depth is not None
+    steps = PATH_EVENTS_PER_ENTRY
+    if steps is None:
+        return None
+    limit = node.depth // steps if steps else sys.maxsize
+    index = ns.store.tree_index(ns.name, node.tree, limit)
+    if index is None:
+        return None
+    if key is not None:  # other keys' winners cannot be returned
+        index = replace(index, groups=tuple(g for g in index.groups if g[0] == key))
+    keyed = KeyedView(ns.store, ns.name, node, ns.mode if mode is None else check_mode(mode))
+    found = keyed.visible(index, include_stale)
+    ns.counts.update(keyed.counts)
+    return found
+
+
 def visible(
     ns: Namespace,
     anchor: str | None,
@@ -86,6 +118,19 @@ def visible(
     include_superseded: bool,
     include_stale: bool,
 ) -> list[Record]:
+    """The records shown at ``anchor``: from the tree's index when it is the shorter read
+    (one tree, attached anchor, superseded ones not asked for), else from the whole view."""
+    node = None if anchor is None else ns.event_node(anchor)
+    if node is not None and node.attached and not cross_tree and not include_superseded:
+        found = indexed_visible(ns, node, mode, key, include_stale)
+        if found is not None:
+            return [
+                ns.to_record(revision)
+                for revision in found
+                if (kind is None or revision.kind == kind)
+                and (key is None or revision.key == key)
+                and (scope is None or revision.scope == scope)
+            ]
     shown = view(ns, anchor, cross_tree, mode)
     nodes = visible_in(ns, shown, kind, key, scope, include_superseded, include_stale)
     return [ns.to_record(node) for node in nodes]

@@ -224,9 +224,10 @@ def assemble_context(
         if fill.used >= cap or not fill.take_within(piece, cap):
             left.append(piece)
 
-    messages = [event for event in path_events if event.content.strip()]
-    for order in range(len(messages) - 1, -1, -1):
-        event = messages[order]
+    for order in range(len(path_events) - 1, -1, -1):  # read from the anchor back, lazily
+        event = path_events[order]
+        if not event.content.strip():
+            continue
         prefix = f"{style.label(event.role)}: "
         piece = _Piece(1, order, prefix + event.content, event=event.id)
         if fill.take_within(piece, budget):
@@ -244,7 +245,7 @@ def assemble_context(
 
     taken = fill.taken
     text = _render(taken, headings)
-    tokens = counter.count(text)
+    tokens = fill.used if getattr(counter, "additive", False) else counter.count(text)
     while tokens > budget and taken:
         taken.pop()
         text = _render(taken, headings)

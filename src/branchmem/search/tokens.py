@@ -56,12 +56,18 @@ def count_tokens(text: str) -> int:
     Words are maximal runs of characters that are neither whitespace nor CJK, so the count is
     additive over whitespace: ``count_tokens(a + " " + b) == count_tokens(a) + count_tokens(b)``.
     """
+    if text.isascii():  # no CJK: the words are what str.split finds (same whitespace as \s)
+        return sum((len(word) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN for word in text.split())
     words = sum(math.ceil(len(word) / CHARS_PER_TOKEN) for word in _WORD.findall(text))
     return len(_CJK_CHAR.findall(text)) + words
 
 
 class CjkAwareCounter:
     """The default ``TokenCounter``: ``count_tokens`` as an object (no download, no state)."""
+
+    # count(a + whitespace + b) == count(a) + count(b): a context's pieces priced one by one
+    # add up to the count of the text they render to, so it need not be counted again
+    additive = True
 
     def count(self, text: str) -> int:
         return count_tokens(text)

@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
 
 from ..audit import AuditEntry
+from ..keyed import TreeIndex
 from ..model import Delivery, RepairItem
 from ..provenance import RevisionNode
 from ..resolution import RevisionKey
@@ -61,6 +62,10 @@ class Store(ABC):
     # -- events ------------------------------------------------------------------------
     @abstractmethod
     def get_event(self, namespace: str, event_id: str) -> EventNode | None: ...
+
+    def get_events(self, namespace: str, ids: Sequence[str]) -> list[EventNode | None]:
+        """``get_event`` for each id, in one read where the backend can."""
+        return [self.get_event(namespace, event_id) for event_id in ids]
 
     @abstractmethod
     def put_event(self, namespace: str, node: EventNode) -> None:
@@ -181,6 +186,12 @@ class Store(ABC):
             ),
             key=lambda node: node.seq,
         )
+
+    def tree_index(self, namespace: str, tree: str, limit: int) -> TreeIndex | None:
+        """The groups and unkeyed revisions a view of ``tree`` decides from without its path
+        (see ``keyed.TreeIndex``), or None when they number more than ``limit`` — then the
+        path is the shorter read. The default has no such index: views walk the path."""
+        return None
 
     # -- relations ---------------------------------------------------------------------
     @abstractmethod

@@ -11,7 +11,8 @@ from typing import Any
 
 from ..audit import AuditEntry
 from ..errors import ConflictError
-from ..model import Delivery, RepairItem
+from ..keyed import TreeIndex
+from ..model import RETRACTION_KIND, Delivery, RepairItem
 from ..provenance import RevisionNode
 from ..retraction import TREE, RetractionNode
 from ..topology import EventNode
@@ -48,6 +49,15 @@ class _Namespace:
     by_key: dict[str, dict[str, list[tuple[int, int, str, int]]]] = field(default_factory=dict)
     by_key_seq: dict[str, list[tuple[int, str, int]]] = field(default_factory=dict)
     retractions_by_name: dict[str, set[str]] = field(default_factory=dict)  # target/key -> ids
+    # what a one-tree view decides from without its path (keyed.TreeIndex): tree -> (key,
+    # scope) -> how many revisions place it there; tree -> revisions competing under no key
+    # (-depth, -seq, record, revision), kept sorted
+    groups: dict[str, dict[tuple[str, str | None], int]] = field(default_factory=dict)
+    unkeyed: dict[str, list[tuple[int, int, str, int]]] = field(default_factory=dict)
+
+
+def group_order(group: tuple[str, str | None]) -> tuple[str, bool, str]:
+    return (group[0], group[1] is not None, group[1] or "")
 
 
 class InMemoryStore(Store, KeyStore):
@@ -216,6 +226,9 @@ class InMemoryStore(Store, KeyStore):
             self._index_add(space.citing, ref.text, key)
         for name, tree, entry in self._key_entries(node):
             self._insort(space.by_key.setdefault(name, {}).setdefault(tree, []), entry)
+            self._count_group(space.groups.setdefault(tree, {}), (name, node.scope), 1)
+        for tree, entry in self._unkeyed_entries(node):
+            self._insort(space.unkeyed.setdefault(tree, []), entry)
         if node.key is not None:
             latest = (-node.seq, node.record_id, node.revision)
             self._insort(space.by_key_seq.setdefault(node.key, []), latest)
@@ -234,6 +247,9 @@ class InMemoryStore(Store, KeyStore):
             self._index_discard(space.citing, ref.text, key)
         for name, tree, entry in self._key_entries(node):
             self._remove_sorted(space.by_key[name][tree], entry)
+            self._count_group(space.groups[tree], (name, node.scope), -1)
+        for tree, entry in self._unkeyed_entries(node):
+            self._remove_sorted(space.unkeyed[tree], entry)
         if node.key is not None:
             latest = (-node.seq, node.record_id, node.revision)
             self._remove_sorted(space.by_key_seq[node.key], latest)
@@ -248,6 +264,25 @@ class InMemoryStore(Store, KeyStore):
             (node.key, tree, (-depth, -node.seq, node.record_id, node.revision))
             for tree, depth in placed
         ]
+
+    @staticmethod
+    def _unkeyed_entries(node: RevisionNode) -> list[tuple[str, tuple[int, int, str, int]]]:
+        """Where a revision competing under no key sits in ``unkeyed``: once per frontier."""
+        if node.key is not None and node.kind != RETRACTION_KIND:
+            return []
+        return [
+            (f.tree, (-f.depth, -node.seq, node.record_id, node.revision))
+            for f in node.gate.frontiers
+        ]
+
+    def _count_group(
+        self, groups: dict[tuple[str, str | None], int], group: tuple[str, str | None], step: int
+    ) -> None:
+        count = groups.get(group, 0) + step
+        if count:
+            self._dict_set(groups, group, count)
+        else:
+            self._dict_pop(groups, group)
 
     def _insort(self, ranked: list[Any], entry: Any) -> None:
         insort(ranked, entry)
@@ -290,6 +325,20 @@ class InMemoryStore(Store, KeyStore):
             node = self._revision(space, latest[1:])
             if node.gate.frontier_in(tree) is None:
                 yield node
+
+    def tree_index(self, namespace: str, tree: str, limit: int) -> TreeIndex | None:
+        space = self._space(namespace)
+        placed, unplaced = space.groups.get(tree, {}), space.groups.get("", {})
+        unkeyed = space.unkeyed.get(tree, [])
+        if len(placed) + len(unplaced) + len(unkeyed) > limit:
+            return None
+        return TreeIndex(
+            groups=tuple(sorted({*placed, *unplaced}, key=group_order)),
+            unkeyed=(
+                *(self._revision(space, entry[2:]) for entry in unkeyed),
+                *self.ungated_revisions(namespace),
+            ),
+        )
 
     def revisions_newest_first(self, namespace: str, record_id: str) -> Iterator[RevisionNode]:
         yield from reversed(self._space(namespace).revisions.get(record_id, []))

@@ -39,6 +39,33 @@ KEYED_READS: Final[list[str]] = [
     # retraction_targets and retractions_by_key, which keyed reads use too, come with 4
 ]
 
+# tree index: what a one-tree view decides from without walking its path — the (key, scope)
+# groups placed in each tree (scope_tag '-' for no scope, '+' and the scope otherwise: a key
+# scope may be any string, '' included) and the revisions competing under no key (no key, or
+# a retraction), once per frontier tree, deepest first. visible() reads them instead of the
+# path while they are few next to the path's length.
+TREE_INDEX: Final[list[str]] = [
+    """CREATE TABLE tree_keys (
+            namespace TEXT NOT NULL, tree TEXT NOT NULL, key_name TEXT NOT NULL,
+            scope_tag TEXT NOT NULL, PRIMARY KEY (namespace, tree, key_name, scope_tag))""",
+    """CREATE TABLE unkeyed_frontiers (
+            namespace TEXT NOT NULL, tree TEXT NOT NULL, depth INTEGER NOT NULL,
+            seq {bigint} NOT NULL, record_id TEXT NOT NULL, revision INTEGER NOT NULL,
+            PRIMARY KEY (namespace, record_id, revision, tree))""",
+    "CREATE INDEX unkeyed_frontiers_ranked ON unkeyed_frontiers (namespace, tree, depth, seq)",
+    """INSERT INTO tree_keys (namespace, tree, key_name, scope_tag)
+        SELECT DISTINCT k.namespace, k.tree, k.key_name,
+        CASE WHEN r.key_scope IS NULL THEN '-' ELSE '+' || r.key_scope END
+        FROM key_frontiers k JOIN revisions r ON r.namespace = k.namespace
+        AND r.record_id = k.record_id AND r.revision = k.revision""",
+    """INSERT INTO unkeyed_frontiers (namespace, tree, depth, seq, record_id, revision)
+        SELECT r.namespace, e.tree, e.depth, r.seq, r.record_id, r.revision
+        FROM frontiers f JOIN revisions r ON r.namespace = f.namespace
+        AND r.record_id = f.record_id AND r.revision = f.revision
+        JOIN events e ON e.namespace = f.namespace AND e.id = f.event_id
+        WHERE r.key_name IS NULL OR r.kind = 'retraction'""",
+]
+
 
 def _clustered(table: str, columns: str, key: str, indexes: Sequence[str] = ()) -> list[str]:
     """Rebuild ``table`` stored in the order of its primary key: SQLite's ``WITHOUT ROWID``
@@ -98,6 +125,18 @@ COMPACT_STORAGE: Final[list[str]] = [
             "(namespace, key_name, tree, depth, seq)",
             "CREATE INDEX key_frontiers_by_seq ON key_frontiers (namespace, key_name, seq)",
         ],
+    ),
+    *_clustered("tree_keys",
+                "namespace TEXT NOT NULL, tree TEXT NOT NULL, key_name TEXT NOT NULL, "
+                "scope_tag TEXT NOT NULL",
+                "namespace, tree, key_name, scope_tag"),
+    *_clustered(
+        "unkeyed_frontiers",
+        f"namespace TEXT NOT NULL, {REVISION}, tree TEXT NOT NULL, depth INTEGER NOT NULL, "
+        "seq {bigint} NOT NULL",
+        "namespace, record_id, revision, tree",
+        ["CREATE INDEX unkeyed_frontiers_ranked ON unkeyed_frontiers "
+         "(namespace, tree, depth, seq)"],
     ),
 ]  # fmt: skip
 
@@ -208,7 +247,8 @@ MIGRATIONS: Final[list[list[str]]] = [
             namespace TEXT NOT NULL, seq {bigint} NOT NULL, PRIMARY KEY (namespace, seq))""",
     ],
     KEYED_READS,  # 5, defined above; its version is its place in this list
-    COMPACT_STORAGE,  # 6, defined above
+    TREE_INDEX,  # 6, defined above
+    COMPACT_STORAGE,  # 7, defined above
 ]
 
 KEYED_READS_VERSION: Final = MIGRATIONS.index(KEYED_READS) + 1

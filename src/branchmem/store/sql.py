@@ -7,8 +7,10 @@ transactions, ``SQLLedger`` keeps the side tables.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 
+from ..keyed import TreeIndex
+from ..model import RETRACTION_KIND
 from ..provenance import RevisionNode
 from ..retraction import TREE, RetractionNode
 from ..topology import EventNode
@@ -18,6 +20,11 @@ from .base import RevisionKey, Store
 from .keys import KeyStore
 from .schema import COMPACT_STORAGE_VERSION
 from .sqlledger import SQLLedger
+
+
+def scope_tag(scope: str | None) -> str:
+    """A key scope as ``tree_keys`` stores it: any string is a scope, so None is '-'."""
+    return "-" if scope is None else "+" + scope
 
 
 class SQLStore(SQLLedger, Store, KeyStore):
@@ -36,6 +43,22 @@ class SQLStore(SQLLedger, Store, KeyStore):
         if self._depth > 0:
             self._events[key] = node
         return node
+
+    def get_events(self, namespace: str, ids: Sequence[str]) -> list[EventNode | None]:
+        wanted = [i for i in dict.fromkeys(ids) if (namespace, i) not in self._events]
+        found: dict[str, EventNode] = {}
+        for chunk in self._chunks(wanted):
+            for row in self._all(
+                f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? "
+                f"AND id IN ({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            ):
+                found[row[0]] = codec.event_node(row)
+        if self._depth > 0:
+            for item in wanted:
+                self._events[(namespace, item)] = found.get(item)
+        cached = self._events
+        return [found[i] if i in found else cached.get((namespace, i)) for i in ids]
 
     def prefetch(self, namespace: str, ids: Collection[str]) -> None:
         """Load in bulk what one call will ask about these ids: events, children, records."""
@@ -240,7 +263,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
                 "AND revision = ?",
                 [(namespace, value, node.record_id, node.revision) for value in values],
             )
-        for table in ("ungated", "key_frontiers"):  # their primary keys begin with these
+        for table in ("ungated", "key_frontiers", "unkeyed_frontiers"):  # keys begin so
             self._run(
                 f"DELETE FROM {table} WHERE namespace = ? AND record_id = ? AND revision = ?",
                 key,
@@ -381,8 +404,9 @@ class SQLStore(SQLLedger, Store, KeyStore):
     # -- keyed reads (SPEC §7) ----------------------------------------------------------
     _PAGES = (8, 64, 512)  # a keyed read usually stops at its first candidate
 
-    def _rank_by_key(self, namespace: str, nodes: Iterable[RevisionNode]) -> None:
-        """Index keyed revisions in the order a view ranks them, once per frontier tree."""
+    def _rank_by_key(self, namespace: str, nodes: Sequence[RevisionNode]) -> None:
+        """Index keyed revisions in the order a view ranks them, once per frontier tree, and
+        each tree's groups and unkeyed revisions (``tree_index``)."""
         rows = [
             (namespace, node.key, tree, depth, node.seq, node.record_id, node.revision)
             for node in nodes
@@ -393,6 +417,55 @@ class SQLStore(SQLLedger, Store, KeyStore):
             "INSERT INTO key_frontiers (namespace, key_name, tree, depth, seq, record_id, "
             "revision) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             rows,
+        )
+        groups = {
+            (namespace, tree, node.key, scope_tag(node.scope))
+            for node in nodes
+            if node.key is not None
+            for tree in [f.tree for f in node.gate.frontiers] or [""]
+        }
+        self._many(
+            "INSERT INTO tree_keys (namespace, tree, key_name, scope_tag) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            sorted(groups),
+        )
+        self._many(
+            "INSERT INTO unkeyed_frontiers (namespace, tree, depth, seq, record_id, revision) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [
+                (namespace, f.tree, f.depth, node.seq, node.record_id, node.revision)
+                for node in nodes
+                if node.key is None or node.kind == RETRACTION_KIND
+                for f in node.gate.frontiers
+            ],
+        )
+
+    def tree_index(self, namespace: str, tree: str, limit: int) -> TreeIndex | None:
+        bound = min(limit, 2**62) + 1  # one more than allowed tells "too many"
+        rows = self._all(
+            "SELECT DISTINCT key_name, scope_tag FROM tree_keys WHERE namespace = ? "
+            "AND tree IN (?, '') ORDER BY key_name, scope_tag LIMIT ?",
+            (namespace, tree, bound),
+        )
+        if len(rows) >= bound:
+            return None
+        groups = tuple((str(k), None if t == "-" else str(t)[1:]) for k, t in rows)
+        columns = ", ".join("r." + c for c in codec.REVISION_COLUMNS.split(", "))
+        unkeyed = self._all(
+            f"SELECT {columns} FROM unkeyed_frontiers u JOIN revisions r "
+            "ON r.namespace = u.namespace AND r.record_id = u.record_id "
+            "AND r.revision = u.revision WHERE u.namespace = ? AND u.tree = ? "
+            "ORDER BY u.depth DESC, u.seq DESC LIMIT ?",
+            (namespace, tree, bound - len(groups)),
+        )
+        if len(groups) + len(unkeyed) >= bound:
+            return None
+        return TreeIndex(
+            groups=groups,
+            unkeyed=(
+                *(codec.revision_node(row) for row in unkeyed),
+                *self.ungated_revisions(namespace),
+            ),
         )
 
     def key_candidates(
@@ -640,6 +713,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
         codec.forget()
 
     def _blank_records(self, namespace: str, record_ids: Collection[str]) -> None:
+        keys = self._keys_of(namespace, record_ids)
         for chunk in self._chunks(record_ids):
             marks = self._marks(len(chunk))
             self._run(
@@ -652,6 +726,17 @@ class SQLStore(SQLLedger, Store, KeyStore):
                     f"DELETE FROM {table} WHERE namespace = ? AND record_id IN ({marks})",
                     (namespace, *chunk),
                 )
+        for chunk in self._chunks(keys):  # a group only erased records held goes too
+            self._run(
+                "DELETE FROM tree_keys WHERE namespace = ? "
+                f"AND key_name IN ({self._marks(len(chunk))}) AND NOT EXISTS (SELECT 1 "
+                "FROM key_frontiers k JOIN revisions r ON r.namespace = k.namespace "
+                "AND r.record_id = k.record_id AND r.revision = k.revision "
+                "WHERE k.namespace = tree_keys.namespace AND k.key_name = tree_keys.key_name "
+                "AND k.tree = tree_keys.tree AND CASE WHEN r.key_scope IS NULL THEN '-' "
+                "ELSE '+' || r.key_scope END = tree_keys.scope_tag)",
+                (namespace, *chunk),
+            )
 
     def _keys_of(self, namespace: str, record_ids: Collection[str]) -> set[str]:
         found: set[str] = set()

@@ -8,11 +8,14 @@ decision at every event as anchor, in both modes, with and without cross-tree vi
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from branchmem import Memory
+from branchmem.engine import views
 from branchmem.errors import BranchmemError
+from branchmem.model import Record
 
 from .oracle import Oracle
 
@@ -225,14 +228,21 @@ def _compare(mem: Memory, oracle: Oracle, namespace: str) -> int:
                             anchor, mode, cross_tree, include, decision, want,
                         )  # fmt: skip
                     compared += 1
-                got = {
-                    r.id
-                    for r in mem.visible(
-                        anchor, mode=mode, cross_tree=cross_tree, namespace=namespace
+                for include_stale in (False, True):
+                    by_index, by_path = (
+                        [
+                            r.id
+                            for r in _visible_reading(
+                                steps, mem, anchor, mode, cross_tree, include_stale, namespace
+                            )
+                        ]
+                        for steps in (0, None)
                     )
-                }
-                want_ids = {r for r, d in expected.items() if oracle.returned(d, False, False)}
-                assert got == want_ids, (anchor, mode, cross_tree, got, want_ids)
+                    want_ids = {
+                        r for r, d in expected.items() if oracle.returned(d, False, include_stale)
+                    }
+                    assert set(by_path) == want_ids, (anchor, mode, cross_tree, by_path, want_ids)
+                    assert by_index == by_path, (anchor, mode, cross_tree, by_index, by_path)
                 for key in ("city", "budget"):
                     for scope in (None, "work"):
                         holding = mem.current(
@@ -247,6 +257,36 @@ def _compare(mem: Memory, oracle: Oracle, namespace: str) -> int:
                         )  # fmt: skip
                         compared += 1
     return compared
+
+
+@contextmanager
+def index_reads(steps: int | None) -> Iterator[None]:
+    """``visible()`` reads the tree's index whenever the anchor allows it (``steps`` 0), never
+    (None), or as shipped (``engine.views.PATH_EVENTS_PER_ENTRY``)."""
+    before = views.PATH_EVENTS_PER_ENTRY
+    views.PATH_EVENTS_PER_ENTRY = steps
+    try:
+        yield
+    finally:
+        views.PATH_EVENTS_PER_ENTRY = before
+
+
+def _visible_reading(
+    steps: int | None,
+    mem: Memory,
+    anchor: str | None,
+    mode: str,
+    cross_tree: bool,
+    include_stale: bool,
+    namespace: str,
+) -> list[Record]:
+    """``visible()`` read one way (see ``index_reads``): from the index and from the whole
+    view it must give the oracle's records, in the same order."""
+    with index_reads(steps):
+        return mem.visible(
+            anchor, mode=mode, cross_tree=cross_tree, include_stale=include_stale,
+            namespace=namespace,
+        )  # fmt: skip
 
 
 def oracle_current(
