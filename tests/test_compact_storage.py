@@ -120,6 +120,8 @@ def test_migrating_clusters_the_index_tables_and_shortens_old_rows(schema5: Path
             assert tables[table].rstrip().endswith("WITHOUT ROWID"), table
         names = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
         assert not {name for name in names if name.endswith("_by_revision")}, names
+        dropped = {"revisions_by_key", "events_by_seq", "revisions_by_seq", "key_frontiers_ranked"}
+        assert not dropped & names, names
         assert not {name for name in names if name.endswith("_clustered")}, names
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 

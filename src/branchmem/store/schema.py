@@ -115,16 +115,15 @@ COMPACT_STORAGE: Final[list[str]] = [
                 "namespace, target, id"),
     *_clustered("erase_cleanup", "namespace TEXT NOT NULL, seq {bigint} NOT NULL",
                 "namespace, seq"),
-    *_clustered(  # key columns first: SQLite 3.40-3.41's integrity_check misreads others
+    # the rank tables are stored in the order a view reads them: their rows are deleted by
+    # whole key too, and a key's records are found through key_frontiers, which holds a row
+    # for every keyed revision (so revisions needs no index by key)
+    *_clustered(
         "key_frontiers",
-        f"namespace TEXT NOT NULL, {REVISION}, tree TEXT NOT NULL, key_name TEXT NOT NULL, "
-        "depth INTEGER NOT NULL, seq {bigint} NOT NULL",
-        "namespace, record_id, revision, tree",
-        [
-            "CREATE INDEX key_frontiers_ranked ON key_frontiers "
-            "(namespace, key_name, tree, depth, seq)",
-            "CREATE INDEX key_frontiers_by_seq ON key_frontiers (namespace, key_name, seq)",
-        ],
+        "namespace TEXT NOT NULL, key_name TEXT NOT NULL, tree TEXT NOT NULL, "
+        f"depth INTEGER NOT NULL, seq {{bigint}} NOT NULL, {REVISION}",
+        "namespace, key_name, tree, depth, seq, record_id, revision",
+        ["CREATE INDEX key_frontiers_by_seq ON key_frontiers (namespace, key_name, seq)"],
     ),
     *_clustered("tree_keys",
                 "namespace TEXT NOT NULL, tree TEXT NOT NULL, key_name TEXT NOT NULL, "
@@ -132,12 +131,14 @@ COMPACT_STORAGE: Final[list[str]] = [
                 "namespace, tree, key_name, scope_tag"),
     *_clustered(
         "unkeyed_frontiers",
-        f"namespace TEXT NOT NULL, {REVISION}, tree TEXT NOT NULL, depth INTEGER NOT NULL, "
-        "seq {bigint} NOT NULL",
-        "namespace, record_id, revision, tree",
-        ["CREATE INDEX unkeyed_frontiers_ranked ON unkeyed_frontiers "
-         "(namespace, tree, depth, seq)"],
+        "namespace TEXT NOT NULL, tree TEXT NOT NULL, depth INTEGER NOT NULL, "
+        f"seq {{bigint}} NOT NULL, {REVISION}",
+        "namespace, tree, depth, seq, record_id, revision",
     ),
+    "DROP INDEX IF EXISTS revisions_by_key",
+    # whole-namespace listings (iter_events, record_ids) sort what they read anyway
+    "DROP INDEX IF EXISTS events_by_seq",
+    "DROP INDEX IF EXISTS revisions_by_seq",
 ]  # fmt: skip
 
 MIGRATIONS: Final[list[list[str]]] = [

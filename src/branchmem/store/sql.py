@@ -263,11 +263,21 @@ class SQLStore(SQLLedger, Store, KeyStore):
                 "AND revision = ?",
                 [(namespace, value, node.record_id, node.revision) for value in values],
             )
-        for table in ("ungated", "key_frontiers", "unkeyed_frontiers"):  # keys begin so
-            self._run(
-                f"DELETE FROM {table} WHERE namespace = ? AND record_id = ? AND revision = ?",
-                key,
-            )
+        self._run("DELETE FROM ungated WHERE namespace = ? AND record_id = ? AND revision = ?", key)
+        self._unrank(namespace, [node])
+
+    def _unrank(self, namespace: str, nodes: Sequence[RevisionNode]) -> None:
+        """Delete the rank rows of revisions as stored, by whole key (``_rank_by_key``)."""
+        self._many(
+            "DELETE FROM key_frontiers WHERE namespace = ? AND key_name = ? AND tree = ? "
+            "AND depth = ? AND seq = ? AND record_id = ? AND revision = ?",
+            [row for node in nodes for row in _key_rows(namespace, node)],
+        )
+        self._many(
+            "DELETE FROM unkeyed_frontiers WHERE namespace = ? AND tree = ? AND depth = ? "
+            "AND seq = ? AND record_id = ? AND revision = ?",
+            [row for node in nodes for row in _unkeyed_rows(namespace, node)],
+        )
 
     def put_revisions(self, namespace: str, nodes: Sequence[RevisionNode]) -> None:
         """New revisions (``add_records``) with one statement per table, not per revision."""
@@ -407,16 +417,10 @@ class SQLStore(SQLLedger, Store, KeyStore):
     def _rank_by_key(self, namespace: str, nodes: Sequence[RevisionNode]) -> None:
         """Index keyed revisions in the order a view ranks them, once per frontier tree, and
         each tree's groups and unkeyed revisions (``tree_index``)."""
-        rows = [
-            (namespace, node.key, tree, depth, node.seq, node.record_id, node.revision)
-            for node in nodes
-            if node.key is not None
-            for tree, depth in [(f.tree, f.depth) for f in node.gate.frontiers] or [("", -1)]
-        ]
         self._many(
             "INSERT INTO key_frontiers (namespace, key_name, tree, depth, seq, record_id, "
             "revision) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            rows,
+            [row for node in nodes for row in _key_rows(namespace, node)],
         )
         groups = {
             (namespace, tree, node.key, scope_tag(node.scope))
@@ -432,12 +436,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
         self._many(
             "INSERT INTO unkeyed_frontiers (namespace, tree, depth, seq, record_id, revision) "
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            [
-                (namespace, f.tree, f.depth, node.seq, node.record_id, node.revision)
-                for node in nodes
-                if node.key is None or node.kind == RETRACTION_KIND
-                for f in node.gate.frontiers
-            ],
+            [row for node in nodes for row in _unkeyed_rows(namespace, node)],
         )
 
     def tree_index(self, namespace: str, tree: str, limit: int) -> TreeIndex | None:
@@ -716,16 +715,28 @@ class SQLStore(SQLLedger, Store, KeyStore):
         keys = self._keys_of(namespace, record_ids)
         for chunk in self._chunks(record_ids):
             marks = self._marks(len(chunk))
+            stored = [  # as ranked, before the key goes: key_frontiers holds the key's text
+                codec.revision_node(row)
+                for row in self._all(
+                    f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
+                    f"AND key_name IS NOT NULL AND record_id IN ({marks})",
+                    (namespace, *chunk),
+                )
+            ]
             self._run(
                 "UPDATE revisions SET content = '', meta = '{}', key_name = NULL, "
                 f"key_scope = NULL WHERE namespace = ? AND record_id IN ({marks})",
                 (namespace, *chunk),
             )
-            for table in ("vectors", "key_frontiers"):  # key_frontiers holds the key's text
-                self._run(
-                    f"DELETE FROM {table} WHERE namespace = ? AND record_id IN ({marks})",
-                    (namespace, *chunk),
-                )
+            self._run(
+                f"DELETE FROM vectors WHERE namespace = ? AND record_id IN ({marks})",
+                (namespace, *chunk),
+            )
+            self._many(
+                "DELETE FROM key_frontiers WHERE namespace = ? AND key_name = ? AND tree = ? "
+                "AND depth = ? AND seq = ? AND record_id = ? AND revision = ?",
+                [row for node in stored for row in _key_rows(namespace, node)],
+            )
         for chunk in self._chunks(keys):  # a group only erased records held goes too
             self._run(
                 "DELETE FROM tree_keys WHERE namespace = ? "
@@ -752,8 +763,8 @@ class SQLStore(SQLLedger, Store, KeyStore):
     def _surviving_keys(self, namespace: str, keys: Collection[str]) -> list[str]:
         found: list[str] = []
         for chunk in self._chunks(keys):
-            rows = self._all(
-                "SELECT DISTINCT key_name FROM revisions WHERE namespace = ? "
+            rows = self._all(  # every keyed revision has a rank row; erased ones have none
+                "SELECT DISTINCT key_name FROM key_frontiers WHERE namespace = ? "
                 f"AND key_name IN ({self._marks(len(chunk))})",
                 (namespace, *chunk),
             )
@@ -784,7 +795,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
 
     def records_with_key(self, namespace: str, key: str) -> list[str]:
         rows = self._all(
-            "SELECT DISTINCT record_id FROM revisions WHERE namespace = ? AND key_name = ?",
+            "SELECT DISTINCT record_id FROM key_frontiers WHERE namespace = ? AND key_name = ?",
             (namespace, key),
         )
         return sorted(str(row[0]) for row in rows)
@@ -793,3 +804,24 @@ class SQLStore(SQLLedger, Store, KeyStore):
 def _cited(node: RevisionNode) -> set[str]:
     """What a revision's ``citing`` rows name: each reference's target and its text."""
     return {name for ref in node.refs or () for name in (ref.target, ref.text)}
+
+
+def _key_rows(namespace: str, node: RevisionNode) -> list[tuple[object, ...]]:
+    """A keyed revision's rows of key_frontiers, once per frontier tree ('' and -1: none)."""
+    if node.key is None:
+        return []
+    places = [(f.tree, f.depth) for f in node.gate.frontiers] or [("", -1)]
+    return [
+        (namespace, node.key, tree, depth, node.seq, node.record_id, node.revision)
+        for tree, depth in places
+    ]
+
+
+def _unkeyed_rows(namespace: str, node: RevisionNode) -> list[tuple[object, ...]]:
+    """A revision competing under no key (none, or a retraction): unkeyed_frontiers rows."""
+    if node.key is not None and node.kind != RETRACTION_KIND:
+        return []
+    return [
+        (namespace, f.tree, f.depth, node.seq, node.record_id, node.revision)
+        for f in node.gate.frontiers
+    ]
