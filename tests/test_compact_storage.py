@@ -20,6 +20,7 @@ from branchmem.store import codec
 from branchmem.store.schema import SCHEMA_VERSION
 from branchmem.testing.differential import apply, compare
 from branchmem.testing.oracle import Oracle
+from branchmem.topology import EventNode
 
 FIXTURE = Path(__file__).parent / "fixtures" / "schema5"
 CLUSTERED = (
@@ -212,6 +213,23 @@ def test_gates_read_back_whole(gate: Gate) -> None:
     assert codec.gate_value(text) == gate
     if not (gate.detached or gate.unknown or gate.legacy):
         assert text.startswith("[")
+    sources = ("x", "e5", "u1")  # a frontier that is a source is written as its place
+    short = codec.gate_json(gate, sources)
+    assert codec.gate_value(short, sources) == gate
+    if any(f.event in sources for f in gate.frontiers):
+        assert len(short) < len(text)
+
+
+def test_events_read_back_whole() -> None:
+    root = EventNode("r", None, "r", None, "user", "hi", {}, None, 1, True, 0, "r")
+    child = EventNode("c", "r", "r", None, "user", "x", {"k": 1}, 2.5, 2, True, 1, "r")
+    deep = EventNode("d", "c", "r", "t", "assistant", "y", {}, None, 3, True, 2, "r")
+    detached = EventNode("late", "gone", None, None, "user", "z", {}, None, 4)
+    for node in (root, child, deep, detached):
+        row = codec.event_row(node)
+        assert codec.event_node(row) == node
+    assert codec.event_row(child)[11] is None and codec.event_row(child)[6] == '{"k":1}'
+    assert codec.event_row(root)[6] == ""
 
 
 def test_the_decode_cache_is_bounded_by_bytes_as_well_as_entries() -> None:

@@ -44,10 +44,22 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def meta_text(meta: dict[str, Any]) -> str:
+    """No meta (the usual case) as the empty text."""
+    return dumps(meta) if meta else ""
+
+
+def meta_value(text: str) -> dict[str, Any]:
+    return dict(json.loads(text)) if text else {}
+
+
 def event_row(node: EventNode) -> tuple[Any, ...]:
+    # an attached event's jump pointer is its parent about half the time: then NULL (a
+    # detached event has none, and an attached root points at itself)
+    jump = None if node.attached and node.jump == node.parent else node.jump
     return (
         node.id, node.parent, node.tree, node.explicit_tree, node.role, node.content,
-        dumps(node.meta), node.ts, node.seq, int(node.attached), node.depth, node.jump,
+        meta_text(node.meta), node.ts, node.seq, int(node.attached), node.depth, jump,
     )  # fmt: skip
 
 
@@ -108,21 +120,26 @@ class DecodedRows(Generic[Value]):
 
 
 def _event_node(row: Row) -> EventNode:
+    attached = bool(row[9])
     return EventNode(
         id=row[0], parent=row[1], tree=row[2], explicit_tree=row[3], role=row[4],
-        content=row[5], meta=json.loads(row[6]), ts=row[7], seq=int(row[8]),
-        attached=bool(row[9]), depth=row[10], jump=row[11],
+        content=row[5], meta=meta_value(row[6]), ts=row[7], seq=int(row[8]),
+        attached=attached, depth=row[10],
+        jump=row[1] if row[11] is None and attached else row[11],
     )  # fmt: skip
 
 
 event_node = DecodedRows(_event_node, maxsize=50_000, max_bytes=32 << 20)
 
 
-def gate_json(gate: Gate) -> str:
-    """A gate with frontiers only (the usual case) as ``[[tree, event, depth(, conflict)]]``;
-    any other as the object written before schema 7."""
-    frontiers = [
-        [f.tree, f.event, f.depth] if f.conflict is None else [f.tree, f.event, f.depth, f.conflict]
+def gate_json(gate: Gate, sources: Sequence[str] | None = None) -> str:
+    """A gate with frontiers only (the usual case) as ``[[tree, event, depth(, conflict)]]``,
+    the event as its place in ``sources`` when it is one of them (a fact's one source is
+    its frontier); any other gate as the object written before schema 7."""
+    places = {source: index for index, source in enumerate(sources or ())}
+    frontiers: list[list[Any]] = [
+        [f.tree, places.get(f.event, f.event), f.depth]
+        + ([] if f.conflict is None else [f.conflict])
         for f in gate.frontiers
     ]
     if gate.detached or gate.unknown or gate.legacy:
@@ -137,19 +154,29 @@ def gate_json(gate: Gate) -> str:
     return dumps(frontiers)
 
 
-def gate_value(text: str) -> Gate:
+def gate_value(text: str, sources: Sequence[str] | None = None) -> Gate:
     data = json.loads(text)
     if isinstance(data, list):
-        return Gate(frontiers=tuple(_frontier(*item) for item in data))
+        return Gate(frontiers=tuple(_frontier(sources, *item) for item in data))
     return Gate(
-        frontiers=tuple(_frontier(*item) for item in data["f"]),
+        frontiers=tuple(_frontier(sources, *item) for item in data["f"]),
         detached=frozenset(data["d"]),
         unknown=frozenset(data["u"]),
         legacy=bool(data["l"]),
     )
 
 
-def _frontier(tree: str, event: str, depth: int, conflict: str | None = None) -> TreeFrontier:
+def _frontier(
+    sources: Sequence[str] | None,
+    tree: str,
+    event: str | int,
+    depth: int,
+    conflict: str | None = None,
+) -> TreeFrontier:
+    if isinstance(event, int):
+        if sources is None or not 0 <= event < len(sources):
+            raise StorageError(f"a stored gate names source {event} of {sources!r}")
+        event = sources[event]
     return TreeFrontier(tree, event, int(depth), conflict)
 
 
@@ -222,9 +249,9 @@ def revision_row(node: RevisionNode) -> tuple[Any, ...]:
     return (
         node.record_id, node.revision, node.kind, node.content,
         None if node.sources is None else dumps(list(node.sources)),
-        refs_text(node.sources, node.refs), node.key, node.scope, dumps(node.meta), node.seq,
-        gate_json(gate), int(gate.legacy), int(bool(gate.unknown)), int(bool(gate.detached)),
-        int(gate.consistent),
+        refs_text(node.sources, node.refs), node.key, node.scope, meta_text(node.meta),
+        node.seq, gate_json(gate, node.sources), int(gate.legacy), int(bool(gate.unknown)),
+        int(bool(gate.detached)), int(gate.consistent),
     )  # fmt: skip
 
 
@@ -232,8 +259,8 @@ def _revision_node(row: Row) -> RevisionNode:
     sources = None if row[4] is None else tuple(json.loads(row[4]))
     return RevisionNode(
         record_id=row[0], revision=int(row[1]), kind=row[2], content=row[3], sources=sources,
-        refs=refs_value(sources, row[5]), key=row[6], scope=row[7], meta=json.loads(row[8]),
-        seq=int(row[9]), gate=gate_value(row[10]),
+        refs=refs_value(sources, row[5]), key=row[6], scope=row[7], meta=meta_value(row[8]),
+        seq=int(row[9]), gate=gate_value(row[10], sources),
     )  # fmt: skip
 
 

@@ -620,7 +620,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
                 listed = None if sources is None else tuple(codec.loads(sources))
                 short = (
                     codec.refs_text(listed, codec.refs_value(listed, refs)),
-                    codec.gate_json(codec.gate_value(gate)),
+                    codec.gate_json(codec.gate_value(gate, listed), listed),
                 )
                 if short != (refs, gate):
                     changed.append((*short, namespace, record_id, revision))
