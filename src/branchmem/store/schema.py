@@ -67,14 +67,26 @@ TREE_INDEX: Final[list[str]] = [
 ]
 
 
-def _clustered(table: str, columns: str, key: str, indexes: Sequence[str] = ()) -> list[str]:
+def _clustered(
+    table: str,
+    columns: str,
+    key: str,
+    indexes: Sequence[str] = (),
+    added: tuple[str, str] | None = None,
+) -> list[str]:
     """Rebuild ``table`` stored in the order of its primary key: SQLite's ``WITHOUT ROWID``
     (PostgreSQL gets the same table back). A rowid table whose key is (nearly) the whole row
-    holds every row twice, once in the table and once in the key's index."""
+    holds every row twice, once in the table and once in the key's index. ``added``: a new
+    column and its value in the rows copied."""
     names = ", ".join(column.split()[0] for column in columns.split(","))
+    values = names
+    if added is not None:
+        columns += ", " + added[0]
+        names += ", " + added[0].split()[0]
+        values += ", " + added[1]
     return [
         f"CREATE TABLE {table}_clustered ({columns}, PRIMARY KEY ({key})) {{without_rowid}}",
-        f"INSERT INTO {table}_clustered ({names}) SELECT {names} FROM {table}",
+        f"INSERT INTO {table}_clustered ({names}) SELECT {values} FROM {table}",
         f"DROP TABLE {table}",
         f"ALTER TABLE {table}_clustered RENAME TO {table}",
         *indexes,
@@ -91,8 +103,11 @@ REVISION = "record_id TEXT NOT NULL, revision INTEGER NOT NULL"
 COMPACT_STORAGE: Final[list[str]] = [
     *_clustered("heads", "namespace TEXT NOT NULL, tree TEXT NOT NULL, event_id TEXT NOT NULL",
                 "namespace, tree"),
+    # cited = 1: the revision cites its frontier event itself (a fact's one source), which
+    # then has no citing row (rows copied keep theirs: cited = 0)
     *_clustered("frontiers", f"namespace TEXT NOT NULL, event_id TEXT NOT NULL, {REVISION}",
-                "namespace, event_id, record_id, revision"),
+                "namespace, event_id, record_id, revision",
+                added=("cited INTEGER NOT NULL", "0")),
     *_clustered("ungated", f"namespace TEXT NOT NULL, {REVISION}",
                 "namespace, record_id, revision"),
     *_clustered("citing", f"namespace TEXT NOT NULL, target TEXT NOT NULL, {REVISION}",

@@ -217,9 +217,9 @@ class SQLStore(SQLLedger, Store, KeyStore):
         gate = node.gate
         if gate.frontiers:
             self._many(
-                "INSERT INTO frontiers (namespace, event_id, record_id, revision) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                [(namespace, f.event, node.record_id, node.revision) for f in gate.frontiers],
+                "INSERT INTO frontiers (namespace, event_id, record_id, revision, cited) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                _frontier_rows(namespace, node),
             )
         else:
             self._run("INSERT INTO ungated (namespace, record_id, revision) VALUES (?, ?, ?)", key)
@@ -231,7 +231,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
         self._many(
             "INSERT INTO citing (namespace, target, record_id, revision) "
             "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            [(namespace, t, node.record_id, node.revision) for t in sorted(_cited(node))],
+            _citing_rows(namespace, node),
         )
         self._rank_by_key(namespace, [node])
 
@@ -300,13 +300,9 @@ class SQLStore(SQLLedger, Store, KeyStore):
             [(namespace, *codec.revision_row(node)) for node in fresh],
         )
         self._many(
-            "INSERT INTO frontiers (namespace, event_id, record_id, revision) "
-            "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            [
-                (namespace, f.event, node.record_id, node.revision)
-                for node in fresh
-                for f in node.gate.frontiers
-            ],
+            "INSERT INTO frontiers (namespace, event_id, record_id, revision, cited) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [row for node in fresh for row in _frontier_rows(namespace, node)],
         )
         self._many(
             "INSERT INTO ungated (namespace, record_id, revision) VALUES (?, ?, ?)",
@@ -328,11 +324,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
         self._many(
             "INSERT INTO citing (namespace, target, record_id, revision) "
             "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            [
-                (namespace, t, node.record_id, node.revision)
-                for node in fresh
-                for t in sorted(_cited(node))
-            ],
+            [row for node in fresh for row in _citing_rows(namespace, node)],
         )
         self._rank_by_key(namespace, fresh)
 
@@ -376,11 +368,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
         return [row[0] for row in rows]
 
     def citing(self, namespace: str, target: str) -> list[RevisionKey]:
-        rows = self._all(
-            "SELECT record_id, revision FROM citing WHERE namespace = ? AND target = ?",
-            (namespace, target),
-        )
-        return sorted((row[0], int(row[1])) for row in rows)
+        return sorted({key for _, key in self.citing_any(namespace, [target])})
 
     def pending_on(self, namespace: str, event_id: str) -> list[RevisionKey]:
         rows = self._all(
@@ -401,14 +389,20 @@ class SQLStore(SQLLedger, Store, KeyStore):
         return sorted(set(found))
 
     def citing_any(self, namespace: str, targets: Collection[str]) -> list[tuple[str, RevisionKey]]:
-        found: list[tuple[str, RevisionKey]] = []
+        found: set[tuple[str, RevisionKey]] = set()
         for chunk in self._chunks(targets):
+            marks = self._marks(len(chunk))
             rows = self._all(
                 "SELECT target, record_id, revision FROM citing WHERE namespace = ? "
-                f"AND target IN ({self._marks(len(chunk))})",
+                f"AND target IN ({marks})",
                 (namespace, *chunk),
             )
-            found.extend((row[0], (row[1], int(row[2]))) for row in rows)
+            rows += self._all(  # citations that are their revision's frontier too
+                "SELECT event_id, record_id, revision FROM frontiers WHERE namespace = ? "
+                f"AND event_id IN ({marks}) AND cited = 1",
+                (namespace, *chunk),
+            )
+            found.update((row[0], (row[1], int(row[2]))) for row in rows)
         return sorted(found)
 
     # -- keyed reads (SPEC §7) ----------------------------------------------------------
@@ -824,4 +818,22 @@ def _unkeyed_rows(namespace: str, node: RevisionNode) -> list[tuple[object, ...]
     return [
         (namespace, f.tree, f.depth, node.seq, node.record_id, node.revision)
         for f in node.gate.frontiers
+    ]
+
+
+def _frontier_rows(namespace: str, node: RevisionNode) -> list[tuple[object, ...]]:
+    """frontiers rows; ``cited`` marks a frontier the revision also cites (a fact's one source),
+    which then needs no citing row: ``citing_any`` reads both."""
+    cited = _cited(node)
+    return [
+        (namespace, f.event, node.record_id, node.revision, int(f.event in cited))
+        for f in node.gate.frontiers
+    ]
+
+
+def _citing_rows(namespace: str, node: RevisionNode) -> list[tuple[object, ...]]:
+    covered = {f.event for f in node.gate.frontiers}
+    return [
+        (namespace, target, node.record_id, node.revision)
+        for target in sorted(_cited(node) - covered)
     ]
