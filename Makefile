@@ -52,6 +52,9 @@ bench: $(STAMP)
 	$(PY) bench/agent_history.py
 	$(PY) bench/records.py
 	$(PY) bench/erase_soak.py --rounds 10000
+	$(PY) bench/service.py
+	$(PY) bench/context.py
+	$(PY) bench/figures.py
 
 propagation-report: $(STAMP)
 	$(VENV)/bin/branchbench propagation-report docs/propagation-report.md

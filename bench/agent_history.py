@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import gc
 import json
+import os
 import random
 import sqlite3
 import statistics
@@ -272,7 +273,9 @@ def main() -> int:
     print("build seconds:", {b: {s: round(t, 1) for s, t in v.items()} for b, v in built_s.items()})
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(
-        json.dumps({"turns": sizes, "rows": rows, "build_s": built_s}, indent=2)
+        json.dumps(
+            {"turns": sizes, "rows": rows, "build_s": built_s, "load": os.getloadavg()}, indent=2
+        )
     )
     return 0
 

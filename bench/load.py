@@ -11,7 +11,8 @@ prefers one (half each); a request that cannot reach a worker goes to the other.
 counts as acknowledged only when a worker answered it. At the end every acknowledged event
 and record is read back from each live worker; anything missing is "lost".
 
-Printed: requests, errors, lost writes, throughput, p50/p99 per operation and overall.
+Printed: requests, errors, lost writes, throughput, p50/p99 per operation and overall;
+written to bench/results/load.json (``--out``) with the machine, date and load average.
 ``run()`` is what ``tests/test_server_load.py`` calls with a short duration.
 """
 
@@ -19,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
+import platform
 import signal
 import socket
 import subprocess
@@ -154,6 +157,38 @@ class LoadResult:
         lines.extend(f"  error: {e}" for e in self.errors[:10])
         lines.extend(f"  lost: {item}" for item in self.lost[:10])
         return "\n".join(lines)
+
+    def figures(self) -> dict[str, Any]:
+        """What ``summary`` prints, as JSON (bench/results/load.json)."""
+        operations = {
+            op: {
+                "count": len(values),
+                "p50_ms": 1000 * self.percentile(0.5, op),
+                "p99_ms": 1000 * self.percentile(0.99, op),
+            }
+            for op, values in sorted(self.latencies.items())
+        }
+        return {
+            "clients": self.clients,
+            "workers": 2,
+            "seconds": self.seconds,
+            "requests": self.requests,
+            "requests_per_s": self.requests / self.seconds,
+            "errors": len(self.errors),
+            "acknowledged": self.acknowledged,
+            "lost": len(self.lost),
+            "failovers": self.failovers,
+            "killed": self.killed,
+            "operations": operations,
+            "all": {
+                "p50_ms": 1000 * self.percentile(0.5),
+                "p99_ms": 1000 * self.percentile(0.99),
+            },
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, "
+            f"Python {platform.python_version()}",
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "load": os.getloadavg(),
+        }
 
 
 class LoadClient(threading.Thread):
@@ -312,11 +347,14 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--kill-after", type=float, help="SIGKILL one worker after this long")
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "load.json"))
     args = parser.parse_args()
     with contextlib.ExitStack() as stack:
         dsn = args.dsn or stack.enter_context(throwaway_postgres())
         result = run(dsn, clients=args.clients, seconds=args.seconds, kill_after=args.kill_after)
     print(result.summary())
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result.figures(), indent=2))
     return 0 if not result.errors and not result.lost else 1
 
 

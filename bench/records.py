@@ -14,6 +14,7 @@ per store).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import tempfile
@@ -93,7 +94,9 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=10_000)
     parser.add_argument("--depth", type=int, default=200, help="turns per conversation")
     parser.add_argument("--pg-dsn", default=os.environ.get("BRANCHMEM_TEST_PG_DSN", ""))
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "records.json"))
     args = parser.parse_args()
+    rows: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as folder:
         backends: dict[str, Callable[[str], Memory]] = {
             "memory": lambda mode: Memory(),
@@ -106,12 +109,17 @@ def main() -> None:
         for name, open_memory in backends.items():
             one, batched = measure(open_memory, args)
             print(f"{name:8} {one:14,.0f} {batched:12,.0f} {batched / one:6.1f}x")
+            rows[name] = {"one_by_one_per_s": one, "batched_per_s": batched}
             if name == "sqlite":
                 batched_sqlite = batched
     verdict = "meets" if batched_sqlite >= GOAL else "misses"
     print(
         f"add_records on SQLite: {batched_sqlite:,.0f} records/s in batches of {args.batch} "
         f"({verdict} the goal of {GOAL:,}/s)"
+    )
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(
+        json.dumps({"batch": args.batch, "backends": rows, "load": os.getloadavg()}, indent=2)
     )
 
 

@@ -135,6 +135,47 @@ def test_visible_on_sqlite_runs_the_same_statements_after_ten_times_the_history(
     assert counts[1] <= counts[0] + KEYS, counts  # at most one more ancestor lookup a key
 
 
+def talking_agent(mem: Memory, turns: int) -> str:
+    """``agent`` whose turns say something, with a withdrawn turn and an unkeyed note."""
+    mem.add_events(
+        [
+            {"id": f"e{i}", "parent": f"e{i - 1}" if i else None, "content": f"turn {i}"}
+            for i in range(turns)
+        ]
+    )
+    for i in range(turns):
+        mem.add_record(f"w{i}", sources=[f"e{i}"], content=f"v{i}", key=f"k{i % KEYS}")
+    mem.add_record("note", sources=[f"e{turns - 3}"], content="an unkeyed note")
+    mem.withdraw(f"e{turns - 2}")
+    return f"e{turns - 1}"
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_context_at_the_head_is_the_same_read_from_the_index(backend: str, tmp_path: Path) -> None:
+    mem = Memory() if backend == "memory" else Memory.open(tmp_path / "talk.db")
+    head = talking_agent(mem, 300)
+    for query in (None, "note"):
+        with index_reads(0):
+            from_index = mem.context(head, query=query, budget=120)
+        with index_reads(None):
+            along_path = mem.context(head, query=query, budget=120)
+        assert from_index == along_path
+        assert "an unkeyed note" in from_index.text and "turn 298" not in from_index.text
+
+
+def test_context_reads_the_path_only_as_far_as_its_budget_reaches() -> None:
+    work = []
+    for turns in (300, 3000):
+        store = CountingStore()
+        mem = Memory(store=store)
+        head = talking_agent(mem, turns)
+        store.lookups = 0
+        shown = mem.context(head, budget=120)
+        assert f"turn {turns - 1}" in shown.text and "turn 0" not in shown.text
+        work.append(store.lookups)
+    assert work[1] <= work[0] + 4 * KEYS, work  # not the 2,700 more events of the path
+
+
 def test_a_short_path_is_walked_and_a_large_tree_index_is_not_read() -> None:
     mem = Memory()
     head = agent(mem, 40)  # 10 keys next to a path of 40: the path is the shorter read

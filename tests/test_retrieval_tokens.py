@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -45,6 +48,13 @@ def test_mixed_text_counts_cjk_and_words_separately() -> None:
 @given(MIXED, MIXED)
 def test_counts_add_up_over_whitespace(a: str, b: str) -> None:
     assert count_tokens(a + "\n" + b) == count_tokens(a) + count_tokens(b)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80))
+def test_ascii_text_is_counted_as_the_rule_says(text: str) -> None:
+    """ASCII text takes a shortcut (str.split); it must count what the regex rule counts."""
+    words = re.findall(r"\S+", text)  # no CJK in ASCII: words are the non-space runs
+    assert count_tokens(text) == sum(math.ceil(len(word) / 4) for word in words)
 
 
 def test_any_object_with_count_is_a_counter() -> None:

@@ -12,8 +12,8 @@ import dataclasses
 import functools
 import types
 import typing
-from collections.abc import Iterable, Mapping
-from typing import Any, Union
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, Union
 
 from ..errors import InvalidInput
 from ..model import Event
@@ -22,17 +22,36 @@ from ..model import Event
 EVENT_INPUT = ("id", "parent", "tree", "role", "content", "meta", "ts")
 
 
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+
+
 def encode(value: Any) -> Any:
     """A JSON-ready form of an API value: dataclasses as objects, sets sorted."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Mapping):
+    kind: type = type(value)
+    if kind in _SCALARS:
+        return value
+    names = _field_names(kind)
+    if names is not None:
+        # a view is hundreds of records: read each class's fields once, not per value
+        out = {}
+        for name in names:
+            item = getattr(value, name)
+            out[name] = item if type(item) in _SCALARS else encode(item)
+        return out
+    if kind is dict or isinstance(value, Mapping):
         return {str(k): encode(v) for k, v in value.items()}
     if isinstance(value, set | frozenset):
         return [encode(item) for item in sorted(value)]
     if isinstance(value, list | tuple):
         return [encode(item) for item in value]
     return value
+
+
+@functools.cache
+def _field_names(kind: type) -> tuple[str, ...] | None:
+    if dataclasses.is_dataclass(kind):
+        return tuple(f.name for f in dataclasses.fields(kind))
+    return None
 
 
 def encode_argument(value: Any) -> Any:
@@ -54,37 +73,106 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+Decoder = Callable[[Any], Any]
+
+
 def decode(hint: Any, data: Any) -> Any:
     """Rebuild the value ``hint`` describes from its JSON form (``encode``'s inverse)."""
-    if hint is Any or hint is None or hint is type(None):
-        return data if hint is Any else None
+    return decoder(hint)(data)
+
+
+def decoder(hint: Any) -> Decoder:
+    """``decode`` for one hint, worked out once: a page of records then costs one call per
+    value instead of a walk through the typing module for each."""
+    try:
+        return _cached_decoder(hint)
+    except TypeError:  # an unhashable hint (Annotated with a list, say): not cached
+        return _decoder(hint)
+
+
+@functools.cache
+def _cached_decoder(hint: Any) -> Decoder:
+    return _decoder(hint)
+
+
+def _same(data: Any) -> Any:
+    return data
+
+
+def _none(data: Any) -> None:
+    return None
+
+
+def _float(data: Any) -> Any:
+    return float(data) if isinstance(data, int) else data
+
+
+def _decoder(hint: Any) -> Decoder:
+    if hint is Any:
+        return _same
+    if hint is None or hint is type(None):
+        return _none
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin in (Union, types.UnionType):
-        if data is None and type(None) in args:
-            return None
         inner = [a for a in args if a is not type(None)]
-        return decode(inner[0], data) if len(inner) == 1 else data
+        if len(inner) != 1:
+            return _same
+        one = decoder(inner[0])
+        if type(None) not in args:
+            return one
+        return lambda data: None if data is None else one(data)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        if not isinstance(data, Mapping):
-            raise InvalidInput(f"expected a {hint.__name__} object, got {data!r}")
-        fields = _hints(hint)
-        known = {f.name for f in dataclasses.fields(hint)}
-        return hint(**{k: decode(fields[k], v) for k, v in data.items() if k in known})
+        return _dataclass_decoder(hint)
     if origin in (dict, Mapping):
-        value_hint = args[1] if len(args) == 2 else Any
-        return {k: decode(value_hint, v) for k, v in data.items()}
+        values = decoder(args[1] if len(args) == 2 else Any)
+        if values is _same:
+            return lambda data: {k: v for k, v in data.items()}
+        return lambda data: {k: values(v) for k, v in data.items()}
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(decode(args[0], v) for v in data)
-        return tuple(decode(a, v) for a, v in zip(args, data, strict=True))
+            each = decoder(args[0])
+            if each is _same:
+                return tuple
+            return lambda data: tuple(each(v) for v in data)
+        positions = [decoder(a) for a in args]
+        return lambda data: tuple(d(v) for d, v in zip(positions, data, strict=True))
     if origin in (list, set, frozenset) or (origin is not None and _iterable(origin)):
-        item = args[0] if args else Any
-        made = [decode(item, v) for v in data]
-        return set(made) if origin in (set, frozenset) else made
-    if hint is float and isinstance(data, int):
-        return float(data)
-    return data
+        item = decoder(args[0] if args else Any)
+        if origin in (set, frozenset):
+            return lambda data: {item(v) for v in data}
+        if item is _same:
+            return list
+        return lambda data: [item(v) for v in data]
+    if hint is float:
+        return _float
+    return _same
+
+
+def _dataclass_decoder(cls: type) -> Decoder:
+    """Field decoders are looked up on first use, so a dataclass may refer to itself.
+    Fields whose JSON form is already their value (text, ints, Any) are passed as they are."""
+    resolved: tuple[frozenset[str], dict[str, Decoder]] | None = None
+
+    def build(data: Any) -> Any:
+        nonlocal resolved
+        if not isinstance(data, Mapping):
+            raise InvalidInput(f"expected a {cls.__name__} object, got {data!r}")
+        fields = resolved
+        if fields is None:  # built whole, then published: other threads never see half
+            hints = _hints(cls)
+            each = {f.name: decoder(hints[f.name]) for f in dataclasses.fields(cls)}
+            plain = frozenset(name for name, made in each.items() if made is _same)
+            fields = (plain, {n: made for n, made in each.items() if n not in plain})
+            resolved = fields
+        plain, converted = fields
+        values = {k: v for k, v in data.items() if k in plain}
+        for name, convert in converted.items():
+            if name in data:
+                values[name] = convert(data[name])
+        return cls(**values)
+
+    return build
 
 
 def _iterable(origin: Any) -> bool:

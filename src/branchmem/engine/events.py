@@ -187,21 +187,23 @@ class _Omitted:
 
 
 class PathMessages(Sequence[EventNode | _Omitted]):
-    """The events of a path as a prompt may show them (withdrawn and erased ones empty),
-    loaded from the anchor back a page at a time: a context's budget is usually spent long
-    before the root, so the events above what it takes are never read."""
+    """The ``length`` events of the path ending at ``anchor``, root first, as a prompt may
+    show them (withdrawn and erased ones empty). They are read from the anchor back, a page
+    at a time: a context's budget is usually spent long before the root, so the path above
+    what it takes is never read — not even its ids."""
 
     FIRST_PAGE = 32
 
-    def __init__(self, ns: Namespace, path_ids: Sequence[str]) -> None:
+    def __init__(self, ns: Namespace, anchor: str, length: int) -> None:
         self.ns = ns
-        self.ids = list(path_ids)
+        self.length = length
         self.loaded: dict[int, EventNode | _Omitted] = {}
-        self.start = len(self.ids)  # events from here to the anchor are loaded
+        self.start = length  # events from here to the anchor are loaded
+        self.next_id: str | None = anchor  # the deepest event not loaded yet
         self.page = self.FIRST_PAGE
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return self.length
 
     @overload
     def __getitem__(self, index: int) -> EventNode | _Omitted: ...
@@ -209,27 +211,26 @@ class PathMessages(Sequence[EventNode | _Omitted]):
     def __getitem__(self, index: slice) -> list[EventNode | _Omitted]: ...
     def __getitem__(self, index: int | slice) -> EventNode | _Omitted | list[EventNode | _Omitted]:
         if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self.ids)))]
+            return [self[i] for i in range(*index.indices(self.length))]
         if index < 0:
-            index += len(self.ids)
-        if not 0 <= index < len(self.ids):
+            index += self.length
+        if not 0 <= index < self.length:
             raise IndexError(index)
         while index < self.start:
             self._load_page()
         return self.loaded[index]
 
     def _load_page(self) -> None:
-        begin = max(0, min(self.start - self.page, self.start - 1))
-        ids = self.ids[begin : self.start]
         store, name = self.ns.store, self.ns.name
-        hidden = store.statuses(name, ids)
-        for offset, node in enumerate(store.get_events(name, ids)):
-            event_id = ids[offset]
-            shown = node is not None and event_id not in hidden
-            self.loaded[begin + offset] = (
-                node if shown and node is not None else _Omitted(event_id, "user")
-            )
-        self.start = begin
+        assert self.next_id is not None, "the path is shorter than its length"
+        nodes = store.ancestors(name, self.next_id, min(self.page, self.start))
+        assert nodes, self.next_id
+        hidden = store.statuses(name, [node.id for node in nodes])
+        for node in nodes:
+            self.start -= 1
+            shown = node.id not in hidden
+            self.loaded[self.start] = node if shown else _Omitted(node.id, node.role)
+        self.next_id = nodes[-1].parent
         self.page *= 2
 
 

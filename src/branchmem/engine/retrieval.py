@@ -2,8 +2,9 @@
 themselves live in ``branchmem.search``.
 
 Only records the view returns are candidates, so nothing on another branch moves a score.
-``context`` builds the view once and reuses it: the anchor's path for the transcript, and the
-view's ``(scope, key)`` decisions for the records (one current value per key already).
+``context`` decides the records once (from the tree's index or the whole view, as
+``visible()`` does: one current value per key already) and reads the transcript from the
+anchor back, only as far as the budget reaches.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..search.tokens import TokenCounter
 from .deliveries import deliver
 from .events import PathMessages
 from .namespace import Namespace
-from .views import view, visible_in
+from .views import visible_revisions
 
 
 def ranked(
@@ -53,8 +54,8 @@ def search(
     cross_tree: bool,
     mode: str | None,
 ) -> list[Hit]:
-    shown = view(ns, anchor, cross_tree, mode)
-    by_id = {node.record_id: node for node in visible_in(ns, shown, kind, key, scope)}
+    nodes, _ = visible_revisions(ns, anchor, cross_tree, mode, kind, key, scope)
+    by_id = {node.record_id: node for node in nodes}
     return [
         Hit(ns.to_record(by_id[record_id]), score, why)
         for record_id, score, why in ranked(ns, query, query_vector, by_id, k)
@@ -73,17 +74,15 @@ def context(
     mode: str | None,
 ) -> Context:
     """The prompt text at ``anchor``; with ``session``, the delivery is remembered."""
-    shown = view(ns, anchor, cross_tree, mode)
-    nodes = visible_in(ns, shown)
+    nodes, length = visible_revisions(ns, anchor, cross_tree, mode)
     ranking = None
     if query is not None:
         by_id = {node.record_id: node for node in nodes}
         hits = ranked(ns, query, query_vector, by_id, max(1, len(by_id)))
         ranking = [record_id for record_id, _, _ in hits]
-    path_ids = list(shown.main.ids) if shown.main is not None else []
     built = assemble_context(
         anchor=anchor,
-        path_events=PathMessages(ns, path_ids) if anchor is not None else [],
+        path_events=PathMessages(ns, anchor, length) if anchor is not None else [],
         records=[ns.to_record(node) for node in nodes],
         query=query,
         budget=budget,

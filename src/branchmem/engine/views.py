@@ -107,6 +107,38 @@ def indexed_visible(
     return found
 
 
+def visible_revisions(
+    ns: Namespace,
+    anchor: str | None,
+    cross_tree: bool,
+    mode: str | None,
+    kind: str | None = None,
+    key: str | None = None,
+    scope: str | None = None,
+    include_superseded: bool = False,
+    include_stale: bool = False,
+) -> tuple[list[RevisionNode], int]:
+    """The revisions shown at ``anchor`` in path order, and the length of its path (0: no
+    anchor). Read from the tree's index when that is the shorter read (one tree, attached
+    anchor, superseded ones not asked for), else from the whole view."""
+    node = None if anchor is None else ns.event_node(anchor)
+    if node is not None and node.attached and not cross_tree and not include_superseded:
+        found = indexed_visible(ns, node, mode, key, include_stale)
+        if found is not None:
+            assert node.depth is not None
+            kept = [
+                revision
+                for revision in found
+                if (kind is None or revision.kind == kind)
+                and (key is None or revision.key == key)
+                and (scope is None or revision.scope == scope)
+            ]
+            return kept, node.depth + 1
+    shown = view(ns, anchor, cross_tree, mode)
+    nodes = visible_in(ns, shown, kind, key, scope, include_superseded, include_stale)
+    return nodes, len(shown.main.ids) if shown.main is not None else 0
+
+
 def visible(
     ns: Namespace,
     anchor: str | None,
@@ -118,21 +150,9 @@ def visible(
     include_superseded: bool,
     include_stale: bool,
 ) -> list[Record]:
-    """The records shown at ``anchor``: from the tree's index when it is the shorter read
-    (one tree, attached anchor, superseded ones not asked for), else from the whole view."""
-    node = None if anchor is None else ns.event_node(anchor)
-    if node is not None and node.attached and not cross_tree and not include_superseded:
-        found = indexed_visible(ns, node, mode, key, include_stale)
-        if found is not None:
-            return [
-                ns.to_record(revision)
-                for revision in found
-                if (kind is None or revision.kind == kind)
-                and (key is None or revision.key == key)
-                and (scope is None or revision.scope == scope)
-            ]
-    shown = view(ns, anchor, cross_tree, mode)
-    nodes = visible_in(ns, shown, kind, key, scope, include_superseded, include_stale)
+    nodes, _ = visible_revisions(
+        ns, anchor, cross_tree, mode, kind, key, scope, include_superseded, include_stale
+    )
     return [ns.to_record(node) for node in nodes]
 
 

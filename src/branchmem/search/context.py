@@ -123,13 +123,14 @@ class Context:
     events: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Piece:
     section: int  # 0: memory, 1: conversation
     order: int  # rendered order within the section
     line: str
     record: tuple[str, int] | None = None
     event: str | None = None
+    cost: int = -1  # the counter's count of the line, once asked
 
 
 def _one_line(text: str) -> str:
@@ -224,11 +225,12 @@ def assemble_context(
         if fill.used >= cap or not fill.take_within(piece, cap):
             left.append(piece)
 
+    labels = dict(style.roles)
     for order in range(len(path_events) - 1, -1, -1):  # read from the anchor back, lazily
         event = path_events[order]
         if not event.content.strip():
             continue
-        prefix = f"{style.label(event.role)}: "
+        prefix = f"{labels.get(event.role, event.role)}: "
         piece = _Piece(1, order, prefix + event.content, event=event.id)
         if fill.take_within(piece, budget):
             continue
@@ -269,15 +271,12 @@ class _Fill:
         self.taken: list[_Piece] = []
         self.opened: set[int] = set()
         self.used = 0
-        self.line_costs: dict[tuple[int, int, str], int] = {}
 
     def price(self, piece: _Piece) -> int:
         heading = 0 if piece.section in self.opened else self.heading_costs[piece.section]
-        where = (piece.section, piece.order, piece.line)
-        cost = self.line_costs.get(where)
-        if cost is None:
-            cost = self.line_costs[where] = self.counter.count(piece.line + "\n")
-        return cost + heading
+        if piece.cost < 0:
+            piece.cost = self.counter.count(piece.line + "\n")
+        return piece.cost + heading
 
     def take_within(self, piece: _Piece, limit: int) -> bool:
         price = self.price(piece)

@@ -57,7 +57,10 @@ def count_tokens(text: str) -> int:
     additive over whitespace: ``count_tokens(a + " " + b) == count_tokens(a) + count_tokens(b)``.
     """
     if text.isascii():  # no CJK: the words are what str.split finds (same whitespace as \s)
-        return sum((len(word) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN for word in text.split())
+        tokens = 0
+        for word in text.split():
+            tokens += (len(word) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+        return tokens
     words = sum(math.ceil(len(word) / CHARS_PER_TOKEN) for word in _WORD.findall(text))
     return len(_CJK_CHAR.findall(text)) + words
 

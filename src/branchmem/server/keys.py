@@ -149,11 +149,23 @@ class KeyRing:
         parts = split_key(presented)
         if parts is None:
             return None
-        key_id, secret = parts
-        row = self._row(key_id)
-        if row is None:
-            return None
-        if not hmac.compare_digest(row.secret_hash, hash_secret(secret)):
+        return self._check(self._row(parts[0]), parts[1])
+
+    def verify_cached(self, presented: str) -> tuple[bool, ApiKey | None]:
+        """``(True, verify(presented))`` when that needs no query (a malformed key, or its
+        row read less than ``CACHE_SECONDS`` ago), else ``(False, None)``: the event loop
+        answers most requests without handing them to a thread or waiting for the store."""
+        parts = split_key(presented)
+        if parts is None:
+            return True, None
+        with self._cache_lock:
+            cached = self._cache.get(parts[0])
+        if cached is None or time.monotonic() - cached[0] >= CACHE_SECONDS:
+            return False, None
+        return True, self._check(cached[1], parts[1])
+
+    def _check(self, row: ApiKeyRow | None, secret: str) -> ApiKey | None:
+        if row is None or not hmac.compare_digest(row.secret_hash, hash_secret(secret)):
             return None
         return self._granted(row)
 

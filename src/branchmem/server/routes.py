@@ -4,6 +4,10 @@ One route per ``MemoryAPI`` method, under ``/v1/ns/{namespace}``. Path and query
 parameters and the JSON body model are derived from the method's signature, with the
 constraints of ``schemas.py`` chosen by parameter name; results are the API's dataclasses,
 encoded by the one codec. A route answers exactly what the method returned.
+
+Responses are documented by the models of ``schemas.response_type`` but not validated
+against them: a view is hundreds of records, and checking each against a model it was
+built from costs more than computing the view. The route writes the codec's JSON itself.
 """
 
 from __future__ import annotations
@@ -11,12 +15,13 @@ from __future__ import annotations
 import base64
 import contextlib
 import inspect
+import json
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Annotated, Any, Final, TypeVar
 
 from fastapi import APIRouter, Depends, Query, Request, Response
-from pydantic import Field, create_model
+from pydantic import Field, TypeAdapter, create_model
 
 from ..api.codec import encode
 from ..api.operations import PREFIX, REQUIRED, Operation, Param, operations
@@ -173,9 +178,24 @@ def response_model(op: Operation) -> Any:
     return result
 
 
+def json_response(content: Any, documented: Any) -> Response:
+    """``content`` (the codec's output) as the JSON FastAPI would write for the documented
+    model. A value plain JSON cannot carry (NaN, a lone surrogate; the stores refuse both
+    on the way in) takes pydantic's path, which writes what it did before: null for NaN."""
+    try:
+        body = json.dumps(
+            content, ensure_ascii=False, allow_nan=False, separators=(",", ":")
+        ).encode("utf-8")
+    except ValueError:
+        adapter: TypeAdapter[Any] = TypeAdapter(documented)
+        body = adapter.dump_json(adapter.validate_python(content))
+    return Response(body, media_type="application/json")
+
+
 def endpoint(op: Operation, model: type[Input] | None) -> Callable[..., Any]:
     """A handler with the operation's parameters as FastAPI reads them (``__signature__``)."""
     positional = [p.name for p in op.params if p.positional]
+    documented = None if op.result is None or op.result is type(None) else response_model(op)
 
     def handle(request: Request, namespace: str, grant: ApiKey | None, **given: Any) -> Any:
         memory = request.app.state.memory
@@ -191,12 +211,12 @@ def endpoint(op: Operation, model: type[Input] | None) -> Callable[..., Any]:
         args = [given.pop(name) for name in positional]
         with acting(memory, grant) if op.mutates else contextlib.nullcontext():
             result = method(*args, namespace=namespace, **given)
-        if op.result is None or op.result is type(None):
+        if documented is None:
             return Response(status_code=204)
         value = encode(result)
         if op.page:
-            return page(value, limit, cursor)
-        return {op.envelope: value} if op.envelope else value
+            return json_response(page(value, limit, cursor), documented)
+        return json_response({op.envelope: value} if op.envelope else value, documented)
 
     params = [
         inspect.Parameter("request", inspect.Parameter.KEYWORD_ONLY, annotation=Request),

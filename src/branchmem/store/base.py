@@ -63,10 +63,6 @@ class Store(ABC):
     @abstractmethod
     def get_event(self, namespace: str, event_id: str) -> EventNode | None: ...
 
-    def get_events(self, namespace: str, ids: Sequence[str]) -> list[EventNode | None]:
-        """``get_event`` for each id, in one read where the backend can."""
-        return [self.get_event(namespace, event_id) for event_id in ids]
-
     @abstractmethod
     def put_event(self, namespace: str, node: EventNode) -> None:
         """Insert an event or update its topology fields (tree, attached, depth, jump)."""
@@ -85,6 +81,16 @@ class Store(ABC):
             self.get_event(namespace, event_id) for event_id in self.path_ids(namespace, anchor)
         )
         return [node for node in found if node is not None]
+
+    def ancestors(self, namespace: str, event_id: str, limit: int) -> list[EventNode]:
+        """``event_id`` and up to ``limit - 1`` of its ancestors, deepest first (the start of
+        a path read from the anchor back; backends with round trips: one query)."""
+        found: list[EventNode] = []
+        node = self.get_event(namespace, event_id)
+        while node is not None and len(found) < limit:
+            found.append(node)
+            node = None if node.parent is None else self.get_event(namespace, node.parent)
+        return found
 
     @abstractmethod
     def iter_events(self, namespace: str, tree: str | None = None) -> Iterator[EventNode]:

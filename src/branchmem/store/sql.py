@@ -44,22 +44,6 @@ class SQLStore(SQLLedger, Store, KeyStore):
             self._events[key] = node
         return node
 
-    def get_events(self, namespace: str, ids: Sequence[str]) -> list[EventNode | None]:
-        wanted = [i for i in dict.fromkeys(ids) if (namespace, i) not in self._events]
-        found: dict[str, EventNode] = {}
-        for chunk in self._chunks(wanted):
-            for row in self._all(
-                f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? "
-                f"AND id IN ({self._marks(len(chunk))})",
-                (namespace, *chunk),
-            ):
-                found[row[0]] = codec.event_node(row)
-        if self._depth > 0:
-            for item in wanted:
-                self._events[(namespace, item)] = found.get(item)
-        cached = self._events
-        return [found[i] if i in found else cached.get((namespace, i)) for i in ids]
-
     def prefetch(self, namespace: str, ids: Collection[str]) -> None:
         """Load in bulk what one call will ask about these ids: events, children, records."""
         if self._depth == 0:
@@ -144,6 +128,23 @@ class SQLStore(SQLLedger, Store, KeyStore):
             f" SELECT {columns} FROM up JOIN events e ON e.namespace = ? AND e.id = up.id"
             " ORDER BY up.n DESC",
             (namespace, anchor, namespace, namespace),
+        )
+        nodes = [codec.event_node(row) for row in rows]
+        if self._depth > 0:
+            for node in nodes:
+                self._events[(namespace, node.id)] = node
+        return nodes
+
+    def ancestors(self, namespace: str, event_id: str, limit: int) -> list[EventNode]:
+        columns = ", ".join("e." + c for c in codec.EVENT_COLUMNS.split(", "))
+        rows = self._all(
+            "WITH RECURSIVE up(id, parent, n) AS ("
+            " SELECT id, parent, 0 FROM events WHERE namespace = ? AND id = ?"
+            " UNION ALL SELECT e.id, e.parent, up.n + 1 FROM events e JOIN up"
+            " ON e.namespace = ? AND e.id = up.parent WHERE up.n + 1 < ?)"
+            f" SELECT {columns} FROM up JOIN events e ON e.namespace = ? AND e.id = up.id"
+            " ORDER BY up.n",
+            (namespace, event_id, namespace, limit, namespace),
         )
         nodes = [codec.event_node(row) for row in rows]
         if self._depth > 0:

@@ -1,0 +1,200 @@
+"""What the service costs over embedded calls: one client, one SQLite store, depth ~200.
+
+    python bench/service.py [--records 30000] [--rounds 400]
+
+Builds one SQLite file of chat-like conversations (``chatlike.py``), starts ``branchmem
+serve`` on it (a subprocess on loopback, with an API key, as deployed) and opens the same
+file embedded in this process. Anchors are main-line events at depth 200. After one untimed
+pass over every anchor on both sides, interleaved rounds (the order within a round
+alternates) time ``Memory.visible(anchor)`` against ``Client.visible(anchor)`` and
+``Memory.search`` against ``Client.search``, check that both answered the same, and print
+p50/p99 of each and the ratio service / embedded (goal for ``visible``: <= 1.5), and the
+CPU each call used (client and server processes for the service), which unlike latency
+does not grow with what else the machine runs. Writes JSON to bench/results/service.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from branchmem import Memory
+from branchmem.client import Client
+from branchmem.server.keys import KeyRing
+from chatlike import conversations
+from load import Worker
+
+NAMESPACE = "bench"
+QUERIES = ["turn", "abandoned edit", "summary", "conversation fork", "turn 150"]
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def build(path: str, records: int) -> list[str]:
+    """The store at ``path``; returns the depth-200 anchors, one per conversation."""
+    anchors: list[str] = []
+    with Memory.open(path) as mem:
+        for conv in conversations(records):
+            mem.add_events(conv.events, namespace=NAMESPACE)
+            mem.add_records(conv.records, namespace=NAMESPACE)
+            anchors.append(conv.main_line[200])
+    return anchors
+
+
+def server_cpu(pid: int) -> float | None:
+    """CPU seconds the server process has used (Linux /proc), or None elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+Timings = dict[str, dict[str, list[float]]]
+
+
+def measure(
+    mem: Memory, client: Client, server_pid: int, anchors: list[str], rounds: int
+) -> tuple[Timings, Timings]:
+    """Per operation: one untimed pass over every anchor on both sides (each process has
+    its own caches: both start warm), then interleaved rounds. Returns wall-clock latencies
+    and CPU seconds per call; a service call's CPU is this process's (the client) plus the
+    server's share of its CPU over the rounds, which a loaded machine does not inflate."""
+    wall: Timings = {}
+    cpu: Timings = {}
+    for op in ("visible", "search"):
+        rng = random.Random(1)
+        wall[op] = {"embedded": [], "service": []}
+        cpu[op] = {"embedded": [], "client": [], "server": []}
+        server_before = 0.0
+        for index in range(len(anchors) + rounds):
+            timed = index >= len(anchors)
+            if index == len(anchors):
+                server_before = server_cpu(server_pid) or 0.0
+            anchor = anchors[index] if not timed else rng.choice(anchors)
+            query = rng.choice(QUERIES)
+            args = (anchor,) if op == "visible" else (query, anchor)
+            calls: dict[str, Callable[[], Any]] = {
+                "embedded": functools.partial(getattr(mem, op), *args, namespace=NAMESPACE),
+                "service": functools.partial(getattr(client, op), *args, namespace=NAMESPACE),
+            }
+            sides = ["embedded", "service"] if index % 2 == 0 else ["service", "embedded"]
+            answers = {}
+            for side in sides:
+                cpu_started = time.process_time()
+                started = time.perf_counter()
+                answers[side] = calls[side]()
+                elapsed = time.perf_counter() - started
+                used = time.process_time() - cpu_started
+                if timed:
+                    wall[op][side].append(elapsed)
+                    cpu[op]["embedded" if side == "embedded" else "client"].append(used)
+            if answers["embedded"] != answers["service"]:
+                raise SystemExit(f"{op} at {anchor!r}: the service answered differently")
+        server_after = server_cpu(server_pid)
+        if server_after is not None:
+            cpu[op]["server"] = [(server_after - server_before) / rounds]
+    return wall, cpu
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--records", type=int, default=30_000)
+    parser.add_argument("--rounds", type=int, default=400)
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "service.json"))
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="branchmem-service-") as folder:
+        path = os.path.join(folder, "service.db")
+        started = time.perf_counter()
+        anchors = build(path, args.records)
+        built = time.perf_counter() - started
+        with Memory.open(path) as mem:
+            api_key, _ = KeyRing(mem).create("bench", [NAMESPACE])
+            worker = Worker(path)
+            worker.start()
+            try:
+                worker.wait_ready()
+                with Client(worker.url, api_key) as client:
+                    visible_size = len(mem.visible(anchors[0], namespace=NAMESPACE))
+                    assert worker.process is not None
+                    timings, cpu = measure(mem, client, worker.process.pid, anchors, args.rounds)
+            finally:
+                worker.stop()
+    rows = []
+    for op, sides in timings.items():
+        row: dict[str, Any] = {"operation": op}
+        for side, values in sides.items():
+            row[f"{side}_p50_ms"] = 1000 * percentile(values, 0.5)
+            row[f"{side}_p99_ms"] = 1000 * percentile(values, 0.99)
+        row["ratio_p50"] = row["service_p50_ms"] / row["embedded_p50_ms"]
+        row["ratio_p99"] = row["service_p99_ms"] / row["embedded_p99_ms"]
+        spent = cpu[op]
+        row["embedded_cpu_ms"] = 1000 * statistics.mean(spent["embedded"])
+        row["client_cpu_ms"] = 1000 * statistics.mean(spent["client"])
+        row["server_cpu_ms"] = 1000 * spent["server"][0] if spent["server"] else None
+        if row["server_cpu_ms"] is not None:
+            service_cpu = row["client_cpu_ms"] + row["server_cpu_ms"]
+            row["cpu_ratio"] = service_cpu / row["embedded_cpu_ms"]
+        rows.append(row)
+    load = os.getloadavg()
+    print(
+        f"{args.records:,} records in {len(anchors)} conversations (built in {built:.1f} s), "
+        f"SQLite, anchors at depth 200 (visible returns ~{visible_size} records), "
+        f"{args.rounds} interleaved rounds, load average {load[0]:.2f}"
+    )
+    print(
+        f"{'operation':<10} {'embedded p50':>13} {'p99':>8} {'service p50':>12} {'p99':>8} "
+        f"{'ratio p50':>10} {'p99':>6}"
+    )
+    for row in rows:
+        print(
+            f"{row['operation']:<10} {row['embedded_p50_ms']:>10.2f} ms "
+            f"{row['embedded_p99_ms']:>8.2f} {row['service_p50_ms']:>9.2f} ms "
+            f"{row['service_p99_ms']:>8.2f} {row['ratio_p50']:>9.2f}x {row['ratio_p99']:>5.2f}x"
+        )
+    print("CPU per call (mean ms): embedded | service = client + server | ratio")
+    for row in rows:
+        server = row["server_cpu_ms"]
+        print(
+            f"{row['operation']:<10} {row['embedded_cpu_ms']:>6.2f} | "
+            f"{row['client_cpu_ms']:.2f} + "
+            + ("n/a" if server is None else f"{server:.2f} | {row['cpu_ratio']:.2f}x")
+        )
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(
+        json.dumps(
+            {
+                "records": args.records,
+                "conversations": len(anchors),
+                "rounds": args.rounds,
+                "visible_size": visible_size,
+                "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, "
+                f"Python {platform.python_version()}",
+                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                "load": load,
+                "rows": rows,
+            },
+            indent=2,
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
