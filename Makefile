@@ -53,6 +53,7 @@ bench: $(STAMP)
 	$(PY) bench/records.py
 	$(PY) bench/erase_soak.py --rounds 10000
 	$(PY) bench/deep_path.py
+	$(PY) bench/disk.py
 	$(PY) bench/service.py
 	$(PY) bench/context.py
 	$(PY) bench/figures.py

@@ -149,12 +149,23 @@ def deep_path_rows(results: Path) -> list[Row]:
     return rows
 
 
+def disk_rows(results: Path) -> list[Row]:
+    found = _load(results, "disk.json")
+    what = (
+        f"SQLite store / plain-table floor at {found['records']:,} records"
+        if found
+        else ("SQLite store / plain-table floor at 1,000,000 records")
+    )
+    return [_ratio_row(what, found["ratio"] if found else None, 3.0)]
+
+
 SECTIONS: list[tuple[str, Callable[[Path], list[Row]]]] = [
     ("agent history (bench/agent_history.py)", agent_rows),
     ("context (bench/context.py)", context_rows),
     ("bulk records (bench/records.py)", records_rows),
     ("storage at 10k to 1M records (bench/storage.py)", storage_rows),
     ("depth 100,000 (bench/deep_path.py)", deep_path_rows),
+    ("disk (bench/disk.py)", disk_rows),
     ("service overhead (bench/service.py)", service_rows),
 ]
 

@@ -1,14 +1,15 @@
 """Append-only numbered migrations shared by every SQL backend.
 
 Each migration is a list of statements in a portable subset of SQL; ``{bigint}``,
-``{double}`` and ``{blob}`` are filled in per dialect. What only one database had (SQLite's
-FTS5 table of version 3) is dropped by the backend before the portable statements run. Every
-table carries ``namespace`` first in its primary key: the shape a sharded PostgreSQL (Citus)
-distributes by (``api_keys`` is namespace-free: a key names its namespaces).
+``{double}``, ``{blob}`` and ``{without_rowid}`` are filled in per dialect. What only one
+database had (SQLite's FTS5 table of version 3) is dropped by the backend before the portable
+statements run. Every table carries ``namespace`` first in its primary key: the shape a sharded
+PostgreSQL (Citus) distributes by (``api_keys`` is namespace-free: a key names its namespaces).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 # keyed reads: a key's revisions in the order a view ranks them, one row per frontier tree
@@ -64,6 +65,96 @@ TREE_INDEX: Final[list[str]] = [
         JOIN events e ON e.namespace = f.namespace AND e.id = f.event_id
         WHERE r.key_name IS NULL OR r.kind = 'retraction'""",
 ]
+
+
+def _clustered(
+    table: str,
+    columns: str,
+    key: str,
+    indexes: Sequence[str] = (),
+    added: tuple[str, str] | None = None,
+) -> list[str]:
+    """Rebuild ``table`` stored in the order of its primary key: SQLite's ``WITHOUT ROWID``
+    (PostgreSQL gets the same table back). A rowid table whose key is (nearly) the whole row
+    holds every row twice, once in the table and once in the key's index. ``added``: a new
+    column and its value in the rows copied."""
+    names = ", ".join(column.split()[0] for column in columns.split(","))
+    values = names
+    if added is not None:
+        columns += ", " + added[0]
+        names += ", " + added[0].split()[0]
+        values += ", " + added[1]
+    return [
+        f"CREATE TABLE {table}_clustered ({columns}, PRIMARY KEY ({key})) {{without_rowid}}",
+        f"INSERT INTO {table}_clustered ({names}) SELECT {values} FROM {table}",
+        f"DROP TABLE {table}",
+        f"ALTER TABLE {table}_clustered RENAME TO {table}",
+        *indexes,
+    ]
+
+
+REVISION = "record_id TEXT NOT NULL, revision INTEGER NOT NULL"
+
+# Disk (schema 7): the index-like tables, whose primary key is (nearly) the whole row, stored
+# once in key order; the (namespace, record_id, revision) indexes of frontiers, citing and
+# pending are gone: a replaced revision's rows are deleted by their whole key, derived from the
+# revision as stored (sql.py, ``put_revision``). The codec writes references and gates short;
+# the backend re-encodes the revisions written before (``_after_migration``).
+COMPACT_STORAGE: Final[list[str]] = [
+    *_clustered("heads", "namespace TEXT NOT NULL, tree TEXT NOT NULL, event_id TEXT NOT NULL",
+                "namespace, tree"),
+    # cited = 1: the revision cites its frontier event itself (a fact's one source), which
+    # then has no citing row (rows copied keep theirs: cited = 0)
+    *_clustered("frontiers", f"namespace TEXT NOT NULL, event_id TEXT NOT NULL, {REVISION}",
+                "namespace, event_id, record_id, revision",
+                added=("cited INTEGER NOT NULL", "0")),
+    *_clustered("ungated", f"namespace TEXT NOT NULL, {REVISION}",
+                "namespace, record_id, revision"),
+    *_clustered("citing", f"namespace TEXT NOT NULL, target TEXT NOT NULL, {REVISION}",
+                "namespace, target, record_id, revision"),
+    *_clustered("pending", f"namespace TEXT NOT NULL, event_id TEXT NOT NULL, {REVISION}",
+                "namespace, event_id, record_id, revision"),
+    *_clustered(
+        "supersedes",
+        "namespace TEXT NOT NULL, old_id TEXT NOT NULL, new_id TEXT NOT NULL, "
+        "seq {bigint} NOT NULL",
+        "namespace, old_id, new_id",
+        ["CREATE INDEX supersedes_by_new ON supersedes (namespace, new_id)"],
+    ),
+    *_clustered("statuses", "namespace TEXT NOT NULL, id TEXT NOT NULL, status TEXT NOT NULL",
+                "namespace, id"),
+    *_clustered("audit_ids", "namespace TEXT NOT NULL, id TEXT NOT NULL, seq {bigint} NOT NULL",
+                "namespace, id, seq"),
+    *_clustered("retraction_targets",
+                "namespace TEXT NOT NULL, target TEXT NOT NULL, id TEXT NOT NULL",
+                "namespace, target, id"),
+    *_clustered("erase_cleanup", "namespace TEXT NOT NULL, seq {bigint} NOT NULL",
+                "namespace, seq"),
+    # the rank tables are stored in the order a view reads them: their rows are deleted by
+    # whole key too, and a key's records are found through key_frontiers, which holds a row
+    # for every keyed revision (so revisions needs no index by key)
+    *_clustered(
+        "key_frontiers",
+        "namespace TEXT NOT NULL, key_name TEXT NOT NULL, tree TEXT NOT NULL, "
+        f"depth INTEGER NOT NULL, seq {{bigint}} NOT NULL, {REVISION}",
+        "namespace, key_name, tree, depth, seq, record_id, revision",
+        ["CREATE INDEX key_frontiers_by_seq ON key_frontiers (namespace, key_name, seq)"],
+    ),
+    *_clustered("tree_keys",
+                "namespace TEXT NOT NULL, tree TEXT NOT NULL, key_name TEXT NOT NULL, "
+                "scope_tag TEXT NOT NULL",
+                "namespace, tree, key_name, scope_tag"),
+    *_clustered(
+        "unkeyed_frontiers",
+        "namespace TEXT NOT NULL, tree TEXT NOT NULL, depth INTEGER NOT NULL, "
+        f"seq {{bigint}} NOT NULL, {REVISION}",
+        "namespace, tree, depth, seq, record_id, revision",
+    ),
+    "DROP INDEX IF EXISTS revisions_by_key",
+    # whole-namespace listings (iter_events, record_ids) sort what they read anyway
+    "DROP INDEX IF EXISTS events_by_seq",
+    "DROP INDEX IF EXISTS revisions_by_seq",
+]  # fmt: skip
 
 MIGRATIONS: Final[list[list[str]]] = [
     # 1: the engine's state
@@ -173,8 +264,10 @@ MIGRATIONS: Final[list[list[str]]] = [
     ],
     KEYED_READS,  # 5, defined above; its version is its place in this list
     TREE_INDEX,  # 6, defined above
+    COMPACT_STORAGE,  # 7, defined above
 ]
 
 KEYED_READS_VERSION: Final = MIGRATIONS.index(KEYED_READS) + 1
+COMPACT_STORAGE_VERSION: Final = MIGRATIONS.index(COMPACT_STORAGE) + 1
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -18,6 +18,7 @@ from ..validation import check_text
 from . import codec
 from .base import RevisionKey, Store
 from .keys import KeyStore
+from .schema import COMPACT_STORAGE_VERSION
 from .sqlledger import SQLLedger
 
 
@@ -231,22 +232,16 @@ class SQLStore(SQLLedger, Store, KeyStore):
     def put_revision(self, namespace: str, node: RevisionNode) -> None:
         check_text(node.kind, f"record {node.record_id!r}: kind")
         check_text(node.content, f"record {node.record_id!r}: content")
+        replaced = self._stored_revision(namespace, node.record_id, node.revision)
         cached = self._revisions.get((namespace, node.record_id))
-        known_new = cached is not None and node.revision > len(cached)
         if cached is not None:
             if node.revision <= len(cached):
                 cached[node.revision - 1] = node
             else:
                 cached.append(node)
         key = (namespace, node.record_id, node.revision)
-        tables = (
-            "frontiers", "ungated", "citing", "pending", "key_frontiers", "unkeyed_frontiers",
-        )  # fmt: skip
-        for table in () if known_new else tables:
-            self._run(  # a replaced revision: its old index rows go first
-                f"DELETE FROM {table} WHERE namespace = ? AND record_id = ? AND revision = ?",
-                key,
-            )
+        if replaced is not None:
+            self._unindex(namespace, replaced)
         self._run(
             f"INSERT INTO revisions (namespace, {codec.REVISION_COLUMNS}, legacy, "
             "unknown_sources, detached_sources, consistent) VALUES "
@@ -260,9 +255,9 @@ class SQLStore(SQLLedger, Store, KeyStore):
         gate = node.gate
         if gate.frontiers:
             self._many(
-                "INSERT INTO frontiers (namespace, event_id, record_id, revision) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                [(namespace, f.event, node.record_id, node.revision) for f in gate.frontiers],
+                "INSERT INTO frontiers (namespace, event_id, record_id, revision, cited) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                _frontier_rows(namespace, node),
             )
         else:
             self._run("INSERT INTO ungated (namespace, record_id, revision) VALUES (?, ?, ?)", key)
@@ -271,13 +266,56 @@ class SQLStore(SQLLedger, Store, KeyStore):
             "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [(namespace, e, node.record_id, node.revision) for e in sorted(gate.detached)],
         )
-        targets = {name for ref in node.refs or () for name in (ref.target, ref.text)}
         self._many(
             "INSERT INTO citing (namespace, target, record_id, revision) "
             "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            [(namespace, t, node.record_id, node.revision) for t in sorted(targets)],
+            _citing_rows(namespace, node),
         )
         self._rank_by_key(namespace, [node])
+
+    def _stored_revision(
+        self, namespace: str, record_id: str, revision: int
+    ) -> RevisionNode | None:
+        """The revision as stored before a write replaces it (None: a new one)."""
+        cached = self._revisions.get((namespace, record_id))
+        if cached is not None:
+            return cached[revision - 1] if revision <= len(cached) else None
+        row = self._one(
+            f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
+            "AND record_id = ? AND revision = ?",
+            (namespace, record_id, revision),
+        )
+        return None if row is None else codec.revision_node(row)
+
+    def _unindex(self, namespace: str, node: RevisionNode) -> None:
+        """Delete a replaced revision's index rows by their whole key: each is derived from
+        the revision exactly as ``put_revision`` derived it, so no index by revision is needed."""
+        key = (namespace, node.record_id, node.revision)
+        for table, column, values in (
+            ("frontiers", "event_id", [f.event for f in node.gate.frontiers]),
+            ("pending", "event_id", sorted(node.gate.detached)),
+            ("citing", "target", sorted(_cited(node))),
+        ):
+            self._many(
+                f"DELETE FROM {table} WHERE namespace = ? AND {column} = ? AND record_id = ? "
+                "AND revision = ?",
+                [(namespace, value, node.record_id, node.revision) for value in values],
+            )
+        self._run("DELETE FROM ungated WHERE namespace = ? AND record_id = ? AND revision = ?", key)
+        self._unrank(namespace, [node])
+
+    def _unrank(self, namespace: str, nodes: Sequence[RevisionNode]) -> None:
+        """Delete the rank rows of revisions as stored, by whole key (``_rank_by_key``)."""
+        self._many(
+            "DELETE FROM key_frontiers WHERE namespace = ? AND key_name = ? AND tree = ? "
+            "AND depth = ? AND seq = ? AND record_id = ? AND revision = ?",
+            [row for node in nodes for row in _key_rows(namespace, node)],
+        )
+        self._many(
+            "DELETE FROM unkeyed_frontiers WHERE namespace = ? AND tree = ? AND depth = ? "
+            "AND seq = ? AND record_id = ? AND revision = ?",
+            [row for node in nodes for row in _unkeyed_rows(namespace, node)],
+        )
 
     def put_revisions(self, namespace: str, nodes: Sequence[RevisionNode]) -> None:
         """New revisions (``add_records``) with one statement per table, not per revision."""
@@ -301,13 +339,9 @@ class SQLStore(SQLLedger, Store, KeyStore):
             key_width=3,
         )
         self._hold_rows(
-            "INSERT INTO frontiers (namespace, event_id, record_id, revision) "
-            "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            [
-                (namespace, f.event, node.record_id, node.revision)
-                for node in fresh
-                for f in node.gate.frontiers
-            ],
+            "INSERT INTO frontiers (namespace, event_id, record_id, revision, cited) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [row for node in fresh for row in _frontier_rows(namespace, node)],
         )
         self._hold_rows(
             "INSERT INTO ungated (namespace, record_id, revision) VALUES (?, ?, ?)",
@@ -329,13 +363,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
         self._hold_rows(
             "INSERT INTO citing (namespace, target, record_id, revision) "
             "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            [
-                (namespace, t, node.record_id, node.revision)
-                for node in fresh
-                for t in sorted(
-                    {name for ref in node.refs or () for name in (ref.target, ref.text)}
-                )
-            ],
+            [row for node in fresh for row in _citing_rows(namespace, node)],
         )
         self._rank_by_key(namespace, fresh, hold=True)
 
@@ -379,11 +407,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
         return [row[0] for row in rows]
 
     def citing(self, namespace: str, target: str) -> list[RevisionKey]:
-        rows = self._all(
-            "SELECT record_id, revision FROM citing WHERE namespace = ? AND target = ?",
-            (namespace, target),
-        )
-        return sorted((row[0], int(row[1])) for row in rows)
+        return sorted({key for _, key in self.citing_any(namespace, [target])})
 
     def pending_on(self, namespace: str, event_id: str) -> list[RevisionKey]:
         rows = self._all(
@@ -404,14 +428,20 @@ class SQLStore(SQLLedger, Store, KeyStore):
         return sorted(set(found))
 
     def citing_any(self, namespace: str, targets: Collection[str]) -> list[tuple[str, RevisionKey]]:
-        found: list[tuple[str, RevisionKey]] = []
+        found: set[tuple[str, RevisionKey]] = set()
         for chunk in self._chunks(targets):
+            marks = self._marks(len(chunk))
             rows = self._all(
                 "SELECT target, record_id, revision FROM citing WHERE namespace = ? "
-                f"AND target IN ({self._marks(len(chunk))})",
+                f"AND target IN ({marks})",
                 (namespace, *chunk),
             )
-            found.extend((row[0], (row[1], int(row[2]))) for row in rows)
+            rows += self._all(  # citations that are their revision's frontier too
+                "SELECT event_id, record_id, revision FROM frontiers WHERE namespace = ? "
+                f"AND event_id IN ({marks}) AND cited = 1",
+                (namespace, *chunk),
+            )
+            found.update((row[0], (row[1], int(row[2]))) for row in rows)
         return sorted(found)
 
     # -- keyed reads (SPEC §7) ----------------------------------------------------------
@@ -424,16 +454,10 @@ class SQLStore(SQLLedger, Store, KeyStore):
         each tree's groups and unkeyed revisions (``tree_index``); ``hold``: a batch's rows,
         written with the batch's next write-out."""
         write = self._hold_rows if hold else self._many
-        rows = [
-            (namespace, node.key, tree, depth, node.seq, node.record_id, node.revision)
-            for node in nodes
-            if node.key is not None
-            for tree, depth in [(f.tree, f.depth) for f in node.gate.frontiers] or [("", -1)]
-        ]
         write(
             "INSERT INTO key_frontiers (namespace, key_name, tree, depth, seq, record_id, "
             "revision) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            rows,
+            [row for node in nodes for row in _key_rows(namespace, node)],
         )
         groups = {
             (namespace, tree, node.key, scope_tag(node.scope))
@@ -449,12 +473,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
         write(
             "INSERT INTO unkeyed_frontiers (namespace, tree, depth, seq, record_id, revision) "
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            [
-                (namespace, f.tree, f.depth, node.seq, node.record_id, node.revision)
-                for node in nodes
-                if node.key is None or node.kind == RETRACTION_KIND
-                for f in node.gate.frontiers
-            ],
+            [row for node in nodes for row in _unkeyed_rows(namespace, node)],
         )
 
     def tree_index(self, namespace: str, tree: str, limit: int) -> TreeIndex | None:
@@ -606,6 +625,8 @@ class SQLStore(SQLLedger, Store, KeyStore):
         )
 
     def _after_migration(self, version: int) -> None:
+        if version == COMPACT_STORAGE_VERSION:
+            self._compact_revisions()
         if version == 4:  # index the targets of the retractions written before
             rows = self._all("SELECT namespace, id, targets FROM retractions")
             self._many(
@@ -617,6 +638,35 @@ class SQLStore(SQLLedger, Store, KeyStore):
                     for target in dict.fromkeys(codec.loads(targets))
                 ],
             )
+
+    def _compact_revisions(self) -> None:
+        """Write the references and gates of revisions stored before schema 7 short, a page
+        at a time in key order (a store of millions of revisions never sits in memory)."""
+        after: tuple[str, str, int] = ("", "", 0)
+        while True:
+            rows = self._all(
+                "SELECT namespace, record_id, revision, sources, refs, gate FROM revisions "
+                "WHERE (namespace, record_id, revision) > (?, ?, ?) "
+                "ORDER BY namespace, record_id, revision LIMIT 2000",
+                after,
+            )
+            if not rows:
+                return
+            changed = []
+            for namespace, record_id, revision, sources, refs, gate in rows:
+                listed = None if sources is None else tuple(codec.loads(sources))
+                short = (
+                    codec.refs_text(listed, codec.refs_value(listed, refs)),
+                    codec.gate_json(codec.gate_value(gate, listed), listed),
+                )
+                if short != (refs, gate):
+                    changed.append((*short, namespace, record_id, revision))
+            self._many(
+                "UPDATE revisions SET refs = ?, gate = ? WHERE namespace = ? AND record_id = ? "
+                "AND revision = ?",
+                changed,
+            )
+            after = (rows[-1][0], rows[-1][1], int(rows[-1][2]))
 
     _RETRACTION_COLUMNS = "id, scope, targets, key_name, key_scope, seq"
 
@@ -702,16 +752,28 @@ class SQLStore(SQLLedger, Store, KeyStore):
         keys = self._keys_of(namespace, record_ids)
         for chunk in self._chunks(record_ids):
             marks = self._marks(len(chunk))
+            stored = [  # as ranked, before the key goes: key_frontiers holds the key's text
+                codec.revision_node(row)
+                for row in self._all(
+                    f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
+                    f"AND key_name IS NOT NULL AND record_id IN ({marks})",
+                    (namespace, *chunk),
+                )
+            ]
             self._run(
                 "UPDATE revisions SET content = '', meta = '{}', key_name = NULL, "
                 f"key_scope = NULL WHERE namespace = ? AND record_id IN ({marks})",
                 (namespace, *chunk),
             )
-            for table in ("vectors", "key_frontiers"):  # key_frontiers holds the key's text
-                self._run(
-                    f"DELETE FROM {table} WHERE namespace = ? AND record_id IN ({marks})",
-                    (namespace, *chunk),
-                )
+            self._run(
+                f"DELETE FROM vectors WHERE namespace = ? AND record_id IN ({marks})",
+                (namespace, *chunk),
+            )
+            self._many(
+                "DELETE FROM key_frontiers WHERE namespace = ? AND key_name = ? AND tree = ? "
+                "AND depth = ? AND seq = ? AND record_id = ? AND revision = ?",
+                [row for node in stored for row in _key_rows(namespace, node)],
+            )
         for chunk in self._chunks(keys):  # a group only erased records held goes too
             self._run(
                 "DELETE FROM tree_keys WHERE namespace = ? "
@@ -738,8 +800,8 @@ class SQLStore(SQLLedger, Store, KeyStore):
     def _surviving_keys(self, namespace: str, keys: Collection[str]) -> list[str]:
         found: list[str] = []
         for chunk in self._chunks(keys):
-            rows = self._all(
-                "SELECT DISTINCT key_name FROM revisions WHERE namespace = ? "
+            rows = self._all(  # every keyed revision has a rank row; erased ones have none
+                "SELECT DISTINCT key_name FROM key_frontiers WHERE namespace = ? "
                 f"AND key_name IN ({self._marks(len(chunk))})",
                 (namespace, *chunk),
             )
@@ -770,7 +832,51 @@ class SQLStore(SQLLedger, Store, KeyStore):
 
     def records_with_key(self, namespace: str, key: str) -> list[str]:
         rows = self._all(
-            "SELECT DISTINCT record_id FROM revisions WHERE namespace = ? AND key_name = ?",
+            "SELECT DISTINCT record_id FROM key_frontiers WHERE namespace = ? AND key_name = ?",
             (namespace, key),
         )
         return sorted(str(row[0]) for row in rows)
+
+
+def _cited(node: RevisionNode) -> set[str]:
+    """What a revision's ``citing`` rows name: each reference's target and its text."""
+    return {name for ref in node.refs or () for name in (ref.target, ref.text)}
+
+
+def _key_rows(namespace: str, node: RevisionNode) -> list[tuple[object, ...]]:
+    """A keyed revision's rows of key_frontiers, once per frontier tree ('' and -1: none)."""
+    if node.key is None:
+        return []
+    places = [(f.tree, f.depth) for f in node.gate.frontiers] or [("", -1)]
+    return [
+        (namespace, node.key, tree, depth, node.seq, node.record_id, node.revision)
+        for tree, depth in places
+    ]
+
+
+def _unkeyed_rows(namespace: str, node: RevisionNode) -> list[tuple[object, ...]]:
+    """A revision competing under no key (none, or a retraction): unkeyed_frontiers rows."""
+    if node.key is not None and node.kind != RETRACTION_KIND:
+        return []
+    return [
+        (namespace, f.tree, f.depth, node.seq, node.record_id, node.revision)
+        for f in node.gate.frontiers
+    ]
+
+
+def _frontier_rows(namespace: str, node: RevisionNode) -> list[tuple[object, ...]]:
+    """frontiers rows; ``cited`` marks a frontier the revision also cites (a fact's one source),
+    which then needs no citing row: ``citing_any`` reads both."""
+    cited = _cited(node)
+    return [
+        (namespace, f.event, node.record_id, node.revision, int(f.event in cited))
+        for f in node.gate.frontiers
+    ]
+
+
+def _citing_rows(namespace: str, node: RevisionNode) -> list[tuple[object, ...]]:
+    covered = {f.event for f in node.gate.frontiers}
+    return [
+        (namespace, target, node.record_id, node.revision)
+        for target in sorted(_cited(node) - covered)
+    ]

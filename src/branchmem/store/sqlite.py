@@ -36,6 +36,8 @@ FTS_SHADOWS = ("data", "idx", "docsize", "config", "content")
 class SQLiteStore(SQLStore):
     """Storage in one SQLite database file (``":memory:"`` for a private in-memory one)."""
 
+    without_rowid = "WITHOUT ROWID"
+
     def __init__(self, path: str | Path, *, migrate: bool = False) -> None:
         super().__init__()
         self.path = str(path)

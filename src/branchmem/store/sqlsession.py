@@ -27,6 +27,7 @@ class SQLSession(ABC):
     bigint = "INTEGER"
     double = "REAL"
     blob = "BLOB"
+    without_rowid = ""  # a table stored in its primary key's order (SQLite only)
 
     def __init__(self) -> None:
         self._depth = 0
@@ -224,12 +225,17 @@ class SQLSession(ABC):
             for version in range(current + 1, SCHEMA_VERSION + 1):
                 self._before_migration(version)
                 for statement in MIGRATIONS[version - 1]:
-                    self._run(
-                        statement.format(bigint=self.bigint, double=self.double, blob=self.blob)
-                    )
+                    self._run(statement.format(**self._dialect()))
                 self._after_migration(version)
                 self._run("INSERT INTO branchmem_schema (version) VALUES (?)", (version,))
         return SCHEMA_VERSION
+
+    def _dialect(self) -> dict[str, str]:
+        """What fills the placeholders of ``schema.MIGRATIONS``."""
+        return {
+            "bigint": self.bigint, "double": self.double, "blob": self.blob,
+            "without_rowid": self.without_rowid,
+        }  # fmt: skip
 
     def _after_migration(self, version: int) -> None:  # noqa: B027 - most have nothing
         """Fill what the portable statements of ``version`` created from older rows."""
