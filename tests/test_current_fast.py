@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import random
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -25,6 +27,7 @@ from differential import Op, apply, index_reads, oracle_current
 from oracle import Oracle
 
 KEYS = 10
+T = TypeVar("T")
 
 
 def agent(mem: Memory, turns: int) -> str:
@@ -76,6 +79,18 @@ def test_current_does_the_same_work_after_ten_times_the_history(cross_tree: bool
     assert long[0] <= short[0] + 2 * KEYS  # ancestor tests: a few lookups, not the path
 
 
+def traced(mem: Memory, read: Callable[[], T]) -> tuple[T, int]:
+    """What ``read`` returns and how many statements it ran on the SQLite store."""
+    store = mem.store
+    assert isinstance(store, SQLiteStore)
+    statements: list[str] = []
+    store._connection().set_trace_callback(statements.append)
+    try:
+        return read(), len(statements)
+    finally:
+        store._connection().set_trace_callback(None)
+
+
 def test_current_on_sqlite_runs_the_same_statements_after_ten_times_the_history(
     tmp_path: Path,
 ) -> None:
@@ -83,13 +98,9 @@ def test_current_on_sqlite_runs_the_same_statements_after_ten_times_the_history(
     for turns in (200, 2000):
         with Memory.open(tmp_path / f"agent-{turns}.db") as mem:
             head = agent(mem, turns)
-            store = mem.store
-            assert isinstance(store, SQLiteStore)
-            statements: list[str] = []
-            store._connection().set_trace_callback(statements.append)
-            assert mem.current("k3", head).id == f"w{turns - KEYS + 3}"  # type: ignore[union-attr]
-            store._connection().set_trace_callback(None)
-            counts.append(len(statements))
+            found, statements = traced(mem, partial(mem.current, "k3", head))
+            assert found is not None and found.id == f"w{turns - KEYS + 3}"
+            counts.append(statements)
     assert counts[1] <= counts[0] + 2, counts
 
 
@@ -122,13 +133,9 @@ def test_visible_on_sqlite_runs_the_same_statements_after_ten_times_the_history(
     for turns in (200, 2000):
         with Memory.open(tmp_path / f"agent-{turns}.db") as mem:
             head = agent(mem, turns)
-            store = mem.store
-            assert isinstance(store, SQLiteStore)
-            statements: list[str] = []
-            store._connection().set_trace_callback(statements.append)
-            reads.append([r.id for r in mem.visible(head)])
-            store._connection().set_trace_callback(None)
-            counts.append(len(statements))
+            found, statements = traced(mem, partial(mem.visible, head))
+            reads.append([r.id for r in found])
+            counts.append(statements)
             with index_reads(None):
                 assert [r.id for r in mem.visible(head)] == reads[-1]
     assert reads[1] == [f"w{2000 - KEYS + key}" for key in range(KEYS)]

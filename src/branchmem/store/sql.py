@@ -51,14 +51,7 @@ class SQLStore(SQLLedger, Store, KeyStore):
         wanted = [i for i in dict.fromkeys(ids) if (namespace, i) not in self._events]
         for chunk in self._chunks(wanted):
             marks = self._marks(len(chunk))
-            found = {
-                row[0]: codec.event_node(row)
-                for row in self._all(
-                    f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? "
-                    f"AND id IN ({marks})",
-                    (namespace, *chunk),
-                )
-            }
+            found = self._events_by_id(namespace, chunk)
             children: dict[str, list[str]] = {i: [] for i in chunk}
             rows = self._all(  # no ORDER BY: a planner may answer it by scanning seq order
                 f"SELECT id, parent, seq FROM events WHERE namespace = ? AND parent IN ({marks})",
@@ -95,16 +88,17 @@ class SQLStore(SQLLedger, Store, KeyStore):
     def _load_events(self, namespace: str, ids: Collection[str]) -> None:
         """Cache these events (no children, no records) for the rest of the call."""
         for chunk in self._chunks(ids):
-            found = {
-                row[0]: codec.event_node(row)
-                for row in self._all(
-                    f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? "
-                    f"AND id IN ({self._marks(len(chunk))})",
-                    (namespace, *chunk),
-                )
-            }
+            found = self._events_by_id(namespace, chunk)
             for item in chunk:
                 self._events[(namespace, item)] = found.get(item)
+
+    def _events_by_id(self, namespace: str, ids: Sequence[str]) -> dict[str, EventNode]:
+        rows = self._all(
+            f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? "
+            f"AND id IN ({self._marks(len(ids))})",
+            (namespace, *ids),
+        )
+        return {row[0]: codec.event_node(row) for row in rows}
 
     _NEW_EVENT = (
         f"INSERT INTO events (namespace, {codec.EVENT_COLUMNS}) "
