@@ -170,6 +170,18 @@ def test_context_at_the_head_is_the_same_read_from_the_index(backend: str, tmp_p
         assert "an unkeyed note" in from_index.text and "turn 298" not in from_index.text
 
 
+def test_an_index_read_counts_what_it_returns() -> None:
+    mem = Memory()
+    head = talking_agent(mem, 300)
+    # no filter: 9 keys' winners (k8's stands on a withdrawn turn) and the unkeyed note
+    for filters, returned in (({"key": "k3"}, 1), ({"kind": "nothing"}, 0), ({}, KEYS)):
+        before = mem.report()["decisions"].get("visible", 0)
+        with index_reads(0):
+            found = mem.visible(head, **filters)
+        assert len(found) == returned, filters
+        assert mem.report()["decisions"].get("visible", 0) - before == returned, filters
+
+
 def test_context_reads_the_path_only_as_far_as_its_budget_reaches() -> None:
     work = []
     for turns in (300, 3000):

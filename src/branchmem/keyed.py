@@ -281,11 +281,15 @@ class KeyedView:
             if not (self.retracted(record_id) or self.superseded(record_id)):
                 returned.append(shown)
         returned = [r for r in returned if include_stale or not self.stale(r.record_id)]
+        return sorted(returned, key=lambda r: (self.position(r), r.record_id))
+
+    def count(self, returned: list[RevisionNode]) -> None:
+        """Count the outcome of each record a caller was given (and the missing information
+        compat let through for it), as ``View.count`` does for a whole view."""
         for revision in returned:
             self.counts[STALE if self.stale(revision.record_id) else VISIBLE] += 1
             for reason in self.missing.get(revision.record_id, ()):
                 self.counts[reason] += 1
-        return sorted(returned, key=lambda r: (self.position(r), r.record_id))
 
     def _shown_revision(self, record_id: str) -> RevisionNode:
         revision = self.shown(record_id)

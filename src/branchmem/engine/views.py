@@ -86,7 +86,13 @@ PATH_EVENTS_PER_ENTRY: int | None = 8
 
 
 def indexed_visible(
-    ns: Namespace, node: EventNode, mode: str | None, key: str | None, include_stale: bool
+    ns: Namespace,
+    node: EventNode,
+    mode: str | None,
+    kind: str | None,
+    key: str | None,
+    scope: str | None,
+    include_stale: bool,
 ) -> list[RevisionNode] | None:
     """``visible()`` at an attached anchor from the tree's index (``keyed.TreeIndex``), at the
     cost of the tree's keys and unkeyed records, not of the path or of superseded history;
@@ -102,7 +108,14 @@ def indexed_visible(
     if key is not None:  # other keys' winners cannot be returned
         index = replace(index, groups=tuple(g for g in index.groups if g[0] == key))
     keyed = KeyedView(ns.store, ns.name, node, ns.mode if mode is None else check_mode(mode))
-    found = keyed.visible(index, include_stale)
+    found = [
+        revision
+        for revision in keyed.visible(index, include_stale)
+        if (kind is None or revision.kind == kind)
+        and (key is None or revision.key == key)
+        and (scope is None or revision.scope == scope)
+    ]
+    keyed.count(found)
     ns.counts.update(keyed.counts)
     return found
 
@@ -123,17 +136,10 @@ def visible_revisions(
     anchor, superseded ones not asked for), else from the whole view."""
     node = None if anchor is None else ns.event_node(anchor)
     if node is not None and node.attached and not cross_tree and not include_superseded:
-        found = indexed_visible(ns, node, mode, key, include_stale)
+        found = indexed_visible(ns, node, mode, kind, key, scope, include_stale)
         if found is not None:
             assert node.depth is not None
-            kept = [
-                revision
-                for revision in found
-                if (kind is None or revision.kind == kind)
-                and (key is None or revision.key == key)
-                and (scope is None or revision.scope == scope)
-            ]
-            return kept, node.depth + 1
+            return found, node.depth + 1
     shown = view(ns, anchor, cross_tree, mode)
     nodes = visible_in(ns, shown, kind, key, scope, include_superseded, include_stale)
     return nodes, len(shown.main.ids) if shown.main is not None else 0
