@@ -131,7 +131,10 @@ def storage_rows(results: Path) -> list[Row]:
             )
         rows.append(
             _ratio_row(
-                f"PostgreSQL / SQLite batched {kind}/s, slowest size", share, 0.5, at_most=False
+                f"PostgreSQL / SQLite batched {kind}/s, lowest over the sizes",
+                share,
+                0.5,
+                at_most=False,
             )
         )
     return rows
