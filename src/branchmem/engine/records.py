@@ -212,13 +212,32 @@ def revise(
     if latest.kind == RETRACTION_KIND:
         raise InvalidInput(f"retraction {record_id!r} cannot be revised; withdraw it instead")
     what = f"record {record_id!r}"
+    node = next_revision(ns, latest, content, sources, what, meta=meta)
+    put_new_revision(ns, node, "revise")
+    return node
+
+
+def next_revision(
+    ns: Namespace,
+    latest: RevisionNode,
+    content: object,
+    sources: object,
+    what: str,
+    *,
+    meta: object = None,
+    refuse_erased: bool = False,
+) -> RevisionNode:
+    """The revision after ``latest`` with this content and sources, checked and gated (not yet
+    stored); ``refuse_erased``: a source erased meanwhile is an ``ErasedError``."""
     checked_sources = check_sources(sources, what)
     if not isinstance(content, str):
         raise InvalidInput(f"{what}: content must be a string")
     resolution = ns.resolution()
     refs = resolution.refs(checked_sources)
-    resolution.check_cycle(record_id, refs)
-    node = replace(
+    resolution.check_cycle(latest.record_id, refs)
+    if refuse_erased:
+        check_not_built_on_erased(ns, what, refs)
+    return replace(
         latest,
         revision=latest.revision + 1,
         content=content,
@@ -228,8 +247,6 @@ def revise(
         seq=ns.store.next_seq(ns.name),
         gate=resolution.gate(refs),
     )
-    put_new_revision(ns, node, "revise")
-    return node
 
 
 def put_new_revision(ns: Namespace, node: RevisionNode, op: str) -> None:

@@ -14,11 +14,10 @@ from dataclasses import replace
 
 from ..errors import InvalidInput
 from ..model import STALE, Record, RepairItem, RepairResult, RepairView
-from ..validation import check_sources
 from ..visibility import View
 from .dependents import home
 from .namespace import Namespace
-from .records import check_not_built_on_erased, put_new_revision
+from .records import next_revision, put_new_revision
 from .views import chosen, view
 
 # record id -> (its queue entry, the stale revision, what the deriver is shown)
@@ -156,23 +155,7 @@ def done(
         raise InvalidInput(f"deriver for {item.record_id!r} must return (content, sources) or None")
     content, sources = derived
     what = f"repair of record {item.record_id!r}"
-    if not isinstance(content, str):
-        raise InvalidInput(f"{what}: content must be a string")
-    checked_sources = check_sources(sources, what)
-    resolution = ns.resolution()
-    refs = resolution.refs(checked_sources)
-    resolution.check_cycle(item.record_id, refs)
-    check_not_built_on_erased(ns, what, refs)
-    latest = revisions[-1]
-    node = replace(
-        latest,
-        revision=latest.revision + 1,
-        content=content,
-        sources=checked_sources,
-        refs=refs,
-        seq=store.next_seq(ns.name),
-        gate=resolution.gate(refs),
-    )
+    node = next_revision(ns, revisions[-1], content, sources, what, refuse_erased=True)
     store.remove_repairs(ns.name, record_id=item.record_id)
     put_new_revision(ns, node, "repair")
     store.bump_counter(ns.name, "repaired")
