@@ -32,6 +32,7 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 from branchmem import Memory  # noqa: E402
 from branchmem.server import create_app  # noqa: E402
 from branchmem.server.explorer import LocalSession  # noqa: E402
+from branchmem.testing.conformance import chengdu  # noqa: E402
 from test_server_harness import LiveService  # noqa: E402
 
 KYOTO_MESSAGE = (
@@ -42,17 +43,8 @@ KYOTO_MESSAGE = (
 
 
 def move(mem: Memory) -> None:
-    """The conformance story ('moving to Chengdu' edited into 'moving to Hangzhou'), with the
-    title an importer would have put on the root."""
-    mem.add_event("u1", content="Hi, I need help planning a move.", meta={"title": "A move"})
-    mem.add_event("a1", "u1", role="assistant", content="Sure! Where are you moving?")
-    mem.add_event("u2", "a1", content="I'm moving to Chengdu next month.")
-    mem.add_event("a2", "u2", role="assistant", content="Chengdu, great choice.")
-    mem.add_record("f-chengdu", sources=["u2"], content="moving to Chengdu", key="city")
-    mem.add_event("u2b", "a1", content="I'm moving to Hangzhou next month.")  # the edit
-    mem.add_event("a2b", "u2b", role="assistant", content="Hangzhou, lovely.")
-    mem.add_record("f-hangzhou", sources=["u2b"], content="moving to Hangzhou", key="city")
-    mem.add_record("f-planning", sources=["u1"], content="user is planning a move")
+    """The conformance story, with the title an importer would have put on the root."""
+    chengdu(mem, root_meta={"title": "A move"})
 
 
 @pytest.fixture(scope="module")

@@ -27,9 +27,10 @@ def ids(records: list) -> list[str]:  # type: ignore[type-arg]
     return [record.id for record in records]
 
 
-def chengdu(mem: Memory) -> None:
-    """The story: 'moving to Chengdu' edited into 'moving to Hangzhou'."""
-    mem.add_event("u1", role="user", content="Hi, I need help planning a move.")
+def chengdu(mem: Memory, *, root_meta: dict[str, object] | None = None) -> None:
+    """The story: 'moving to Chengdu' edited into 'moving to Hangzhou' (``root_meta``: the
+    first message's meta, e.g. the title an importer puts there)."""
+    mem.add_event("u1", role="user", content="Hi, I need help planning a move.", meta=root_meta)
     mem.add_event("a1", "u1", role="assistant", content="Sure! Where are you moving?")
     mem.add_event("u2", "a1", content="I'm moving to Chengdu next month.")
     mem.add_event("a2", "u2", role="assistant", content="Chengdu, great choice.")
