@@ -18,7 +18,9 @@ from typing import TypeVar
 import pytest
 
 from branchmem import Memory, NotFoundError
+from branchmem.engine.events import PathMessages
 from branchmem.provenance import RevisionNode
+from branchmem.store.base import PathMessage, Store
 from branchmem.store.inmemory import InMemoryStore
 from branchmem.store.schema import KEYED_READS_VERSION, MIGRATIONS
 from branchmem.store.sqlite import SQLiteStore
@@ -49,6 +51,11 @@ class CountingStore(InMemoryStore):
     def get_event(self, namespace: str, event_id: str) -> EventNode | None:
         self.lookups += 1
         return super().get_event(namespace, event_id)
+
+    def transcript(self, namespace: str, event_id: str, limit: int) -> list[PathMessage]:
+        found = super().transcript(namespace, event_id, limit)
+        self.lookups += len(found)
+        return found
 
     def key_candidates(
         self, namespace: str, key: str, tree: str, depth: int, cross_tree: bool = False
@@ -193,6 +200,74 @@ def test_context_reads_the_path_only_as_far_as_its_budget_reaches() -> None:
         assert f"turn {turns - 1}" in shown.text and "turn 0" not in shown.text
         work.append(store.lookups)
     assert work[1] <= work[0] + 4 * KEYS, work  # not the 2,700 more events of the path
+
+
+class WalkingStore(InMemoryStore):
+    """The in-memory store with the ``Store`` default transcript (``get_event`` by parent)."""
+
+    transcript = Store.transcript
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite", "base"])
+def test_a_transcript_page_runs_from_the_event_up_with_hidden_text_empty(
+    backend: str, tmp_path: Path
+) -> None:
+    mem = {
+        "memory": Memory,
+        "sqlite": lambda: Memory.open(tmp_path / "talk.db"),
+        "base": lambda: Memory(store=WalkingStore()),
+    }[backend]()
+    parent = None
+    for i in range(100):
+        mem.add_event(f"m{i}", parent, content=f"message {i}")
+        parent = f"m{i}"
+    mem.withdraw("m97")
+    mem.erase("m40")
+    page = mem.store.transcript("default", "m99", 61)
+    assert [m.id for m in page] == [f"m{i}" for i in range(99, 38, -1)]
+    assert [m.parent for m in page] == [f"m{i}" for i in range(98, 37, -1)]
+    assert {m.id for m in page if m.content != f"message {m.id[1:]}"} == {"m97", "m40"}
+    assert {m.content for m in page if m.id in ("m97", "m40")} == {""}
+    assert [m.id for m in mem.store.transcript("default", "m2", 10)] == ["m2", "m1", "m0"]
+    assert mem.store.transcript("default", "nope", 10) == []
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_a_context_that_reads_its_path_whole_equals_one_that_reads_it_lazily(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem = Memory() if backend == "memory" else Memory.open(tmp_path / "talk.db")
+    rng = random.Random(7)
+    events = ["t0"]
+    mem.add_event("t0", content="hello")
+    mem.add_record("r0", sources=["t0"], content="said hello")
+    for i in range(1, 160):  # a main line with edits hanging off it
+        parent = events[-1] if rng.random() < 0.8 else rng.choice(events)
+        mem.add_event(f"t{i}", parent, role=rng.choice(["user", "assistant"]), content=f"turn {i}")
+        events.append(f"t{i}")
+        if rng.random() < 0.5:
+            key = rng.choice([None, "city", "job"])
+            mem.add_record(f"r{i}", sources=[f"t{i}"], content=f"fact {i}", key=key)
+    mem.withdraw("t40")
+    mem.erase("t90")
+    whole_reads = 0
+    whole_path = PathMessages.whole_path
+
+    def counted(self: PathMessages) -> tuple[str, ...] | None:
+        nonlocal whole_reads
+        found = whole_path(self)
+        whole_reads += found is not None
+        return found
+
+    monkeypatch.setattr(PathMessages, "whole_path", counted)
+    with index_reads(None):  # every view reads its path
+        for anchor in rng.sample(events, 40):
+            for budget in (30, 300, 5000):
+                monkeypatch.setattr(PathMessages, "WHOLE_PATH", 0)
+                lazily = mem.context(anchor, budget=budget)
+                monkeypatch.setattr(PathMessages, "WHOLE_PATH", 512)
+                assert mem.context(anchor, budget=budget) == lazily, (anchor, budget)
+    assert whole_reads > 40
 
 
 def test_a_short_path_is_walked_and_a_large_tree_index_is_not_read() -> None:

@@ -9,7 +9,7 @@ records that passed the rule, because only a visible record can supersede or ret
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -113,6 +113,9 @@ class View:
     mode: str
     cross_tree: bool = False
     counts: Counter[str] = field(default_factory=Counter)
+    # the anchor's path ids, root first, when the caller has read them already (a context
+    # reads the path's messages anyway): not read again
+    anchor_path: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         self.paths: dict[str | None, ViewPath] = {}
@@ -126,7 +129,7 @@ class View:
         if self.anchor is None:
             self.counts[NO_ANCHOR] += 1
             return
-        self.main = self._view_path(self.anchor)
+        self.main = self._view_path(self.anchor, self.anchor_path)
         self.paths[self.main.tree] = self.main
         if self.cross_tree:
             for tree, head in sorted(self.reader.heads(self.namespace).items()):
@@ -137,10 +140,10 @@ class View:
     def lookup(self, event_id: str) -> EventNode | None:
         return self.reader.get_event(self.namespace, event_id)
 
-    def _view_path(self, anchor: str) -> ViewPath:
+    def _view_path(self, anchor: str, known: Sequence[str] | None = None) -> ViewPath:
         node = self.lookup(anchor)
         assert node is not None
-        ids = tuple(self.reader.path_ids(self.namespace, anchor))
+        ids = tuple(self.reader.path_ids(self.namespace, anchor) if known is None else known)
         return ViewPath(
             tree=node.tree,
             anchor=anchor,

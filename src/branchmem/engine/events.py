@@ -8,12 +8,13 @@ waiting subtree (or, while the parent is itself detached, passes the tree down t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, overload
 
 from ..errors import ConflictError, CycleError, InvalidInput
 from ..model import ERASED, Event
+from ..store.base import PathMessage
 from ..topology import (
     EventNode,
     attach_below,
@@ -177,27 +178,23 @@ def path(ns: Namespace, anchor: str) -> list[Event]:
     return [node.to_event(ns.name) for node in ns.store.path_events(ns.name, anchor)]
 
 
-@dataclass(frozen=True, slots=True)
-class _Omitted:
-    """A withdrawn or erased path event: a message with nothing a prompt may show."""
-
-    id: str
-    role: str
-    content: str = ""
-
-
-class PathMessages(Sequence[EventNode | _Omitted]):
+class PathMessages(Sequence[PathMessage]):
     """The ``length`` events of the path ending at ``anchor``, root first, as a prompt may
     show them (withdrawn and erased ones empty). They are read from the anchor back, a page
     at a time: a context's budget is usually spent long before the root, so the path above
-    what it takes is never read — not even its ids."""
+    what it takes is never read — not even its ids. ``reversed()`` walks the pages as they
+    come, without indexing."""
 
     FIRST_PAGE = 32
+    # a path up to this long is read whole, in one query, when a view needs its ids anyway
+    # (and never longer than the budget has tokens: no more messages than it could show)
+    WHOLE_PATH = 512
 
-    def __init__(self, ns: Namespace, anchor: str, length: int) -> None:
+    def __init__(self, ns: Namespace, anchor: str, length: int, budget: int | None = None) -> None:
         self.ns = ns
         self.length = length
-        self.loaded: dict[int, EventNode | _Omitted] = {}
+        self.whole = self.WHOLE_PATH if budget is None else min(self.WHOLE_PATH, budget)
+        self.pages: list[list[PathMessage]] = []  # deepest page first, each deepest first
         self.start = length  # events from here to the anchor are loaded
         self.next_id: str | None = anchor  # the deepest event not loaded yet
         self.page = self.FIRST_PAGE
@@ -206,10 +203,10 @@ class PathMessages(Sequence[EventNode | _Omitted]):
         return self.length
 
     @overload
-    def __getitem__(self, index: int) -> EventNode | _Omitted: ...
+    def __getitem__(self, index: int) -> PathMessage: ...
     @overload
-    def __getitem__(self, index: slice) -> list[EventNode | _Omitted]: ...
-    def __getitem__(self, index: int | slice) -> EventNode | _Omitted | list[EventNode | _Omitted]:
+    def __getitem__(self, index: slice) -> list[PathMessage]: ...
+    def __getitem__(self, index: int | slice) -> PathMessage | list[PathMessage]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(self.length))]
         if index < 0:
@@ -218,19 +215,38 @@ class PathMessages(Sequence[EventNode | _Omitted]):
             raise IndexError(index)
         while index < self.start:
             self._load_page()
-        return self.loaded[index]
+        back = self.length - 1 - index  # how far above the anchor
+        for page in self.pages:
+            if back < len(page):
+                return page[back]
+            back -= len(page)
+        raise AssertionError(index)
+
+    def __reversed__(self) -> Iterator[PathMessage]:
+        page = 0
+        while page < len(self.pages) or self.start > 0:
+            if page == len(self.pages):
+                self._load_page()
+            yield from self.pages[page]
+            page += 1
+
+    def whole_path(self) -> tuple[str, ...] | None:
+        """The path's ids, root first, its messages read with them in one query; None (and
+        nothing read) when it is longer than ``self.whole``: the messages stay lazy."""
+        if self.length > self.whole:
+            return None
+        if self.start > 0:
+            self.page = self.start
+            self._load_page()
+        return tuple(m.id for page in reversed(self.pages) for m in reversed(page))
 
     def _load_page(self) -> None:
-        store, name = self.ns.store, self.ns.name
         assert self.next_id is not None, "the path is shorter than its length"
-        nodes = store.ancestors(name, self.next_id, min(self.page, self.start))
-        assert nodes, self.next_id
-        hidden = store.statuses(name, [node.id for node in nodes])
-        for node in nodes:
-            self.start -= 1
-            shown = node.id not in hidden
-            self.loaded[self.start] = node if shown else _Omitted(node.id, node.role)
-        self.next_id = nodes[-1].parent
+        messages = self.ns.store.transcript(self.ns.name, self.next_id, min(self.page, self.start))
+        assert messages, self.next_id
+        self.pages.append(messages)
+        self.start -= len(messages)
+        self.next_id = messages[-1].parent
         self.page *= 2
 
 

@@ -16,7 +16,7 @@ from ..provenance import RevisionNode
 from ..search.context import Context, assemble_context
 from ..search.embedding import hybrid_rank
 from ..search.lexical import rank
-from ..search.tokens import TokenCounter
+from ..search.tokens import TokenCounter, check_budget
 from .deliveries import deliver
 from .events import PathMessages
 from .namespace import Namespace
@@ -74,7 +74,12 @@ def context(
     mode: str | None,
 ) -> Context:
     """The prompt text at ``anchor``; with ``session``, the delivery is remembered."""
-    nodes, length = visible_revisions(ns, anchor, cross_tree, mode)
+    check_budget(budget)
+    node = None if anchor is None else ns.event_node(anchor)
+    messages = None
+    if node is not None and node.attached and node.depth is not None:
+        messages = PathMessages(ns, node.id, node.depth + 1, budget)
+    nodes, length = visible_revisions(ns, anchor, cross_tree, mode, messages=messages)
     ranking = None
     if query is not None:
         by_id = {node.record_id: node for node in nodes}
@@ -82,7 +87,13 @@ def context(
         ranking = [record_id for record_id, _, _ in hits]
     built = assemble_context(
         anchor=anchor,
-        path_events=PathMessages(ns, anchor, length) if anchor is not None else [],
+        path_events=(
+            messages
+            if messages is not None
+            else PathMessages(ns, anchor, length)
+            if anchor is not None
+            else []
+        ),
         records=[ns.to_record(node) for node in nodes],
         query=query,
         budget=budget,

@@ -8,7 +8,7 @@ call, filters and orders its decisions, and tallies what was asked about.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from ..errors import NotFoundError
@@ -18,11 +18,19 @@ from ..provenance import RevisionNode
 from ..topology import EventNode
 from ..validation import check_id, check_mode
 from ..visibility import Decision, View
+from .events import PathMessages
 from .namespace import Namespace
 
 
-def view(ns: Namespace, anchor: str | None, cross_tree: bool, mode: str | None) -> View:
-    """The view of ``anchor`` (which must exist) in ``mode`` (default: the Memory's)."""
+def view(
+    ns: Namespace,
+    anchor: str | None,
+    cross_tree: bool,
+    mode: str | None,
+    anchor_path: Sequence[str] | None = None,
+) -> View:
+    """The view of ``anchor`` (which must exist) in ``mode`` (default: the Memory's);
+    ``anchor_path``: its path ids, root first, if already read."""
     if anchor is not None:
         ns.event_node(anchor)
     return View(
@@ -31,6 +39,7 @@ def view(ns: Namespace, anchor: str | None, cross_tree: bool, mode: str | None) 
         anchor,
         ns.mode if mode is None else check_mode(mode),
         cross_tree=bool(cross_tree),
+        anchor_path=anchor_path,
     )
 
 
@@ -130,17 +139,20 @@ def visible_revisions(
     scope: str | None = None,
     include_superseded: bool = False,
     include_stale: bool = False,
+    messages: PathMessages | None = None,
 ) -> tuple[list[RevisionNode], int]:
     """The revisions shown at ``anchor`` in path order, and the length of its path (0: no
     anchor). Read from the tree's index when that is the shorter read (one tree, attached
-    anchor, superseded ones not asked for), else from the whole view."""
+    anchor, superseded ones not asked for), else from the whole view — which takes its path
+    from ``messages`` (the anchor's, for a context) when they are read whole at once."""
     node = None if anchor is None else ns.event_node(anchor)
     if node is not None and node.attached and not cross_tree and not include_superseded:
         found = indexed_visible(ns, node, mode, kind, key, scope, include_stale)
         if found is not None:
             assert node.depth is not None
             return found, node.depth + 1
-    shown = view(ns, anchor, cross_tree, mode)
+    anchor_path = None if messages is None else messages.whole_path()
+    shown = view(ns, anchor, cross_tree, mode, anchor_path)
     nodes = visible_in(ns, shown, kind, key, scope, include_superseded, include_stale)
     return nodes, len(shown.main.ids) if shown.main is not None else 0
 

@@ -125,12 +125,15 @@ class Context:
 
 @dataclass(slots=True)
 class _Piece:
-    section: int  # 0: memory, 1: conversation
-    order: int  # rendered order within the section
+    """A record's line; messages, hundreds per context, are plain tuples (``_Said``)."""
+
+    order: int  # rendered order within the memory section
     line: str
-    record: tuple[str, int] | None = None
-    event: str | None = None
+    record: tuple[str, int]
     cost: int = -1  # the counter's count of the line, once asked
+
+
+_Said = tuple[int, str, str]  # a message taken: (path position, line, event id)
 
 
 def _one_line(text: str) -> str:
@@ -153,7 +156,7 @@ def prioritize(
     latest: dict[str, int] = {}
     current: dict[tuple[str | None, str], int] = {}
     for index, record in enumerate(records):
-        if record.kind in skip_kinds or not _one_line(record.content):
+        if record.kind in skip_kinds or not record.content or record.content.isspace():
             continue
         latest[record.id] = index
         if record.key is not None and not decided:
@@ -215,30 +218,17 @@ def assemble_context(
         records, query=query, ranking=ranking, skip_kinds=skip_kinds, decided=decided
     )
     headings = (style.memory_heading, style.conversation_heading)
-    fill = _Fill(counter, [counter.count(heading + "\n") for heading in headings])
+    fill = _Fill(counter, counter.count(headings[0] + "\n"))
 
     left: list[_Piece] = []
     cap = math.floor(budget * record_share)
     for order, item in enumerate(offered):
-        line = style.bullet + _one_line(item.content)
-        piece = _Piece(0, order, line, record=(item.id, item.revision))
+        piece = _Piece(order, style.bullet + _one_line(item.content), (item.id, item.revision))
         if fill.used >= cap or not fill.take_within(piece, cap):
             left.append(piece)
+    shared = len(fill.taken)  # records taken within their share
 
-    labels = dict(style.roles)
-    for order in range(len(path_events) - 1, -1, -1):  # read from the anchor back, lazily
-        event = path_events[order]
-        if not event.content.strip():
-            continue
-        prefix = f"{labels.get(event.role, event.role)}: "
-        piece = _Piece(1, order, prefix + event.content, event=event.id)
-        if fill.take_within(piece, budget):
-            continue
-        heading = fill.price(piece) - counter.count(piece.line + "\n")  # opening the section
-        line = truncate(piece.line, max(budget - fill.used - heading, 0), counter)
-        if len(line) > len(prefix) + 1 and line.startswith(prefix):  # more than "…" is left
-            fill.take_within(_Piece(1, order, line, event=event.id), budget)
-        break
+    said = _messages(path_events, budget, counter, style, fill, headings[1])
 
     for piece in left:
         if fill.used >= budget:
@@ -246,52 +236,104 @@ def assemble_context(
         fill.take_within(piece, budget)
 
     taken = fill.taken
-    text = _render(taken, headings)
+    text = _render(taken, said, headings)
     tokens = fill.used if getattr(counter, "additive", False) else counter.count(text)
-    while tokens > budget and taken:
-        taken.pop()
-        text = _render(taken, headings)
+    while tokens > budget and (taken or said):  # drop the last piece taken
+        if len(taken) > shared or not said:
+            taken.pop()
+            shared = min(shared, len(taken))
+        else:
+            said.pop()
+        text = _render(taken, said, headings)
         tokens = counter.count(text)
-    ordered = sorted(taken, key=lambda p: (p.section, p.order))
     return Context(
         text=text,
-        items=tuple(p.record for p in ordered if p.record is not None),
+        items=tuple(p.record for p in sorted(taken, key=_by_order)),
         anchor=anchor,
         tokens=tokens,
-        events=tuple(p.event for p in ordered if p.event is not None),
+        events=tuple(event_id for _, _, event_id in reversed(said)),
     )
 
 
-class _Fill:
-    """Pieces taken so far and their estimated cost; a section's heading is paid once."""
+def _messages(
+    path_events: Sequence[Message],
+    budget: int,
+    counter: TokenCounter,
+    style: ContextFormat,
+    fill: _Fill,
+    heading: str,
+) -> list[_Said]:
+    """Rule 2: messages from the anchor back while they fit, the first that does not cut.
 
-    def __init__(self, counter: TokenCounter, heading_costs: list[int]) -> None:
+    Hundreds of messages per call: one pass, no object per message, each line priced once;
+    a lazy path (``engine.events.PathMessages``) loads only the pages this loop reaches."""
+    said: list[_Said] = []
+    labels = dict(style.roles)
+    count = counter.count
+    # an additive counter prices "Label: " + content as the two apart: the label once per role
+    additive = getattr(counter, "additive", False)
+    prefixes: dict[str, tuple[str, int]] = {}
+    opening = counter.count(heading + "\n")  # paid with the first message taken
+    used = fill.used
+    positions = range(len(path_events) - 1, -1, -1)
+    for order, event in zip(positions, reversed(path_events), strict=True):
+        content = event.content
+        if not content or content.isspace():
+            continue
+        role = event.role
+        known = prefixes.get(role)
+        if known is None:
+            prefix = f"{labels.get(role, role)}: "
+            known = prefixes[role] = (prefix, count(prefix))
+        prefix = known[0]
+        line = prefix + content
+        price = (known[1] + count(content) if additive else count(line + "\n")) + opening
+        if used + price <= budget:
+            said.append((order, line, event.id))
+            used += price
+            opening = 0
+            continue
+        cut = truncate(line, max(budget - used - opening, 0), counter)
+        if len(cut) > len(prefix) + 1 and cut.startswith(prefix):  # more than "…" is left
+            price = count(cut + "\n") + opening
+            if used + price <= budget:
+                said.append((order, cut, event.id))
+                used += price
+        break
+    fill.used = used
+    return said
+
+
+def _by_order(piece: _Piece) -> int:
+    return piece.order
+
+
+class _Fill:
+    """Records taken so far and what everything taken costs; the memory heading is paid
+    with the first record."""
+
+    def __init__(self, counter: TokenCounter, heading_cost: int) -> None:
         self.counter = counter
-        self.heading_costs = heading_costs
+        self.heading_cost = heading_cost
         self.taken: list[_Piece] = []
-        self.opened: set[int] = set()
         self.used = 0
 
-    def price(self, piece: _Piece) -> int:
-        heading = 0 if piece.section in self.opened else self.heading_costs[piece.section]
+    def take_within(self, piece: _Piece, limit: int) -> bool:
         if piece.cost < 0:
             piece.cost = self.counter.count(piece.line + "\n")
-        return piece.cost + heading
-
-    def take_within(self, piece: _Piece, limit: int) -> bool:
-        price = self.price(piece)
+        price = piece.cost + (0 if self.taken else self.heading_cost)
         if self.used + price > limit:
             return False
         self.taken.append(piece)
-        self.opened.add(piece.section)
         self.used += price
         return True
 
 
-def _render(pieces: Sequence[_Piece], headings: tuple[str, str]) -> str:
+def _render(records: Sequence[_Piece], said: Sequence[_Said], headings: tuple[str, str]) -> str:
     sections: list[str] = []
-    for section, heading in enumerate(headings):
-        lines = [p.line for p in sorted(pieces, key=lambda p: p.order) if p.section == section]
-        if lines:
-            sections.append("\n".join([heading, *lines]))
+    if records:
+        lines = [p.line for p in sorted(records, key=_by_order)]
+        sections.append("\n".join([headings[0], *lines]))
+    if said:
+        sections.append("\n".join([headings[1], *[line for _, line, _ in reversed(said)]]))
     return "\n\n".join(sections)

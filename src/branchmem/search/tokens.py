@@ -72,8 +72,9 @@ class CjkAwareCounter:
     # add up to the count of the text they render to, so it need not be counted again
     additive = True
 
-    def count(self, text: str) -> int:
-        return count_tokens(text)
+    # count(text): the cached function itself, not a method calling it (a context prices
+    # hundreds of lines)
+    count = staticmethod(count_tokens)
 
 
 DEFAULT_COUNTER: Final[TokenCounter] = CjkAwareCounter()

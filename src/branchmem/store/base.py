@@ -11,6 +11,7 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
+from typing import NamedTuple, Protocol
 
 from ..audit import AuditEntry
 from ..keyed import TreeIndex
@@ -20,7 +21,29 @@ from ..resolution import RevisionKey
 from ..retraction import RetractionNode
 from ..topology import EventNode
 
-__all__ = ["CleanupPending", "RevisionKey", "Store"]
+__all__ = ["CleanupPending", "MessageRow", "PathMessage", "RevisionKey", "Store"]
+
+
+class PathMessage(Protocol):
+    """One event of a path as a prompt may show it (``EventNode`` is one when shown)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def parent(self) -> str | None: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+
+
+class MessageRow(NamedTuple):
+    """A ``PathMessage`` read without its topology, or a withdrawn/erased one emptied."""
+
+    id: str
+    parent: str | None
+    role: str
+    content: str
 
 
 class CleanupPending(UserWarning):
@@ -82,15 +105,17 @@ class Store(ABC):
         )
         return [node for node in found if node is not None]
 
-    def ancestors(self, namespace: str, event_id: str, limit: int) -> list[EventNode]:
-        """``event_id`` and up to ``limit - 1`` of its ancestors, deepest first (the start of
-        a path read from the anchor back; backends with round trips: one query)."""
+    def transcript(self, namespace: str, event_id: str, limit: int) -> list[PathMessage]:
+        """``event_id`` and up to ``limit - 1`` of its ancestors, deepest first, as a prompt
+        may show them: a withdrawn or erased event with empty content. The start of a path
+        read from the anchor back (backends with round trips: one query for a page)."""
         found: list[EventNode] = []
         node = self.get_event(namespace, event_id)
         while node is not None and len(found) < limit:
             found.append(node)
             node = None if node.parent is None else self.get_event(namespace, node.parent)
-        return found
+        hidden = self.statuses(namespace, [node.id for node in found])
+        return [MessageRow(n.id, n.parent, n.role, "") if n.id in hidden else n for n in found]
 
     @abstractmethod
     def iter_events(self, namespace: str, tree: str | None = None) -> Iterator[EventNode]:

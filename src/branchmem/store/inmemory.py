@@ -17,7 +17,7 @@ from ..provenance import RevisionNode
 from ..retraction import TREE, RetractionNode
 from ..topology import EventNode
 from ..validation import check_text
-from .base import RevisionKey, Store
+from .base import MessageRow, PathMessage, RevisionKey, Store
 from .keys import ApiKeyRow, KeyStore
 
 
@@ -173,6 +173,17 @@ class InMemoryStore(Store, KeyStore):
             node = events.get(node.parent) if node.parent is not None else None
         path.reverse()
         return path
+
+    def transcript(self, namespace: str, event_id: str, limit: int) -> list[PathMessage]:
+        space = self._space(namespace)
+        events, hidden = space.events, space.statuses
+        found: list[PathMessage] = []
+        node = events.get(event_id)
+        while node is not None and len(found) < limit:
+            shown = node.id not in hidden
+            found.append(node if shown else MessageRow(node.id, node.parent, node.role, ""))
+            node = events.get(node.parent) if node.parent is not None else None
+        return found
 
     def iter_events(self, namespace: str, tree: str | None = None) -> Iterator[EventNode]:
         space = self._space(namespace)

@@ -16,7 +16,7 @@ from ..retraction import TREE, RetractionNode
 from ..topology import EventNode
 from ..validation import check_text
 from . import codec
-from .base import RevisionKey, Store
+from .base import MessageRow, PathMessage, RevisionKey, Store
 from .keys import KeyStore
 from .schema import COMPACT_STORAGE_VERSION
 from .sqlledger import SQLLedger
@@ -166,22 +166,22 @@ class SQLStore(SQLLedger, Store, KeyStore):
                 self._events[(namespace, node.id)] = node
         return nodes
 
-    def ancestors(self, namespace: str, event_id: str, limit: int) -> list[EventNode]:
-        columns = ", ".join("e." + c for c in codec.EVENT_COLUMNS.split(", "))
+    def transcript(self, namespace: str, event_id: str, limit: int) -> list[PathMessage]:
+        # Only the columns a prompt shows, carried up the recursion (no second join), and the
+        # statuses joined in: one statement per page, about half the time of whole events.
         rows = self._all(
-            "WITH RECURSIVE up(id, parent, n) AS ("
-            " SELECT id, parent, 0 FROM events WHERE namespace = ? AND id = ?"
-            " UNION ALL SELECT e.id, e.parent, up.n + 1 FROM events e JOIN up"
-            " ON e.namespace = ? AND e.id = up.parent WHERE up.n + 1 < ?)"
-            f" SELECT {columns} FROM up JOIN events e ON e.namespace = ? AND e.id = up.id"
-            " ORDER BY up.n",
+            "WITH RECURSIVE up(id, parent, role, content, n) AS ("
+            " SELECT id, parent, role, content, 0 FROM events WHERE namespace = ? AND id = ?"
+            " UNION ALL SELECT e.id, e.parent, e.role, e.content, up.n + 1 FROM events e"
+            " JOIN up ON e.namespace = ? AND e.id = up.parent WHERE up.n + 1 < ?)"
+            " SELECT up.id, up.parent, up.role, up.content, s.status FROM up"
+            " LEFT JOIN statuses s ON s.namespace = ? AND s.id = up.id ORDER BY up.n",
             (namespace, event_id, namespace, limit, namespace),
         )
-        nodes = [codec.event_node(row) for row in rows]
-        if self._depth > 0:
-            for node in nodes:
-                self._events[(namespace, node.id)] = node
-        return nodes
+        return [
+            MessageRow(item, parent, role, content if status is None else "")
+            for item, parent, role, content, status in rows
+        ]
 
     def iter_events(self, namespace: str, tree: str | None = None) -> Iterator[EventNode]:
         if tree is None:

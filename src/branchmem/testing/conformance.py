@@ -125,6 +125,25 @@ class BackendConformance:
         assert [e.id for e in mem.path("a2b")] == ["u1", "a1", "u2b", "a2b"]
         assert mem.get_event("a2b").tree == "u1"
 
+    def test_context_reads_the_branch_back_without_withdrawn_or_erased_text(
+        self, mem: Memory
+    ) -> None:
+        parent = None
+        for i in range(100):  # longer than the first page a context reads
+            role = "user" if i % 2 == 0 else "assistant"
+            mem.add_event(f"m{i}", parent, role=role, content=f"message {i}")
+            parent = f"m{i}"
+        mem.add_event("side", "m50", content="a sibling line")
+        mem.withdraw("m97")
+        mem.erase("m40")
+        shown = tuple(f"m{i}" for i in range(100) if i not in (40, 97))
+        whole = mem.context("m99", budget=100_000)
+        assert whole.events == shown
+        assert whole.text.endswith("User: message 98\nAssistant: message 99")
+        assert "message 97" not in whole.text and "sibling" not in whole.text
+        cut = mem.context("m99", budget=60)
+        assert 0 < len(cut.events) < len(shown) and cut.events == shown[-len(cut.events) :]
+
     # -- arrival in any order ----------------------------------------------------------
     def test_child_before_parent_is_detached_until_the_parent_arrives(self, mem: Memory) -> None:
         mem.add_event("c", "b", content="child first")
