@@ -51,20 +51,31 @@ class SQLStore(SQLLedger, Store, KeyStore):
         wanted = [i for i in dict.fromkeys(ids) if (namespace, i) not in self._events]
         for chunk in self._chunks(wanted):
             marks = self._marks(len(chunk))
-            found = self._events_by_id(namespace, chunk)
-            children: dict[str, list[str]] = {i: [] for i in chunk}
-            rows = self._all(  # no ORDER BY: a planner may answer it by scanning seq order
-                f"SELECT id, parent, seq FROM events WHERE namespace = ? AND parent IN ({marks})",
-                (namespace, *chunk),
+            event_rows, rows, revision_rows = self._all_together(
+                [
+                    (
+                        f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? "
+                        f"AND id IN ({marks})",
+                        (namespace, *chunk),
+                    ),
+                    (  # no ORDER BY: a planner may answer it by scanning seq order
+                        "SELECT id, parent, seq FROM events WHERE namespace = ? "
+                        f"AND parent IN ({marks})",
+                        (namespace, *chunk),
+                    ),
+                    (
+                        f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
+                        f"AND record_id IN ({marks}) ORDER BY record_id, revision",
+                        (namespace, *chunk),
+                    ),
+                ]
             )
+            found = {row[0]: codec.event_node(row) for row in event_rows}
+            children: dict[str, list[str]] = {i: [] for i in chunk}
             for child, parent, _ in sorted(rows, key=lambda row: int(row[2])):
                 children[parent].append(child)
             records: dict[str, list[RevisionNode]] = {i: [] for i in chunk}
-            for row in self._all(
-                f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
-                f"AND record_id IN ({marks}) ORDER BY record_id, revision",
-                (namespace, *chunk),
-            ):
+            for row in revision_rows:
                 records[row[0]].append(codec.revision_node(row))
             for item in chunk:
                 self._events[(namespace, item)] = found.get(item)
@@ -425,17 +436,21 @@ class SQLStore(SQLLedger, Store, KeyStore):
         found: set[tuple[str, RevisionKey]] = set()
         for chunk in self._chunks(targets):
             marks = self._marks(len(chunk))
-            rows = self._all(
-                "SELECT target, record_id, revision FROM citing WHERE namespace = ? "
-                f"AND target IN ({marks})",
-                (namespace, *chunk),
+            cited, frontier = self._all_together(
+                [
+                    (
+                        "SELECT target, record_id, revision FROM citing WHERE namespace = ? "
+                        f"AND target IN ({marks})",
+                        (namespace, *chunk),
+                    ),
+                    (  # citations that are their revision's frontier too
+                        "SELECT event_id, record_id, revision FROM frontiers WHERE namespace = ? "
+                        f"AND event_id IN ({marks}) AND cited = 1",
+                        (namespace, *chunk),
+                    ),
+                ]
             )
-            rows += self._all(  # citations that are their revision's frontier too
-                "SELECT event_id, record_id, revision FROM frontiers WHERE namespace = ? "
-                f"AND event_id IN ({marks}) AND cited = 1",
-                (namespace, *chunk),
-            )
-            found.update((row[0], (row[1], int(row[2]))) for row in rows)
+            found.update((row[0], (row[1], int(row[2]))) for row in cited + frontier)
         return sorted(found)
 
     # -- keyed reads (SPEC §7) ----------------------------------------------------------
