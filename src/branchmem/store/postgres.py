@@ -44,6 +44,7 @@ except ImportError as missing:  # pragma: no cover - depends on the installation
         f"({missing})"
     ) from missing
 
+NUL_REFUSED = "PostgreSQL text cannot hold NUL (0x00) characters"
 ATTEMPTS = 5  # tries to start a transaction before giving up
 BACKOFF_S = 0.05  # first retry delay; doubles per attempt, with jitter
 LOCK_TIMEOUT = "30s"  # like SQLite's busy_timeout: a writer waits this long for its namespace
@@ -124,7 +125,8 @@ def _text_array(values: list[Any]) -> Any:
 
 def _array_literal(values: list[Any]) -> str | None:
     """One column of a batch as an array literal for the server to parse, or None when a
-    value is neither text nor a number (the driver adapts those, and refuses a NUL).
+    value is neither text nor a number (the driver adapts those). Text holding a NUL, which
+    PostgreSQL cannot store, is ``InvalidInput``.
 
     psycopg dumps a list element by element in Python (~0.7 us each, ~40% of a batch's
     client time); a column of text is a few passes of C over one joined string."""
@@ -132,7 +134,7 @@ def _array_literal(values: list[Any]) -> str | None:
     if kinds == {str}:
         body = "\x00".join(values)  # NUL: no text PostgreSQL stores can hold one
         if body.count("\x00") != len(values) - 1:
-            return None
+            raise InvalidInput(NUL_REFUSED)
         body = body.replace("\\", "\\\\").replace('"', '\\"').replace("\x00", '","')
         return '{"' + body + '"}'
     if kinds <= {int, type(None)}:
@@ -145,7 +147,7 @@ def _array_literal(values: list[Any]) -> str | None:
             if value is None:
                 parts.append("NULL")
             elif "\x00" in value:
-                return None
+                raise InvalidInput(NUL_REFUSED)
             else:
                 parts.append('"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"')
         return "{" + ",".join(parts) + "}"
@@ -574,8 +576,8 @@ class PostgresStore(SQLStore):
     def _translate(self, error: Exception) -> Exception | None:
         if isinstance(error, psycopg.IntegrityError):
             return ConflictError(f"the store refused a duplicate: {error}")
-        if isinstance(error, psycopg.DataError) and "NUL" in str(error):
-            return InvalidInput(f"PostgreSQL text cannot hold NUL (0x00) characters: {error}")
+        if isinstance(error, psycopg.DataError) and ("NUL" in str(error) or "0x00" in str(error)):
+            return InvalidInput(f"{NUL_REFUSED}: {error}")
         if isinstance(error, psycopg.Error):
             state = f" [{error.sqlstate}]" if error.sqlstate else ""
             return StorageError(f"PostgreSQL error on {describe(self.url)}{state}: {error}")
