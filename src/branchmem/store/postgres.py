@@ -94,7 +94,11 @@ def _array_form(text: str) -> tuple[str, tuple[tuple[int, int] | int, ...]]:
     and for each placeholder left the parameter it takes (an index) or packs (a span).
 
     One text whatever the number of ids: it is prepared once and planned alike at every
-    size (an index scan per id), and no list is split into chunks."""
+    size (an index scan per id), and no list is split into chunks. The array is the result
+    of a sub-select, not a constant: with a constant, every custom plan estimated each id's
+    selectivity against the column's statistics (the children of a batch's ~800 ids: 1 ms to
+    plan, 0.2 ms to run; planning was nearly a third of the server's time while building
+    10,000 records). The plan is the same index scan either way."""
     taken: list[tuple[int, int] | int] = []
     pieces: list[str] = []
     index = last = 0
@@ -106,9 +110,8 @@ def _array_form(text: str) -> tuple[str, tuple[tuple[int, int] | int, ...]]:
         width = match.group(1).count("?")
         taken.append((index, index + width))
         index += width
-        pieces.append(
-            before + "= ANY(ARRAY(SELECT unnest(?::text[])))"
-        )  # every list the queries pass holds ids
+        # every list the queries pass holds ids
+        pieces.append(before + "= ANY(ARRAY(SELECT unnest(?::text[])))")
         last = match.end()
     rest = text[last:]
     taken.extend(range(index, index + rest.count("?")))
@@ -128,8 +131,8 @@ def _array_literal(values: list[Any]) -> str | None:
     value is neither text nor a number (the driver adapts those). Text holding a NUL, which
     PostgreSQL cannot store, is ``InvalidInput``.
 
-    psycopg dumps a list element by element in Python (~0.7 us each, ~40% of a batch's
-    client time); a column of text is a few passes of C over one joined string."""
+    psycopg dumps a list element by element in Python (~0.7 us each, a sixth of the client's
+    time building 10,000 records); a column of text is a few passes of C over one string."""
     kinds = set(map(type, values))
     if kinds == {str}:
         body = "\x00".join(values)  # NUL: no text PostgreSQL stores can hold one
