@@ -190,6 +190,7 @@ class SQLSession(ABC):
                 yield
             finally:
                 self._depth = 0
+                self._drop_held()  # a read-only snapshot has nothing to write
                 self._forget()
                 self._rollback()
 
