@@ -63,9 +63,10 @@ PLANNER_SETTINGS = {
 }
 ANALYZE_AFTER = 1_000  # rows a table gains by bulk writes before this store first analyzes it
 ANALYZE_GROWTH = 4  # then again each time the table has grown this many times over
-# An INSERT of many rows becomes one statement: ``COPY`` when every row must be new, else
-# ``INSERT ... SELECT * FROM unnest(%b::text[], ...) ON CONFLICT ...`` over one array per
-# column; one round trip and one executor run for the whole batch.
+# An INSERT of many rows becomes one statement, ``INSERT ... SELECT * FROM unnest(?::text[],
+# ...) [ON CONFLICT ...]`` over one array per column: one executor run for the whole batch,
+# sent with the call's next statement. Outside a transaction, rows that must all be new go by
+# ``COPY`` (which a pipeline cannot carry).
 MULTI_ROW_INSERT = re.compile(r"INSERT INTO (\w+) \(([^)]*)\) VALUES \((?:\?, )*\?\)(.*)", re.S)
 
 
@@ -544,8 +545,8 @@ class PostgresStore(SQLStore):
         """Insert ``rows`` with one statement: one array parameter per column, unnested.
 
         Measured against ``executemany`` (which psycopg pipelines, but the server still
-        parses, plans and runs once per row) and ``COPY`` (which cannot say ON CONFLICT):
-        see docs/scaling.md, "Writing records in bulk"."""
+        parses, plans and runs once per row) and ``COPY`` (which cannot say ON CONFLICT nor
+        join a pipeline): see docs/scaling.md, "Writing records in bulk"."""
         types = self._column_types(table)
         names = [name.strip() for name in columns.split(",")]
         params: list[Any] = []
