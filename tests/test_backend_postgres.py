@@ -618,3 +618,111 @@ def test_erase_leaves_no_row_holding_a_retraction_about_it(fresh: Any) -> None:
             text = "\n".join(str(row) for row in db.execute(f'SELECT * FROM "{table}"'))
             for marker in ("QX-key-asthma", "QX-reason-private", "QX-reason-never"):
                 assert marker not in text, (table, marker)
+
+
+# -- batched writes ------------------------------------------------------------------------
+AWKWARD_TEXT = [
+    'a "quoted" word', "back\\slash", "{braces, and commas}", "NULL", "", "  spaced  ",
+    "line\nbreak\ttab", "ünïcødé ✓ 𝄞", "\\\"", "'single'", "a,b", "}{",
+]  # fmt: skip
+
+
+def test_batched_text_reads_back_as_written(fresh: Any) -> None:
+    """A batch's columns travel as array literals the server parses: quotes, backslashes,
+    braces, commas and the word NULL must come back unchanged."""
+    with Memory.open(fresh()) as mem:
+        events = [{"id": "root", "content": "start"}] + [
+            {"id": f"e{i}", "parent": "root", "content": text, "meta": {"note": text}, "ts": 1.5}
+            for i, text in enumerate(AWKWARD_TEXT)
+        ]
+        mem.add_events(events)
+        mem.add_records(
+            {"id": f"r{i}", "sources": [f"e{i}"], "content": text, "key": text or None,
+             "scope": text or None, "meta": {"why": text}, "kind": "fact"}
+            for i, text in enumerate(AWKWARD_TEXT)
+        )  # fmt: skip
+        for i, text in enumerate(AWKWARD_TEXT):
+            event = mem.get_event(f"e{i}")
+            assert (event.content, event.meta, event.ts) == (text, {"note": text}, 1.5)
+            record = mem.get_record(f"r{i}")
+            assert (record.content, record.key, record.scope, record.meta) == (
+                text, text or None, text or None, {"why": text},
+            )  # fmt: skip
+
+
+def test_a_batch_holding_a_nul_is_refused_whole(fresh: Any) -> None:
+    from branchmem.errors import InvalidInput
+
+    with Memory.open(fresh()) as mem:
+        with pytest.raises(InvalidInput, match="NUL"):
+            mem.add_events([{"id": "a", "content": "fine"}, {"id": "b", "content": "a\x00b"}])
+        with pytest.raises(NotFoundError):
+            mem.get_event("a")
+
+
+def test_a_deferred_write_that_fails_fails_its_transaction_or_savepoint(fresh: Any) -> None:
+    """Writes inside a transaction are sent with the next statement: one that the server
+    refuses still rolls back exactly its own transaction (or savepoint)."""
+    from branchmem.errors import ConflictError
+    from branchmem.store.postgres import PostgresStore
+
+    duplicate = "INSERT INTO heads (namespace, tree, event_id) VALUES (?, ?, ?)"
+    store = PostgresStore(fresh())
+    try:
+        with store.transaction("default"):
+            store.set_head("default", "t", "e1")
+            with pytest.raises(ConflictError, match="duplicate"), store.transaction("default"):
+                store.set_head("default", "u", "e9")
+                store._many(duplicate, [("default", "t", "e2")])  # sent with RELEASE
+            store.set_head("default", "v", "e3")
+        assert store.heads("default") == {"t": "e1", "v": "e3"}
+        with pytest.raises(ConflictError, match="duplicate"), store.transaction("default"):
+            store.set_head("default", "w", "e4")
+            store._many(duplicate, [("default", "t", "e5")])  # sent with COMMIT
+        assert store.heads("default") == {"t": "e1", "v": "e3"}
+    finally:
+        store.close()
+
+
+def test_a_batch_takes_as_many_round_trips_whatever_its_size(
+    fresh: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every table's rows of a batch go in one statement, and writes travel with the next
+    read: a conversation of 400 events costs the round trips of one of 10."""
+    from branchmem.store.postgres import PostgresStore
+    from branchmem.store.sqlsession import SQLSession
+
+    trips = [0]
+
+    class Counting(PostgresStore):
+        def _begin(self, *args: Any, **kwargs: Any) -> Any:
+            trips[0] += 1
+            return super()._begin(*args, **kwargs)
+
+        def _pipelined(self, statements: Any) -> Any:
+            trips[0] += 1
+            return super()._pipelined(statements)
+
+    alone = SQLSession._run
+
+    def counted(self: SQLSession, text: str, params: Any = ()) -> Any:
+        trips[0] += 1
+        return alone(self, text, params)
+
+    monkeypatch.setattr(SQLSession, "_run", counted)
+    with Memory(store=Counting(fresh())) as mem:
+        counts = []
+        for size in (10, 400):
+            namespace = f"n{size}"
+            events = [{"id": "e0", "content": "start"}] + [
+                {"id": f"e{i}", "parent": f"e{i - 1}", "content": f"turn {i}"}
+                for i in range(1, size)
+            ]
+            records = [
+                {"id": f"f{i}", "sources": [f"e{i}"], "key": f"k{i % 7}"} for i in range(size)
+            ]
+            trips[0] = 0
+            mem.add_events(events, namespace=namespace)
+            mem.add_records(records, namespace=namespace)
+            counts.append(trips[0])
+    assert counts[0] == counts[1], counts

@@ -44,6 +44,7 @@ except ImportError as missing:  # pragma: no cover - depends on the installation
         f"({missing})"
     ) from missing
 
+NUL_REFUSED = "PostgreSQL text cannot hold NUL (0x00) characters"
 ATTEMPTS = 5  # tries to start a transaction before giving up
 BACKOFF_S = 0.05  # first retry delay; doubles per attempt, with jitter
 LOCK_TIMEOUT = "30s"  # like SQLite's busy_timeout: a writer waits this long for its namespace
@@ -61,9 +62,11 @@ PLANNER_SETTINGS = {
     "enable_mergejoin": "off",
 }
 ANALYZE_AFTER = 1_000  # rows a table gains by bulk writes before this store first analyzes it
-# An INSERT of many rows becomes one statement: ``COPY`` when every row must be new, else
-# ``INSERT ... SELECT * FROM unnest(%b::text[], ...) ON CONFLICT ...`` over one array per
-# column; one round trip and one executor run for the whole batch.
+ANALYZE_GROWTH = 4  # then again each time the table has grown this many times over
+# An INSERT of many rows becomes one statement, ``INSERT ... SELECT * FROM unnest(?::text[],
+# ...) [ON CONFLICT ...]`` over one array per column: one executor run for the whole batch,
+# sent with the call's next statement. Outside a transaction, rows that must all be new go by
+# ``COPY`` (which a pipeline cannot carry).
 MULTI_ROW_INSERT = re.compile(r"INSERT INTO (\w+) \(([^)]*)\) VALUES \((?:\?, )*\?\)(.*)", re.S)
 
 
@@ -92,7 +95,11 @@ def _array_form(text: str) -> tuple[str, tuple[tuple[int, int] | int, ...]]:
     and for each placeholder left the parameter it takes (an index) or packs (a span).
 
     One text whatever the number of ids: it is prepared once and planned alike at every
-    size (an index scan per id), and no list is split into chunks."""
+    size (an index scan per id), and no list is split into chunks. The array is the result
+    of a sub-select, not a constant: with a constant, every custom plan estimated each id's
+    selectivity against the column's statistics (the children of a batch's ~800 ids: 1 ms to
+    plan, 0.2 ms to run; planning was nearly a third of the server's time while building
+    10,000 records). The plan is the same index scan either way."""
     taken: list[tuple[int, int] | int] = []
     pieces: list[str] = []
     index = last = 0
@@ -104,7 +111,8 @@ def _array_form(text: str) -> tuple[str, tuple[tuple[int, int] | int, ...]]:
         width = match.group(1).count("?")
         taken.append((index, index + width))
         index += width
-        pieces.append(before + "= ANY(?::text[])")  # every list the queries pass holds ids
+        # every list the queries pass holds ids
+        pieces.append(before + "= ANY(ARRAY(SELECT unnest(?::text[])))")
         last = match.end()
     rest = text[last:]
     taken.extend(range(index, index + rest.count("?")))
@@ -115,10 +123,39 @@ def _text_array(values: list[Any]) -> Any:
     """A list of ids as one array literal: psycopg adapts a list element by element in
     Python (~1 us each), a joined string is parsed by the server (a path of 100,000 ids:
     35 ms instead of 160)."""
-    if not all(isinstance(value, str) for value in values):
-        return values
-    quoted = (value.replace("\\", "\\\\").replace('"', '\\"') for value in values)
-    return '{"' + '","'.join(quoted) + '"}'
+    literal = _array_literal(values)
+    return values if literal is None else literal
+
+
+def _array_literal(values: list[Any]) -> str | None:
+    """One column of a batch as an array literal for the server to parse, or None when a
+    value is neither text nor a number (the driver adapts those). Text holding a NUL, which
+    PostgreSQL cannot store, is ``InvalidInput``.
+
+    psycopg dumps a list element by element in Python (~0.7 us each, a sixth of the client's
+    time building 10,000 records); a column of text is a few passes of C over one string."""
+    kinds = set(map(type, values))
+    if kinds == {str}:
+        body = "\x00".join(values)  # NUL: no text PostgreSQL stores can hold one
+        if body.count("\x00") != len(values) - 1:
+            raise InvalidInput(NUL_REFUSED)
+        body = body.replace("\\", "\\\\").replace('"', '\\"').replace("\x00", '","')
+        return '{"' + body + '"}'
+    if kinds <= {int, type(None)}:
+        return "{" + ",".join(["NULL" if v is None else str(v) for v in values]) + "}"
+    if kinds <= {float, int, type(None)}:
+        return "{" + ",".join(["NULL" if v is None else repr(v) for v in values]) + "}"
+    if kinds == {str, type(None)}:
+        parts = []
+        for value in values:
+            if value is None:
+                parts.append("NULL")
+            elif "\x00" in value:
+                raise InvalidInput(NUL_REFUSED)
+            else:
+                parts.append('"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"')
+        return "{" + ",".join(parts) + "}"
+    return None
 
 
 PATH_STEPS = 8  # ancestors fetched per round of the recursive path query
@@ -206,6 +243,7 @@ class PostgresStore(SQLStore):
         self._grown: dict[str, int] = {}  # rows bulk-written per table since its last ANALYZE
         self._analyzed: dict[str, float] = {}  # rows per table at that ANALYZE
         self._conn: psycopg.Connection[Any] | None = None
+        self._queued: list[tuple[str, list[tuple[Any, ...]]]] = []  # writes not sent yet
         self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
         try:
             self._pool = ConnectionPool(
@@ -279,15 +317,26 @@ class PostgresStore(SQLStore):
         self._conn = self._checkout()
 
     # -- transactions ------------------------------------------------------------------
-    def _begin(self, begin: str, locks: str | None, params: Sequence[Any] = ()) -> None:
-        """``BEGIN`` (and take ``locks``), retrying while the failure is safe to retry."""
+    def _begin(
+        self,
+        begin: str,
+        locks: str | None,
+        params: Sequence[Any] = (),
+        then: tuple[str, Sequence[Any]] | None = None,
+    ) -> list[tuple[Any, ...]]:
+        """``BEGIN`` (and take ``locks``, and run the read ``then`` under them: its rows are
+        returned), in one round trip, retrying while the failure is safe to retry."""
         for attempt in range(1, ATTEMPTS + 1):
             connection = self._conn
             try:
-                self._connection().execute(begin)
-                if locks is not None:
-                    self._connection().execute(_placeholders(locks), tuple(params))
-                return
+                with self._connection().pipeline():
+                    self._connection().execute(begin)
+                    if locks is not None:
+                        self._connection().execute(_placeholders(locks), tuple(params))
+                    cursor = None
+                    if then is not None:
+                        cursor = self._connection().execute(_placeholders(then[0]), then[1])
+                return [] if cursor is None else list(cursor.fetchall())
             except psycopg.Error as error:
                 if not _retryable(error, connection) or attempt == ATTEMPTS:
                     with suppress(Exception):
@@ -296,16 +345,27 @@ class PostgresStore(SQLStore):
                     raise (mapped or error) from error
                 self._replace_connection()
                 time.sleep(BACKOFF_S * 2 ** (attempt - 1) * (0.5 + random.random()))
+        raise AssertionError("unreachable: the last attempt raises")
 
     def _begin_write(self, namespace: str | None) -> None:
         if namespace is None:  # a migration: alone against every writer of every namespace
             self._begin("BEGIN", "SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
             return
-        self._begin(
+        # The namespace's sequence is read under its lock, in the same round trip, so drawing
+        # arrival numbers costs none (``next_seq``); no other writer moves it meanwhile. A
+        # namespace PostgreSQL text cannot hold (the key store's lock name) has no sequence.
+        then = None
+        if "\x00" not in namespace:
+            then = ("SELECT seq FROM namespaces WHERE namespace = ?", (namespace,))
+        rows = self._begin(
             "BEGIN",
             "SELECT pg_advisory_xact_lock_shared(?), pg_advisory_xact_lock(?)",
             (MIGRATION_LOCK, namespace_lock(namespace)),
+            then,
         )
+        if then is not None:
+            value = int(rows[0][0]) if rows else 0
+            self._seqs[namespace] = self._seqs_read[namespace] = value
 
     def _begin_read(self) -> None:
         """One snapshot for every read of a call; takes no lock, so never waits on writers."""
@@ -320,44 +380,117 @@ class PostgresStore(SQLStore):
         if items:
             yield items
 
+    @staticmethod
+    def _arrays(text: str, params: Sequence[Any]) -> tuple[str, Sequence[Any]]:
+        """The statement with its ``IN (?, ...)`` lists as array parameters."""
+        if "IN (?" not in text:
+            return text, params
+        text, taken = _array_form(text)
+        return text, [
+            _text_array(list(params[item[0] : item[1]]))
+            if isinstance(item, tuple)
+            else params[item]
+            for item in taken
+        ]
+
     def _run(self, text: str, params: Sequence[Any] = ()) -> Any:
-        if "IN (?" in text:
-            text, taken = _array_form(text)
-            params = [
-                _text_array(list(params[item[0] : item[1]]))
-                if isinstance(item, tuple)
-                else params[item]
-                for item in taken
-            ]
+        text, params = self._arrays(text, params)
         if self._conn is not None:
+            if self._held:
+                self._release()
+            if self._queued:
+                return self._pipelined([(text, params)])[0]
             return super()._run(text, params)
         # a read outside any call (e.g. a view evaluated lazily): one autocommit statement
         with self._session():
             result = super()._run(text, params)
             return _Rows(list(result.fetchall()) if result.description is not None else [])
 
-    def _many(self, text: str, rows: list[tuple[Any, ...]]) -> None:
+    def _all_together(
+        self, statements: Sequence[tuple[str, Sequence[Any]]]
+    ) -> list[list[tuple[Any, ...]]]:
+        if self._conn is None:
+            return super()._all_together(statements)
         if self._held:
             self._release()
-        if not rows:
-            return
-        insert = MULTI_ROW_INSERT.fullmatch(text) if len(rows) > 1 else None
+        cursors = self._pipelined([self._arrays(text, params) for text, params in statements])
+        return [list(cursor.fetchall()) for cursor in cursors]
+
+    # -- writes sent with the next statement ---------------------------------------------
+    # Inside a transaction nothing reads what a multi-row write returns, so ``_many`` (and
+    # the rows ``_hold`` keeps) only queue the write; the call's next statement (a read, a
+    # SAVEPOINT, the COMMIT) sends the queue and itself in one pipeline: one round trip
+    # instead of one per table. A queued write that fails fails that next statement, still
+    # inside the transaction, so the call rolls back as before; order is kept, so a read
+    # always sees every earlier write.
+    def _release(self) -> None:
+        held, self._held = self._held, {}
+        for text, rows in held.items():
+            if rows:
+                self._queued.append((text, list(rows.values())))
+
+    def _drop_held(self) -> None:
+        super()._drop_held()
+        self._queued = []
+
+    def _pipelined(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[Any]:
+        """Send the queued writes and ``statements`` (``?`` placeholders, arrays already
+        formed) in one pipeline; their cursors, with results, once all have run."""
+        queued, self._queued = self._queued, []
+        connection = self._connection()
         try:
-            if insert is not None:
-                table, columns, rest = insert.group(1, 2, 3)
-                if rest.strip():
-                    self._insert_arrays(table, columns, rest, rows)
-                else:
-                    self._copy(table, columns, rows)
-                self._grown[table] = self._grown.get(table, 0) + len(rows)
-                return
-            with self._connection().cursor() as cursor:
-                cursor.executemany(self._sql(text), rows)
+            for written, _ in queued:  # read before the pipeline: its reads are one sync each
+                insert = MULTI_ROW_INSERT.fullmatch(written)
+                if insert is not None:
+                    self._column_types(insert.group(1))
+            with connection.pipeline():
+                for written, rows in queued:
+                    self._write(written, rows, copy=False)
+                cursors = [
+                    connection.execute(self._sql(text), tuple(params))
+                    for text, params in statements
+                ]
         except UnicodeEncodeError as error:
             raise InvalidInput(f"text the database cannot store: {error}") from error
         except psycopg.Error as error:
             mapped = self._translate(error)
             raise (mapped or error) from error
+        return cursors
+
+    def _many(self, text: str, rows: list[tuple[Any, ...]]) -> None:
+        if self._conn is not None and self._depth > 0:
+            self._release()  # rows held earlier keep their place ahead of these
+            if rows:
+                self._queued.append((text, rows))
+            return
+        if self._held:
+            self._release()
+        if not rows:
+            return
+        try:
+            self._write(text, rows, copy=True)
+        except UnicodeEncodeError as error:
+            raise InvalidInput(f"text the database cannot store: {error}") from error
+        except psycopg.Error as error:
+            mapped = self._translate(error)
+            raise (mapped or error) from error
+
+    def _write(self, text: str, rows: list[tuple[Any, ...]], *, copy: bool) -> None:
+        """Run one write of many rows: one statement over arrays (or ``COPY``, which a
+        pipeline cannot carry) when it is a plain multi-row insert."""
+        insert = MULTI_ROW_INSERT.fullmatch(text) if len(rows) > 1 else None
+        if insert is not None:
+            table, columns, rest = insert.group(1, 2, 3)
+            if copy and not rest.strip():
+                self._copy(table, columns, rows)
+            else:
+                self._insert_arrays(table, columns, rest, rows)
+            self._grown[table] = self._grown.get(table, 0) + len(rows)
+        elif len(rows) == 1:
+            self._connection().execute(self._sql(text), rows[0])
+        else:
+            with self._connection().cursor() as cursor:
+                cursor.executemany(self._sql(text), rows)
 
     def _after_commit(self) -> None:
         """ANALYZE a table this store has grown by bulk writes past the size it had at its
@@ -366,29 +499,35 @@ class PostgresStore(SQLStore):
         Without statistics the planner guesses that ``namespace = ?`` keeps 0.5% of a table,
         so right after a bulk load it plans a view's lookups as scans of tables it believes
         tiny (10x slower at 10,000 records); autovacuum's ANALYZE comes up to a minute later.
-        Doubling makes the cost a constant share of the writes: about ten ANALYZEs per table
-        on the way to a million rows, each reading a fixed sample. A role that does not own
-        the tables gets a warning from the server and no statistics (see docs/scaling.md)."""
+        Growing by a constant factor makes the cost a constant share of the writes. The factor
+        is 4, not 2: the planner scales a table's row count by its current size in pages, so
+        statistics a few times smaller still give the same plans, and the later ANALYZEs were
+        ~20% of PostgreSQL's work while building 10,000 records; five per table on the way to a
+        million rows, each reading a fixed sample. A role that does not own the tables gets a
+        warning from the server and no statistics (see docs/scaling.md)."""
         due = [
             table
             for table, rows in self._grown.items()
-            if rows >= max(ANALYZE_AFTER, self._analyzed.get(table, 0.0))
+            if rows >= max(ANALYZE_AFTER, (ANALYZE_GROWTH - 1) * self._analyzed.get(table, 0.0))
         ]
-        for table in due:
-            try:
-                self._connection().execute(f"ANALYZE {table}")
-                row = (
-                    self._connection()
-                    .execute(
-                        "SELECT reltuples FROM pg_catalog.pg_class WHERE oid = to_regclass(%s)",
-                        (table,),
-                    )
-                    .fetchone()
+        if not due:
+            return
+        connection = self._connection()
+        try:
+            with connection.pipeline():  # one round trip for every table due
+                for table in due:
+                    connection.execute(f"ANALYZE {table}")
+                sizes = connection.execute(
+                    "SELECT relname, reltuples FROM pg_catalog.pg_class "
+                    "WHERE oid = ANY(%s::regclass[])",
+                    (due,),
                 )
-            except psycopg.Error:  # statistics only speed plans up: the write has committed
-                return
+            found = {str(name): float(rows) for name, rows in sizes.fetchall()}
+        except psycopg.Error:  # statistics only speed plans up: the write has committed
+            return
+        for table in due:
             self._grown[table] = 0
-            self._analyzed[table] = float(row[0]) if row and row[0] is not None else 0.0
+            self._analyzed[table] = max(found.get(table, 0.0), 0.0)
 
     def _copy(self, table: str, columns: str, rows: list[tuple[Any, ...]]) -> None:
         """Rows that must all be new (no ON CONFLICT): ``COPY``, the server's fastest path;
@@ -406,14 +545,20 @@ class PostgresStore(SQLStore):
         """Insert ``rows`` with one statement: one array parameter per column, unnested.
 
         Measured against ``executemany`` (which psycopg pipelines, but the server still
-        parses, plans and runs once per row) and ``COPY`` (which cannot say ON CONFLICT):
-        see docs/scaling.md, "Writing records in bulk"."""
+        parses, plans and runs once per row) and ``COPY`` (which cannot say ON CONFLICT nor
+        join a pipeline): see docs/scaling.md, "Writing records in bulk"."""
         types = self._column_types(table)
         names = [name.strip() for name in columns.split(",")]
-        arrays = ", ".join(f"%b::{types[name]}[]" for name in names)  # binary: no escaping
+        params: list[Any] = []
+        arrays = []
+        for name, values in zip(names, zip(*rows, strict=True), strict=True):
+            literal = _array_literal(list(values))
+            params.append(list(values) if literal is None else literal)
+            arrays.append(f"{'%b' if literal is None else '%s'}::{types[name]}[]")
         self._connection().execute(
-            f"INSERT INTO {table} ({columns}) SELECT * FROM unnest({arrays}){_placeholders(rest)}",
-            [list(values) for values in zip(*rows, strict=True)],
+            f"INSERT INTO {table} ({columns}) SELECT * FROM unnest({', '.join(arrays)})"
+            f"{_placeholders(rest)}",
+            params,
         )
 
     def _column_types(self, table: str) -> dict[str, str]:
@@ -435,8 +580,8 @@ class PostgresStore(SQLStore):
     def _translate(self, error: Exception) -> Exception | None:
         if isinstance(error, psycopg.IntegrityError):
             return ConflictError(f"the store refused a duplicate: {error}")
-        if isinstance(error, psycopg.DataError) and "NUL" in str(error):
-            return InvalidInput(f"PostgreSQL text cannot hold NUL (0x00) characters: {error}")
+        if isinstance(error, psycopg.DataError) and ("NUL" in str(error) or "0x00" in str(error)):
+            return InvalidInput(f"{NUL_REFUSED}: {error}")
         if isinstance(error, psycopg.Error):
             state = f" [{error.sqlstate}]" if error.sqlstate else ""
             return StorageError(f"PostgreSQL error on {describe(self.url)}{state}: {error}")

@@ -197,15 +197,17 @@ class SQLLedger(SQLSession):
     # -- audit and gauges --------------------------------------------------------------
     def append_audit(self, entry: AuditEntry) -> None:
         check_text(entry.reason, f"{entry.op} {', '.join(entry.ids)}: reason")
-        self._run(
+        # Both writes go by ``_many``: nothing reads their result, so PostgreSQL sends them
+        # with the call's next statement instead of a round trip each.
+        self._many(
             "INSERT INTO audit (namespace, seq, time, op, ids, actor, reason, revision) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
+            [(
                 entry.namespace, entry.seq, entry.time, entry.op, codec.dumps(list(entry.ids)),
                 entry.actor, entry.reason, entry.revision,
-            ),
+            )],
         )  # fmt: skip
-        self._many(  # the entry's seq is new: its rows cannot conflict (PostgreSQL: COPY)
+        self._many(  # the entry's seq is new: its rows cannot conflict
             "INSERT INTO audit_ids (namespace, id, seq) VALUES (?, ?, ?)",
             [(entry.namespace, item, entry.seq) for item in dict.fromkeys(entry.ids)],
         )

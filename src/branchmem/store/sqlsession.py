@@ -32,6 +32,7 @@ class SQLSession(ABC):
     def __init__(self) -> None:
         self._depth = 0
         self._seqs: dict[str, int] = {}
+        self._seqs_read: dict[str, int] = {}  # as read at BEGIN (PostgreSQL), unchanged
         self._held: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = {}
         self._forget()
 
@@ -76,6 +77,13 @@ class SQLSession(ABC):
         row = self._run(text, params).fetchone()
         return None if row is None else tuple(row)
 
+    def _all_together(
+        self, statements: Sequence[tuple[str, Sequence[Any]]]
+    ) -> list[list[tuple[Any, ...]]]:
+        """The rows of several reads, none needing another's answer (PostgreSQL sends them
+        in one round trip)."""
+        return [self._all(text, params) for text, params in statements]
+
     def _chunks(self, ids: Iterable[str]) -> Iterator[list[str]]:
         items = list(dict.fromkeys(ids))
         for start in range(0, len(items), CHUNK):
@@ -114,6 +122,10 @@ class SQLSession(ABC):
         for text, rows in held.items():
             self._many(text, list(rows.values()))
 
+    def _drop_held(self) -> None:
+        """Forget the writes not sent yet: their transaction (or savepoint) rolls back."""
+        self._held = {}
+
     # -- transactions ------------------------------------------------------------------
     # Within one call (a transaction or a read snapshot) events and revisions are cached:
     # nothing else can change them while the call holds its lock or snapshot. The namespace
@@ -131,34 +143,35 @@ class SQLSession(ABC):
             self._depth += 1
             try:
                 yield
+                # inside the try: a write sent with it that fails rolls back to the savepoint
+                self._run(f"RELEASE SAVEPOINT {name}")
             except BaseException:
-                self._held = {}
+                self._drop_held()
                 self._run(f"ROLLBACK TO SAVEPOINT {name}")
                 self._run(f"RELEASE SAVEPOINT {name}")
                 self._forget()
                 raise
             finally:
                 self._depth -= 1
-            self._run(f"RELEASE SAVEPOINT {name}")
             return
         with self._session():
-            self._begin_write(namespace)
+            self._seqs, self._seqs_read = {}, {}
+            self._begin_write(namespace)  # may read the namespace's sequence with its lock
             self._depth = 1
             self._forget()
-            self._seqs = {}
             try:
                 yield
                 self._release()
                 self._flush_seqs()
+                self._depth = 0
+                self._forget()
+                self._run("COMMIT")  # in the try: writes sent with it may still fail
             except BaseException:
                 self._depth = 0
-                self._held = {}
+                self._drop_held()
                 self._forget()
                 self._rollback()
                 raise
-            self._depth = 0
-            self._forget()
-            self._run("COMMIT")
             self._after_commit()
 
     def _after_commit(self) -> None:  # noqa: B027 - SQLite has nothing to do
@@ -177,6 +190,7 @@ class SQLSession(ABC):
                 yield
             finally:
                 self._depth = 0
+                self._drop_held()  # a read-only snapshot has nothing to write
                 self._forget()
                 self._rollback()
 
@@ -184,9 +198,17 @@ class SQLSession(ABC):
         self._run("BEGIN")
 
     def _flush_seqs(self) -> None:
-        for namespace, value in self._seqs.items():
-            self._run("UPDATE namespaces SET seq = ? WHERE namespace = ?", (value, namespace))
-        self._seqs = {}
+        # a write whose result nobody reads: PostgreSQL sends it with the COMMIT
+        self._many(
+            "INSERT INTO namespaces (namespace, seq) VALUES (?, ?) "
+            "ON CONFLICT (namespace) DO UPDATE SET seq = excluded.seq",
+            [
+                (namespace, value)
+                for namespace, value in self._seqs.items()
+                if self._seqs_read.get(namespace) != value
+            ],
+        )
+        self._seqs, self._seqs_read = {}, {}
 
     def _rollback(self) -> None:
         with suppress(Exception):  # a lost connection has rolled back already
