@@ -149,9 +149,8 @@ QUERY_CONSTRAINTS: Final[dict[str, dict[str, Any]]] = {
 }
 
 
-def query_type(param: Param) -> tuple[Any, Any]:
-    """(annotation, default) of a query parameter. An optional value may be left out even
-    where Python requires it be passed (``visible(None)``: no anchor)."""
+def query_constraints(param: Param) -> dict[str, Any]:
+    """The constraints FastAPI checks on a query parameter (``Query(**constraints)``)."""
     hint = Mode | None if param.name == "mode" else param.hint
     bare = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
     constraints = dict(QUERY_CONSTRAINTS.get(param.name, {}))
@@ -159,6 +158,14 @@ def query_type(param: Param) -> tuple[Any, Any]:
         constraints["max_length"] = MAX_ID
         if param.required and not _optional(hint):
             constraints["min_length"] = 1
+    return constraints
+
+
+def query_type(param: Param) -> tuple[Any, Any]:
+    """(annotation, default) of a query parameter. An optional value may be left out even
+    where Python requires it be passed (``visible(None)``: no anchor)."""
+    hint = Mode | None if param.name == "mode" else param.hint
+    constraints = query_constraints(param)
     default = param.default
     if default is REQUIRED and _optional(hint):
         default = None
@@ -192,31 +199,43 @@ def json_response(content: Any, documented: Any) -> Response:
     return Response(body, media_type="application/json")
 
 
+def documented_model(op: Operation) -> Any:
+    """The model a route's answer is documented by; None for a method returning nothing."""
+    return None if op.result is None or op.result is type(None) else response_model(op)
+
+
+def answer(
+    op: Operation,
+    model: type[Input] | None,
+    documented: Any,
+    memory: Any,
+    namespace: str,
+    grant: ApiKey | None,
+    given: dict[str, Any],
+) -> Response:
+    """Run the operation with the request's parameters and write its answer: the one
+    handler behind the FastAPI route and the direct reads (``direct.py``)."""
+    method = getattr(memory, op.name, None)
+    if method is None:
+        raise Refusal("not_implemented", f"this server's branchmem has no {op.name}()")
+    limit, cursor = given.pop("limit", op.limit), given.pop("cursor", None)
+    body = given.pop("body", None)
+    if model is not None:
+        given.update((body or model()).model_dump())  # a body of defaults only may be left out
+    args = [given.pop(p.name) for p in op.params if p.positional]
+    with acting(memory, grant) if op.mutates else contextlib.nullcontext():
+        result = method(*args, namespace=namespace, **given)
+    if documented is None:
+        return Response(status_code=204)
+    value = encode(result)
+    if op.page:
+        return json_response(page(value, limit, cursor), documented)
+    return json_response({op.envelope: value} if op.envelope else value, documented)
+
+
 def endpoint(op: Operation, model: type[Input] | None) -> Callable[..., Any]:
     """A handler with the operation's parameters as FastAPI reads them (``__signature__``)."""
-    positional = [p.name for p in op.params if p.positional]
-    documented = None if op.result is None or op.result is type(None) else response_model(op)
-
-    def handle(request: Request, namespace: str, grant: ApiKey | None, **given: Any) -> Any:
-        memory = request.app.state.memory
-        method = getattr(memory, op.name, None)
-        if method is None:
-            raise Refusal("not_implemented", f"this server's branchmem has no {op.name}()")
-        limit, cursor = given.pop("limit", op.limit), given.pop("cursor", None)
-        body = given.pop("body", None)
-        if model is not None:
-            given.update(
-                (body or model()).model_dump()  # a body of defaults only may be left out
-            )
-        args = [given.pop(name) for name in positional]
-        with acting(memory, grant) if op.mutates else contextlib.nullcontext():
-            result = method(*args, namespace=namespace, **given)
-        if documented is None:
-            return Response(status_code=204)
-        value = encode(result)
-        if op.page:
-            return json_response(page(value, limit, cursor), documented)
-        return json_response({op.envelope: value} if op.envelope else value, documented)
+    documented = documented_model(op)
 
     params = [
         inspect.Parameter("request", inspect.Parameter.KEYWORD_ONLY, annotation=Request),
@@ -253,7 +272,9 @@ def endpoint(op: Operation, model: type[Input] | None) -> Callable[..., Any]:
         ]
 
     def route(**given: Any) -> Any:
-        return handle(given.pop("request"), given.pop("namespace"), given.pop("grant"), **given)
+        memory = given.pop("request").app.state.memory
+        namespace, grant = given.pop("namespace"), given.pop("grant")
+        return answer(op, model, documented, memory, namespace, grant, given)
 
     route.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     route.__name__ = op.name
