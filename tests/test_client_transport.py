@@ -7,6 +7,7 @@ connection, answer and close it, or read the request and drop the connection una
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -80,6 +81,8 @@ class Scripted:
                     return
 
     def close(self) -> None:
+        with contextlib.suppress(OSError):  # wakes the accepting thread, so the port closes
+            self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
 
 
