@@ -21,7 +21,7 @@ pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
 from fastapi.testclient import TestClient
 
 from branchmem import Memory
-from branchmem.server import KeyRing, create_app
+from branchmem.server import KeyRing, create_app, keys
 from branchmem.server.direct import reads
 from branchmem.testing.conformance import chengdu
 
@@ -61,7 +61,8 @@ class Pair:
 
 
 @pytest.fixture
-def pair() -> Iterator[Pair]:
+def pair(monkeypatch: pytest.MonkeyPatch) -> Iterator[Pair]:
+    monkeypatch.setattr(keys, "CACHE_SECONDS", 3600.0)  # however slow the machine is today
     made = Pair()
     made.both(f"{NS}/heads")  # the first request reads the key's row; later ones hit the cache
     yield made
