@@ -1,6 +1,6 @@
 """What the service costs over embedded calls: one client, one SQLite store, depth ~200.
 
-    python bench/service.py [--records 30000] [--rounds 400]
+    python bench/service.py [--records 30000] [--rounds 1000]
 
 Builds one SQLite file of chat-like conversations (``chatlike.py``), starts ``branchmem
 serve`` on it (a subprocess on loopback, with an API key, as deployed) and opens the same
@@ -10,13 +10,15 @@ alternates) time ``Memory.visible(anchor)`` against ``Client.visible(anchor)`` a
 ``Memory.search`` against ``Client.search``, check that both answered the same, and print
 p50/p99 of each and the ratio service / embedded (goal for ``visible``: <= 1.5), and the
 CPU each call used (client and server processes for the service), which unlike latency
-does not grow with what else the machine runs. Writes JSON to bench/results/service.json.
+does not grow with what else the machine runs, and the HTTP stack uvicorn picked (httptools
+and uvloop when installed, else h11 and asyncio). Writes JSON to bench/results/service.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import importlib.util
 import json
 import os
 import platform
@@ -55,6 +57,13 @@ def build(path: str, records: int) -> list[str]:
             mem.add_records(conv.records, namespace=NAMESPACE)
             anchors.append(conv.main_line[200])
     return anchors
+
+
+def http_stack() -> str:
+    """What ``uvicorn.run`` picks in this environment (the server runs in the same one)."""
+    parser = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    return f"uvicorn with {parser} and {loop}"
 
 
 def server_cpu(pid: int) -> float | None:
@@ -116,7 +125,7 @@ def measure(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--records", type=int, default=30_000)
-    parser.add_argument("--rounds", type=int, default=400)
+    parser.add_argument("--rounds", type=int, default=1000)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "service.json"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="branchmem-service-") as folder:
@@ -156,7 +165,7 @@ def main() -> int:
     print(
         f"{args.records:,} records in {len(anchors)} conversations (built in {built:.1f} s), "
         f"SQLite, anchors at depth 200 (visible returns ~{visible_size} records), "
-        f"{args.rounds} interleaved rounds, load average {load[0]:.2f}"
+        f"{args.rounds} interleaved rounds, {http_stack()}, load average {load[0]:.2f}"
     )
     print(
         f"{'operation':<10} {'embedded p50':>13} {'p99':>8} {'service p50':>12} {'p99':>8} "
@@ -188,6 +197,7 @@ def main() -> int:
                 f"Python {platform.python_version()}",
                 "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                 "load": load,
+                "http": http_stack(),
                 "rows": rows,
             },
             indent=2,

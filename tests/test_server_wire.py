@@ -46,6 +46,8 @@ CALLS: list[tuple[str, str, str, dict[str, Any]]] = [
     ("stale_deliveries", "GET", "/stale-deliveries", {"session": "s1", "anchor": "a2"}),
     ("add_event", "POST", "/events", {"id": "u9", "parent": "a2b", "content": "déjà vu 搬家"}),
     ("add_record", "POST", "/records", {"id": "r9", "sources": ["u9"], "meta": {"x": [1.5]}}),
+    ("get_record", "GET", "/records/r-numbers", {}),  # numbers as pydantic writes them
+    ("get_record", "GET", "/records/r-huge", {}),  # an int orjson refuses: the codec's path
     ("context", "POST", "/context", {"anchor": "a2b", "session": "s2"}),
     ("erase", "POST", "/items/u2/erase", {"reason": "asked"}),
 ]
@@ -56,6 +58,8 @@ def http() -> Iterator[TestClient]:
     memory = Memory()
     chengdu(memory)
     memory.context("a2b", session="s1")
+    memory.add_record("r-numbers", sources=["u1"], meta={"x": [1.5, 1e-05, 1e16, -0.0, 2**63]})
+    memory.add_record("r-huge", sources=["u1"], meta={"x": [2**70, 1e-05]})
     with TestClient(create_app(memory, auth=False)) as client:
         yield client
     memory.close()
@@ -80,3 +84,10 @@ def test_a_value_json_cannot_carry_is_written_as_pydantic_writes_it() -> None:
     documented = response_model(operations()["report"])
     response = json_response({"score": float("nan"), "ok": 1}, documented)
     assert json.loads(response.body) == {"score": None, "ok": 1}
+
+
+def test_what_orjson_refuses_is_written_by_the_codec_and_pydantic() -> None:
+    documented = response_model(operations()["report"])
+    big = {"ids": {"b", "a"}, "big": 2**70, 7: (1, 2)}  # a set, beyond 64 bits, a key of 7
+    response = json_response(big, documented)
+    assert response.body == b'{"ids":["a","b"],"big":1180591620717411303424,"7":[1,2]}'

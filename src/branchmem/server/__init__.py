@@ -28,5 +28,6 @@ def __getattr__(name: str) -> Any:
     if name == "create_app":
         from ..errors import require
 
-        require("fastapi", "the service (branchmem.server)", "server")
+        for module in ("fastapi", "orjson"):
+            require(module, "the service (branchmem.server)", "server")
     return getattr(import_module(f".{_HOMES[name]}", __name__), name)

@@ -5,17 +5,20 @@ to with 403 *before* looking at the namespace, so a refusal says nothing about w
 (``auth.py``). Mutations run inside ``memory.acting_as("key:<id>")``: the audit log names the
 key. The API routes are built from the operation table (``routes.py``); lists are paged
 (``limit``, ``cursor`` -> ``next_cursor``); errors are problem documents (``problems.py``);
-sizes and text are checked before routing (``guard.py``).
+sizes and text are checked before routing (``guard.py``); the API's plainly valid reads
+are answered without FastAPI's per-request machinery (``direct.py``).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Final
 
 from fastapi import FastAPI
 
 from .. import __version__
 from ..memory import Memory
+from .direct import DirectReads
 from .docs import install_offline_docs
 from .explorer import LocalSession
 from .guard import Guard, Limits
@@ -50,9 +53,12 @@ def create_app(
     auth: bool = True,
     limits: Limits | None = None,
     local: LocalSession | None = None,
+    direct_reads: bool = True,
 ) -> FastAPI:
     """The service over ``memory``. ``auth=False`` serves without keys (a local, single-user
-    server); otherwise every ``/v1`` request needs ``Authorization: Bearer <key>``."""
+    server); otherwise every ``/v1`` request needs ``Authorization: Bearer <key>``.
+    ``direct_reads=False`` sends every read through its FastAPI route (``direct.py``: the
+    reference the direct path is tested against)."""
     app = FastAPI(
         title="branchmem",
         version=__version__,
@@ -68,6 +74,9 @@ def create_app(
     install_offline_docs(app)
     install(app)
     limits = limits or Limits()
+    app.state.direct_reads = Counter[str]()  # reads answered by DirectReads, per operation
+    if direct_reads:  # added first, so Guard (added last: outermost) checks them before
+        app.add_middleware(DirectReads, state=app.state, served=app.state.direct_reads)
     app.add_middleware(Guard, limits=limits)
     app.state.limits = limits  # the import endpoint derives its decompression limits from them
     app.state.memory = memory

@@ -14,11 +14,15 @@ from fastapi import Path as PathParam
 from pydantic import AfterValidator
 from starlette.concurrency import run_in_threadpool
 
+from .explorer import LocalSession
 from .keys import ApiKey, KeyRing
 from .problems import Refusal
 from .schemas import MAX_ID
 
-__all__ = ["ApiKey", "Caller", "IdParam", "NamespaceParam", "access", "caller"]
+__all__ = [
+    "ApiKey", "Caller", "IdParam", "NamespaceParam", "access", "bearer", "caller",
+    "grant_without_store",
+]  # fmt: skip
 
 
 def path_segment(value: str) -> str:
@@ -39,6 +43,24 @@ IdParam = Annotated[
 ]
 
 
+def bearer(header: str) -> str:
+    """The key of an ``Authorization`` header; refused when it carries none."""
+    scheme, _, presented = header.partition(" ")
+    if scheme.lower() != "bearer" or not presented.strip():
+        raise Refusal("unauthorized", "an API key is required: Authorization: Bearer")
+    return presented.strip()
+
+
+def grant_without_store(
+    ring: KeyRing, local: LocalSession | None, method: str, presented: str
+) -> tuple[bool, ApiKey | None]:
+    """``(True, grant or None)`` when the key is decided without reading the store (the
+    explorer's token, a malformed key, a row cached by the ring), else ``(False, None)``."""
+    if local is not None and local.admits(method, presented):
+        return True, local.grant
+    return ring.verify_cached(presented)
+
+
 async def caller(request: Request) -> ApiKey | None:
     """The key of ``Authorization: Bearer <key>``; None when the app serves without keys.
 
@@ -47,16 +69,10 @@ async def caller(request: Request) -> ApiKey | None:
     ring: KeyRing | None = request.app.state.keys
     if ring is None:
         return None
-    header = request.headers.get("authorization", "")
-    scheme, _, presented = header.partition(" ")
-    if scheme.lower() != "bearer" or not presented.strip():
-        raise Refusal("unauthorized", "an API key is required: Authorization: Bearer")
-    local = request.app.state.local
-    if local is not None and local.admits(request.method, presented.strip()):
-        return local.grant  # type: ignore[no-any-return]
-    known, grant = ring.verify_cached(presented.strip())
+    presented = bearer(request.headers.get("authorization", ""))
+    known, grant = grant_without_store(ring, request.app.state.local, request.method, presented)
     if not known:
-        grant = await run_in_threadpool(ring.verify, presented.strip())
+        grant = await run_in_threadpool(ring.verify, presented)
     if grant is None:
         raise Refusal("unauthorized", "the API key is not valid")
     return grant

@@ -91,6 +91,15 @@ def error_status(error: BranchmemError) -> int:
     return 400
 
 
+def library_problem(error: BranchmemError) -> JSONResponse:
+    """The problem for an error the library raised, under its own ``code``."""
+    if isinstance(error, NotFoundError | ErasedError):
+        detail = str(error)
+    else:
+        detail = str(error) or type(error).__name__
+    return problem(error.code, detail, status=error_status(error))
+
+
 def _validation_detail(error: RequestValidationError) -> str:
     parts = []
     for item in error.errors()[:5]:
@@ -116,12 +125,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(BranchmemError)
     async def library_error(request: Request, error: BranchmemError) -> JSONResponse:
-        code = error.code
-        if isinstance(error, NotFoundError | ErasedError):
-            detail = str(error)
-        else:
-            detail = str(error) or type(error).__name__
-        return problem(code, detail, status=error_status(error))
+        return library_problem(error)
 
     @app.exception_handler(Refusal)
     async def service_error(request: Request, error: Refusal) -> JSONResponse:

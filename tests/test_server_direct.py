@@ -1,0 +1,183 @@
+"""The direct reads (``server/direct.py``) answer exactly what the FastAPI routes answer.
+
+Two apps serve one store: one as built (plainly valid reads answered directly), one with
+``direct_reads=False`` (every request through its FastAPI route). Each request goes to both;
+status, headers and body must be the same bytes, and the direct app must have answered the
+plainly valid ones itself and handed every other one on.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
+
+from fastapi.testclient import TestClient
+
+from branchmem import Memory
+from branchmem.server import KeyRing, create_app, keys
+from branchmem.server.direct import reads
+from branchmem.testing.conformance import chengdu
+
+NS = "/v1/ns/default"
+
+
+class Pair:
+    """The same store behind a direct app and a FastAPI-only app, with one key."""
+
+    def __init__(self) -> None:
+        self.memory = Memory()
+        ring = KeyRing(self.memory)
+        self.key, _ = ring.create("acme", ["default"])
+        self.other, _ = ring.create("globex", ["globex"])
+        chengdu(self.memory)
+        self.memory.context("a2b", session="s1")
+        self.direct = create_app(self.memory)
+        self.reference = create_app(self.memory, direct_reads=False)
+        self.clients = [
+            TestClient(app, raise_server_exceptions=False) for app in (self.direct, self.reference)
+        ]
+
+    @property
+    def served(self) -> int:
+        return sum(self.direct.state.direct_reads.values())
+
+    def both(self, path: str, key: str | None = "", **given: Any) -> tuple[int, bytes]:
+        """The one answer both apps gave (status, body); fails when they differ."""
+        key = self.key if key == "" else key
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        answers = [client.get(path, headers=headers, **given) for client in self.clients]
+        direct, reference = answers
+        assert direct.status_code == reference.status_code, (direct.text, reference.text)
+        assert direct.headers.items() == reference.headers.items()
+        assert direct.content == reference.content
+        return direct.status_code, direct.content
+
+
+@pytest.fixture
+def pair(monkeypatch: pytest.MonkeyPatch) -> Iterator[Pair]:
+    monkeypatch.setattr(keys, "CACHE_SECONDS", 3600.0)  # however slow the machine is today
+    made = Pair()
+    made.both(f"{NS}/heads")  # the first request reads the key's row; later ones hit the cache
+    yield made
+    made.memory.close()
+
+
+PLAIN: list[tuple[str, dict[str, str]]] = [
+    ("/visible", {"anchor": "a2b"}),
+    ("/visible", {"anchor": "a2b", "cross_tree": "false", "include_superseded": "true",
+                  "include_stale": "false", "limit": "1000"}),
+    ("/visible", {"anchor": "a2", "limit": "1"}),
+    ("/visible", {"anchor": "a2", "mode": "compat", "kind": "fact"}),
+    ("/visible", {}),
+    ("/search", {"query": "moving", "anchor": "a2b", "k": "3"}),
+    ("/records/f-chengdu/explain", {"anchor": "a2b"}),
+    ("/current", {"key": "city", "anchor": "a2b"}),
+    ("/current", {"key": "nothing", "anchor": "a2b"}),
+    ("/stale", {"anchor": "a2b"}),
+    ("/events/u2", {}),
+    ("/events/a2b/path", {}),
+    ("/heads", {}),
+    ("/heads/u1", {}),
+    ("/records/f-chengdu", {}),
+    ("/records/f-chengdu", {"revision": "1"}),
+    ("/items/u2/dependents", {}),
+    ("/deliveries", {"session": "s1"}),
+    ("/stale-deliveries", {"session": "s1", "anchor": "a2"}),
+    ("/repair-queue", {}),
+    ("/audit", {}),
+    ("/report", {}),
+    ("/conversations", {}),
+    ("/records/f-chengdu/history", {}),
+    ("/events/nope", {}),  # the library refuses: the same problem document
+    ("/visible", {"anchor": "nope"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("path", "query"), PLAIN, ids=lambda v: str(v))
+def test_a_plainly_valid_read_is_answered_directly_and_alike(
+    pair: Pair, path: str, query: dict[str, str]
+) -> None:
+    before = pair.served
+    pair.both(NS + path, params=query)
+    assert pair.served == before + 1
+
+
+HANDED_ON: list[tuple[str, str | None, dict[str, str]]] = [
+    ("/visible", None, {"anchor": "a2b"}),  # no key
+    ("/visible", "bm_nothere_secret", {"anchor": "a2b"}),  # an unknown key: read, then 401
+    ("/visible", "not-a-key", {"anchor": "a2b"}),
+    ("/visible", "other", {"anchor": "a2b"}),  # a key of another tenant: 403
+    ("/visible", "", {"anchor": ""}),
+    ("/visible", "", {"anchor": "x" * 513}),
+    ("/visible", "", {"anchor": "a2b", "cross_tree": "1"}),  # pydantic reads it as true
+    ("/visible", "", {"anchor": "a2b", "cross_tree": "maybe"}),
+    ("/visible", "", {"anchor": "a2b", "mode": "lenient"}),
+    ("/visible", "", {"anchor": "a2b", "limit": "0"}),
+    ("/visible", "", {"anchor": "a2b", "limit": "1001"}),
+    ("/visible", "", {"anchor": "a2b", "limit": "010"}),
+    ("/visible", "", {"anchor": "a2b", "cursor": "bogus"}),
+    ("/visible", "", {"anchor": "a2b", "unknown": "1"}),
+    ("/search", "", {"anchor": "a2b"}),  # query is required
+    ("/search", "", {"query": "moving", "anchor": "a2b", "k": "-1"}),
+    ("/audit", "", {"since": "1.5"}),  # not read directly
+]
+
+
+@pytest.mark.parametrize(("path", "key", "query"), HANDED_ON, ids=lambda v: str(v))
+def test_any_other_read_is_answered_by_its_fastapi_route(
+    pair: Pair, path: str, key: str | None, query: dict[str, str]
+) -> None:
+    before = pair.served
+    pair.both(NS + path, key=pair.other if key == "other" else key, params=query)
+    assert pair.served == before
+
+
+def test_a_namespace_or_id_that_is_not_one_segment_is_handed_on(pair: Pair) -> None:
+    before = pair.served
+    for path in (f"{NS}/events/" + "x" * 1537, f"{NS}/events/", "/v1/ns/de%2Efault/heads"):
+        pair.both(path)
+    assert pair.served == before
+
+
+def test_the_cursor_a_direct_page_hands_out_reads_the_next_page(pair: Pair) -> None:
+    status, first = pair.both(f"{NS}/visible", params={"anchor": "a2b", "limit": "1"})
+    cursor = json.loads(first)["next_cursor"]
+    assert status == 200 and cursor
+    before = pair.served
+    pair.both(f"{NS}/visible", params={"anchor": "a2b", "limit": "1", "cursor": cursor})
+    assert pair.served == before + 1
+
+
+def test_every_read_of_the_table_is_answered_directly(pair: Pair) -> None:
+    for path, query in PLAIN:
+        pair.both(NS + path, params=query)
+    assert set(pair.direct.state.direct_reads) == {read.op.name for read in reads()}
+
+
+def test_a_read_while_a_write_holds_the_store_waits_in_a_thread(pair: Pair) -> None:
+    """The event loop never blocks on the store's lock: the read takes a thread."""
+    answered: list[int] = []
+
+    def read() -> None:
+        response = client.get(
+            f"{NS}/visible", params={"anchor": "a2b"},
+            headers={"Authorization": f"Bearer {pair.key}"},
+        )  # fmt: skip
+        answered.append(response.status_code)
+
+    with TestClient(pair.direct) as client:  # one event loop for every request
+        with pair.memory._lock:
+            reader = threading.Thread(target=read)
+            reader.start()
+            time.sleep(0.2)
+            assert answered == []  # it cannot be answered while the lock is held
+            assert client.get("/healthz").status_code == 200  # and the loop still serves
+        reader.join(timeout=10)
+    assert answered == [200]
