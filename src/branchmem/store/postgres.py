@@ -407,6 +407,8 @@ class PostgresStore(SQLStore):
             result = super()._run(text, params)
             return _Rows(list(result.fetchall()) if result.description is not None else [])
 
+    bulk_keyed_reads = True  # a round trip per statement: keyed reads ask in bulk
+
     def _key_pages(
         self, namespace: str, keys: list[str], tree: str, depth: int, size: int
     ) -> list[tuple[object, ...]]:
