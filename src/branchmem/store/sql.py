@@ -542,6 +542,8 @@ class SQLStore(SQLLedger, Store, KeyStore):
         if not self.bulk_keyed_reads or self._depth == 0:
             return None  # outside a call nothing batches; ask as before
         pages: dict[str, list[RevisionNode]] = {key: [] for key in keys}
+        if not pages:
+            return pages
         rows = self._key_pages(namespace, list(pages), tree, depth, self._PAGES[0])
         for row in rows:  # (asked key, revision columns, depth), in rank order per key
             pages[str(row[0])].append(codec.revision_node(tuple(row[1:-1])))
