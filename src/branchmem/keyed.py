@@ -238,16 +238,22 @@ class KeyedView:
         return self.reader.superseders(self.namespace, [record_id]).get(record_id, [])
 
     def _candidates(self, key: str) -> Iterator[RevisionNode]:
-        """``key_candidates`` in rank order: the page read in bulk, then the rest."""
-        page = self._pages.get(key, [])
+        """``key_candidates`` in rank order: the page read in bulk, if any, then the rest."""
+        everything = self.reader.key_candidates(
+            self.namespace, key, self.tree, self.path.anchor.depth or 0, self.cross_tree
+        )
+        page = self._pages.get(key)
+        return everything if page is None else self._after_page(page, everything)
+
+    def _after_page(
+        self, page: list[RevisionNode], everything: Iterator[RevisionNode]
+    ) -> Iterator[RevisionNode]:
         for index, node in enumerate(page):
             if index == 1:  # the first did not win: the rest of the page, in one request
                 self.learn(page[1:])
             yield node
         seen = {(node.record_id, node.revision) for node in page}
-        for node in self.reader.key_candidates(
-            self.namespace, key, self.tree, self.path.anchor.depth or 0, self.cross_tree
-        ):
+        for node in everything:  # a generator: nothing is read unless the page was not enough
             if (node.record_id, node.revision) not in seen:
                 yield node
 
