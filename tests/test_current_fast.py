@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
@@ -25,7 +27,7 @@ from branchmem.store.inmemory import InMemoryStore
 from branchmem.store.schema import KEYED_READS_VERSION, MIGRATIONS
 from branchmem.store.sqlite import SQLiteStore
 from branchmem.topology import AnchorPath, EventNode
-from differential import Op, apply, index_reads, oracle_current
+from differential import Op, apply, index_reads, oracle_current, run_scenario
 from oracle import Oracle
 
 KEYS = 10
@@ -436,3 +438,152 @@ def test_current_on_deep_trees_matches_the_oracle(seed: int) -> None:
                         assert (found.id if found else None) == want, (
                             anchor, mode, cross_tree, key, scope,
                         )  # fmt: skip
+
+
+# -- keyed reads asked in bulk (a backend with a round trip per statement) ---------------
+class RoundTrips:
+    """Counts what a PostgreSQL store sends: each statement outside a pipeline, and each
+    pipeline, is one round trip."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.piping = False
+
+    def wrap(self, connection: Any) -> Any:
+        trips = self
+
+        class Counted:
+            def execute(self, *args: Any, **kwargs: Any) -> Any:
+                trips.count += not trips.piping
+                return connection.execute(*args, **kwargs)
+
+            @contextmanager
+            def pipeline(self) -> Iterator[Any]:
+                trips.count += 1
+                trips.piping = True
+                try:
+                    with connection.pipeline() as pipeline:
+                        yield pipeline
+                finally:
+                    trips.piping = False
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(connection, name)
+
+        return Counted()
+
+
+@pytest.fixture
+def pg_url(pg_dsn: str) -> Iterator[str]:
+    """A fresh PostgreSQL database, dropped afterwards."""
+    import psycopg
+
+    from pg import with_database
+
+    name = f"bm_keyed_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield with_database(pg_dsn, name)
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def round_trips_of_visible(url: str, namespace: str, keys: int) -> tuple[list[str], int]:
+    """``visible()`` at the head of 400 turns cycling over ``keys`` keys, read from the
+    tree index: what it returns and the round trips it took."""
+    turns = 400
+    with Memory.open(url) as mem:
+        mem.add_events(
+            [{"id": f"e{i}", "parent": f"e{i - 1}" if i else None} for i in range(turns)],
+            namespace=namespace,
+        )
+        mem.add_records(
+            [
+                {"id": f"w{i}", "sources": [f"e{i}"], "content": f"v{i}", "key": f"k{i % keys}"}
+                for i in range(turns)
+            ],
+            namespace=namespace,
+        )
+        head = f"e{turns - 1}"
+        with index_reads(None):
+            along_path = [r.id for r in mem.visible(head, namespace=namespace)]
+        store = mem.store
+        trips = RoundTrips()
+        connection = store._connection  # type: ignore[attr-defined]
+        store._connection = lambda: trips.wrap(connection())  # type: ignore[attr-defined]
+        try:
+            with index_reads(0):
+                found = [r.id for r in mem.visible(head, namespace=namespace)]
+        finally:
+            del store._connection  # type: ignore[attr-defined]
+    assert found == along_path
+    assert found == [f"w{turns - keys + key}" for key in range(keys)]
+    return found, trips.count
+
+
+def test_an_index_visible_on_postgres_takes_the_same_round_trips_for_ten_times_the_keys(
+    pg_url: str,
+) -> None:
+    _, few = round_trips_of_visible(pg_url, "few", 4)
+    _, many = round_trips_of_visible(pg_url, "many", 40)
+    assert many == few, (few, many)  # asked one record at a time: ~8 more a key
+
+
+@pytest.fixture
+def bulk_sqlite(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """SQLite answering keyed reads in bulk, as PostgreSQL does (the same SQL but for two
+    statements), taking one newest revision at a time so older ones page in; yields the
+    number of bulk answers given."""
+    answered = [0]
+    facts = SQLiteStore.keyed_facts
+
+    def counted(self: SQLiteStore, *args: Any) -> Any:
+        found = facts(self, *args)
+        answered[0] += found is not None
+        return found
+
+    monkeypatch.setattr(SQLiteStore, "bulk_keyed_reads", True)
+    monkeypatch.setattr(SQLiteStore, "NEWEST_REVISIONS", 1)
+    monkeypatch.setattr(SQLiteStore, "keyed_facts", counted)
+    yield answered
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_keyed_reads_asked_in_bulk_match_the_oracle(
+    bulk_sqlite: list[int], tmp_path: Path, seed: int
+) -> None:
+    rng = random.Random(seed)
+    opened: list[Memory] = []
+
+    def make() -> Memory:
+        opened.append(Memory.open(tmp_path / f"mem-{len(opened)}.db"))
+        return opened[-1]
+
+    try:
+        compared = sum(run_scenario(make, rng) for _ in range(15))
+    finally:
+        for mem in opened:
+            mem.close()
+    assert compared > 0 and bulk_sqlite[0] > 0
+
+
+def test_current_asked_in_bulk_on_deep_trees_matches_the_oracle(
+    bulk_sqlite: list[int], tmp_path: Path
+) -> None:
+    rng = random.Random(5)
+    oracle = Oracle()
+    with Memory.open(tmp_path / "deep.db") as mem:
+        for op in long_history(rng):
+            apply(mem, oracle, op, "default")
+        for anchor in rng.sample(sorted(oracle.events), 15):
+            for mode in ("strict", "compat"):
+                expected = oracle.decide_all(anchor, mode=mode)
+                for key in ("city", "budget"):
+                    for scope in (None, "work"):
+                        with mem._read("default"):  # one call's snapshot: bulk answers
+                            found = mem.current(key, anchor, scope=scope, mode=mode)
+                        want = oracle_current(oracle, expected, key, scope, anchor, mode, False)
+                        assert (found.id if found else None) == want, (anchor, mode, key, scope)
+    assert bulk_sqlite[0] > 0

@@ -12,6 +12,13 @@ walk. The §5 rules are applied to the few records the answer depends on (the wi
 retractions and superseders naming it, what it was built from), each decided exactly as
 ``View`` would.
 
+On a backend with round trips (``Store.key_pages`` and ``Store.keyed_facts`` answer), a read
+asks in bulk first: the first page of candidates of every group in one request, then what
+the rules ask about those records (revisions, statuses, superseders, retractions naming them,
+the events of their ancestor tests) in one request per wave of records discovered, a wave
+being what those answers name (a superseder, a retraction, a record source). Whatever the
+bulk answers do not cover is asked one at a time as before, so they only change the cost.
+
 Cases this cannot decide without the whole view (no anchor, a detached anchor or head, whose
 partial path makes "undecided" depend on its whole known chain) stay with ``View``;
 ``engine.views.current`` chooses.
@@ -56,6 +63,27 @@ class TreeIndex:
     unkeyed: tuple[RevisionNode, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class KeyedFacts:
+    """What the §5 rules ask about some records, read at once (``Store.keyed_facts``); each
+    field is complete for every id or key asked (``revisions`` down to the oldest it holds),
+    so an absent entry means "none"."""
+
+    # by record id asked: its newest revisions (not all: a record revised on every turn
+    # has a long history), oldest first; older ones than the first are read when needed
+    revisions: dict[str, tuple[RevisionNode, ...]]
+    statuses: dict[str, str]  # of the record and event ids asked
+    superseders: dict[str, list[str]]  # new ids by old record id asked, in arrival order
+    retracting: dict[str, list[RetractionNode]]  # naming a record id asked as a target
+    retracting_key: dict[str, list[RetractionNode]]  # naming a key asked
+    events: dict[str, EventNode]  # of the event ids asked, and one step (jump, parent) above
+
+
+# Waves of bulk answers a read asks before it asks one at a time: the candidates, then what
+# they name, then what that names (a record built on a record that a retraction names).
+FACT_WAVES = 3
+
+
 class KeyedReader(Protocol):
     """The read side of ``branchmem.store.base.Store`` a keyed read needs."""
 
@@ -69,6 +97,16 @@ class KeyedReader(Protocol):
     ) -> list[RetractionNode]: ...
     def superseders(self, namespace: str, old_ids: Collection[str]) -> dict[str, list[str]]: ...
     def statuses(self, namespace: str, ids: Collection[str]) -> dict[str, str]: ...
+    def key_pages(
+        self, namespace: str, keys: Collection[str], tree: str, depth: int
+    ) -> dict[str, list[RevisionNode]] | None: ...
+    def keyed_facts(
+        self,
+        namespace: str,
+        record_ids: Collection[str],
+        keys: Collection[str],
+        event_ids: Collection[str],
+    ) -> KeyedFacts | None: ...
 
 
 class KeyedView:
@@ -101,9 +139,123 @@ class KeyedView:
         self._explicit: dict[str, bool] = {}
         self._winners: dict[tuple[str | None, str], str | None] = {}
         self._stale: dict[str, bool] = {}
+        # bulk answers (``learn``): complete for the ids and keys they hold
+        self._pages: dict[str, list[RevisionNode]] = {}
+        self._revisions: dict[str, tuple[RevisionNode, ...]] = {}
+        self._statuses: dict[str, str | None] = {}
+        self._superseders: dict[str, list[str]] = {}
+        self._retracting: dict[str, list[RetractionNode]] = {}
+        self._retracting_key: dict[str, list[RetractionNode]] = {}
+        self._events: dict[str, EventNode | None] = {}
 
     def _lookup(self, event_id: str) -> EventNode | None:
+        if event_id in self._events:
+            return self._events[event_id]
         return self.reader.get_event(self.namespace, event_id)
+
+    # -- bulk answers (one request each on a backend with round trips) -------------------
+    def learn_keys(self, keys: Collection[str], unkeyed: Collection[RevisionNode] = ()) -> None:
+        """Read the first page of candidates of every key, and what the rules ask about each
+        key's first (usually its winner) and about ``unkeyed``, in a few requests; a no-op
+        where the store answers None."""
+        pages = self.reader.key_pages(
+            self.namespace, sorted(set(keys)), self.tree, self.path.anchor.depth or 0
+        )
+        if pages is None:
+            return
+        self._pages.update(pages)
+        self.learn([*(page[0] for page in pages.values() if page), *unkeyed])
+
+    def learn(self, revisions: Collection[RevisionNode]) -> None:
+        """Read in bulk what deciding these revisions' records asks, then what those answers
+        name, in at most ``FACT_WAVES`` requests."""
+        anchor = self.path.anchor
+        record_ids = {node.record_id for node in revisions}
+        known = [*revisions]
+        steps = {s for s in (anchor.jump, anchor.parent) if s is not None}
+        for _ in range(FACT_WAVES):
+            record_ids = {i for i in record_ids if i not in self._revisions}
+            keys = {node.key for node in known if node.key is not None}
+            keys -= self._retracting_key.keys()
+            events = {e for node in known for e in _events_of(node)} | steps
+            events = {e for e in events if e not in self._statuses or e not in self._events}
+            if not (record_ids or keys or events):
+                return
+            facts = self.reader.keyed_facts(self.namespace, record_ids, keys, events)
+            if facts is None:
+                return
+            steps = set()
+            for event_id, node in facts.events.items():  # steps above the events asked
+                self._events.setdefault(event_id, node)
+            for item in (*record_ids, *events):
+                self._statuses[item] = facts.statuses.get(item)
+            for event_id in events:
+                self._events[event_id] = facts.events.get(event_id)
+            for item in record_ids:
+                self._revisions[item] = facts.revisions.get(item, ())
+                self._superseders[item] = facts.superseders.get(item, [])
+                self._retracting[item] = facts.retracting.get(item, [])
+            for key in keys:
+                self._retracting_key[key] = facts.retracting_key.get(key, [])
+            known = [node for i in record_ids for node in self._revisions[i]]
+            record_ids = {
+                *(new for i in record_ids for new in self._superseders[i]),
+                *(r.id for i in record_ids for r in self._retracting[i]),
+                *(r.id for k in keys for r in self._retracting_key[k]),
+                *(ref.target for node in known for ref in node.record_refs),
+            }
+
+    def _status(self, ids: Collection[str]) -> dict[str, str]:
+        if all(item in self._statuses for item in ids):
+            return {i: s for i in ids if (s := self._statuses[i]) is not None}
+        return self.reader.statuses(self.namespace, ids)
+
+    def _newest_first(self, record_id: str) -> Iterator[RevisionNode]:
+        """The record's revisions, newest first: those read in bulk (its newest few), then
+        the older ones from the store, only if the rule gets that far."""
+        known = self._revisions.get(record_id)
+        if known is None:
+            yield from self.reader.revisions_newest_first(self.namespace, record_id)
+            return
+        yield from reversed(known)
+        if known and known[0].revision > 1:
+            for node in self.reader.revisions_newest_first(self.namespace, record_id):
+                if node.revision < known[0].revision:
+                    yield node
+
+    def _retractions_naming(self, record_id: str, key: str | None) -> list[RetractionNode]:
+        by_target = self._retracting.get(record_id)
+        by_key = [] if key is None else self._retracting_key.get(key)
+        if by_target is None or by_key is None:
+            return self.reader.retractions_naming(self.namespace, record_id, key)
+        found = {node.id: node for node in (*by_target, *by_key)}
+        return sorted(found.values(), key=lambda node: node.seq)
+
+    def _superseders_of(self, record_id: str) -> list[str]:
+        known = self._superseders.get(record_id)
+        if known is not None:
+            return known
+        return self.reader.superseders(self.namespace, [record_id]).get(record_id, [])
+
+    def _candidates(self, key: str) -> Iterator[RevisionNode]:
+        """``key_candidates`` in rank order: the page read in bulk, if any, then the rest."""
+        everything = self.reader.key_candidates(
+            self.namespace, key, self.tree, self.path.anchor.depth or 0, self.cross_tree
+        )
+        page = self._pages.get(key)
+        return everything if page is None else self._after_page(page, everything)
+
+    def _after_page(
+        self, page: list[RevisionNode], everything: Iterator[RevisionNode]
+    ) -> Iterator[RevisionNode]:
+        for index, node in enumerate(page):
+            if index == 1:  # the first did not win: the rest of the page, in one request
+                self.learn(page[1:])
+            yield node
+        seen = {(node.record_id, node.revision) for node in page}
+        for node in everything:  # a generator: nothing is read unless the page was not enough
+            if (node.record_id, node.revision) not in seen:
+                yield node
 
     # -- the rule (§3, §4) on attached paths ------------------------------------------
     def passes(self, gate: Gate) -> tuple[bool, tuple[str, ...]]:
@@ -145,8 +297,8 @@ class KeyedView:
         if record_id in self._shown:
             return self._shown[record_id]
         found: RevisionNode | None = None
-        if not self.reader.statuses(self.namespace, [record_id]):
-            for revision in self.reader.revisions_newest_first(self.namespace, record_id):
+        if not self._status([record_id]):
+            for revision in self._newest_first(record_id):
                 ok, missing = self.passes(revision.gate)
                 if ok:
                     found = revision
@@ -165,11 +317,11 @@ class KeyedView:
         revision = self.shown(record_id)
         found = False
         if revision is not None and revision.kind != RETRACTION_KIND:
-            for node in self.reader.retractions_naming(self.namespace, record_id, revision.key):
+            for node in self._retractions_naming(record_id, revision.key):
                 if not node.covers(record_id, revision.key, revision.scope):
                     continue
                 if node.scope == TREE:
-                    gone = self.reader.statuses(self.namespace, [node.id])
+                    gone = self._status([node.id])
                     found = not gone and revision.seq < node.seq
                 else:
                     acting = self.shown(node.id)
@@ -182,8 +334,7 @@ class KeyedView:
     def explicitly_superseded(self, record_id: str) -> bool:
         known = self._explicit.get(record_id)
         if known is None:
-            news = self.reader.superseders(self.namespace, [record_id]).get(record_id, [])
-            known = any(self.shown(new) is not None for new in news)
+            known = any(self.shown(new) is not None for new in self._superseders_of(record_id))
             self._explicit[record_id] = known
         return known
 
@@ -203,9 +354,7 @@ class KeyedView:
         """(scope, winning record id) per scope group of ``key``, best-ranked first;
         ``scope`` ANY_SCOPE for every group."""
         decided: set[str | None] = set()
-        for candidate in self.reader.key_candidates(
-            self.namespace, key, self.tree, self.path.anchor.depth or 0, self.cross_tree
-        ):
+        for candidate in self._candidates(key):
             group = candidate.scope
             if (scope is not ANY_SCOPE and group != scope) or group in decided:
                 continue
@@ -244,7 +393,7 @@ class KeyedView:
         revision = self.shown(record_id)
         assert revision is not None
         events = [ref.target for ref in revision.event_refs]
-        found = bool(events) and bool(self.reader.statuses(self.namespace, events))
+        found = bool(events) and bool(self._status(events))
         for ref in revision.record_refs:
             if found:
                 break
@@ -264,6 +413,7 @@ class KeyedView:
         """What ``visible(anchor)`` returns (``include_stale``: stale ones too), in its order:
         the winner of every group, and every record shown under no key that nothing retracts
         or supersedes. Costs what the tree's groups and unkeyed records are, not the path."""
+        self.learn_keys([key for key, _ in index.groups], index.unkeyed)
         returned: list[RevisionNode] = []
         for key, scope in index.groups:
             record_id = self.winner(scope, key)
@@ -300,6 +450,7 @@ class KeyedView:
         """What ``visible(anchor, key=key, scope=scope)[-1]`` returns: the best-ranked group
         winner that is not stale (``scope`` None: any scope)."""
         wanted: object = ANY_SCOPE if scope is None else scope
+        self.learn_keys([key])
         for _, record_id in self._winners_of(key, wanted):
             if not self.stale(record_id):
                 revision = self.shown(record_id)
@@ -309,3 +460,14 @@ class KeyedView:
                     self.counts[reason] += 1
                 return revision
         return None
+
+
+def _events_of(revision: RevisionNode) -> set[str]:
+    """The events deciding a revision asks about: its frontiers (ancestor tests), detached
+    sources (their tree) and event sources (their status, for ``stale``)."""
+    gate = revision.gate
+    return {
+        *(frontier.event for frontier in gate.frontiers),
+        *gate.detached,
+        *(ref.target for ref in revision.event_refs),
+    }

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from typing import NamedTuple, Protocol
 
 from ..audit import AuditEntry
-from ..keyed import TreeIndex
+from ..keyed import KeyedFacts, TreeIndex
 from ..model import Delivery, RepairItem
 from ..provenance import RevisionNode
 from ..resolution import RevisionKey
@@ -222,6 +222,28 @@ class Store(ABC):
         """The groups and unkeyed revisions a view of ``tree`` decides from without its path
         (see ``keyed.TreeIndex``), or None when they number more than ``limit`` — then the
         path is the shorter read. The default has no such index: views walk the path."""
+        return None
+
+    # Optional bulk answers for a keyed read (``keyed.KeyedView.learn``): a backend with a
+    # round trip per statement answers many records at once; None (the default, right for a
+    # backend without round trips) makes the read ask one question at a time.
+    def key_pages(
+        self, namespace: str, keys: Collection[str], tree: str, depth: int
+    ) -> dict[str, list[RevisionNode]] | None:
+        """For every key, the first few of its ``key_candidates`` that have a frontier in
+        ``tree``, in the same order (a prefix of them, possibly empty)."""
+        return None
+
+    def keyed_facts(
+        self,
+        namespace: str,
+        record_ids: Collection[str],
+        keys: Collection[str],
+        event_ids: Collection[str],
+    ) -> KeyedFacts | None:
+        """What the §5 rules ask about ``record_ids`` (their newest revisions, statuses,
+        superseders, retractions naming them), the retractions of ``keys``, and the statuses
+        and events of ``event_ids`` with one step above each (see ``keyed.KeyedFacts``)."""
         return None
 
     # -- relations ---------------------------------------------------------------------
