@@ -87,7 +87,8 @@ def visible_in(
 
 
 # Deciding one index entry (a key's winner, an unkeyed record) costs about as much as this
-# many path events of a full view (~3 embedded, ~11 on PostgreSQL in bench/agent_history.py);
+# many path events of a full view (~3 embedded in bench/agent_history.py; on PostgreSQL it was
+# ~11 before keyed reads asked in bulk, and 8 is kept as the one threshold for every backend);
 # a view reads the tree's index instead of its path when the index has at most
 # depth / PATH_EVENTS_PER_ENTRY entries (0: whenever the anchor allows; None: never — the
 # differential tests run both).
