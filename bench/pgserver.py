@@ -49,18 +49,8 @@ def optional_server(dsn: str | None) -> Iterator[str | None]:
 @contextlib.contextmanager
 def database(dsn: str, prefix: str) -> Iterator[str]:
     """A fresh database on the server, dropped afterwards; yields its URL."""
-    import uuid
-
-    import psycopg
-
     sys.path.insert(0, str(TESTS))
-    from pg import with_database
+    from pg import fresh_database
 
-    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield with_database(dsn, name)
-    finally:
-        with psycopg.connect(dsn, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database(dsn, prefix) as url:
+        yield url

@@ -25,6 +25,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
@@ -76,6 +77,21 @@ def with_database(dsn: str, dbname: str) -> str:
         netloc += (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "")
     query = ("?" + urlencode({k: str(v) for k, v in params.items()})) if params else ""
     return f"postgresql://{netloc}/{quote(dbname, safe='')}{query}"
+
+
+@contextlib.contextmanager
+def fresh_database(dsn: str, prefix: str) -> Iterator[str]:
+    """A new, empty database on the server of ``dsn``, dropped afterwards; yields its URL."""
+    import psycopg
+
+    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield with_database(dsn, name)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _free_port() -> int:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 import sqlite3
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -476,18 +475,10 @@ class RoundTrips:
 @pytest.fixture
 def pg_url(pg_dsn: str) -> Iterator[str]:
     """A fresh PostgreSQL database, dropped afterwards."""
-    import psycopg
+    from pg import fresh_database
 
-    from pg import with_database
-
-    name = f"bm_keyed_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(pg_dsn, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield with_database(pg_dsn, name)
-    finally:
-        with psycopg.connect(pg_dsn, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database(pg_dsn, "bm_keyed") as url:
+        yield url
 
 
 def round_trips_of_visible(url: str, namespace: str, keys: int) -> tuple[list[str], int]:

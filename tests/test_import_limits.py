@@ -15,7 +15,6 @@ import subprocess
 import sys
 import textwrap
 import tracemalloc
-import uuid
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -339,17 +338,11 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield str(tmp_path / "killed.db")
         return
-    import psycopg
+    from pg import fresh_database
 
-    from pg import with_database
-
-    dsn = request.getfixturevalue("pg_dsn")
-    name = f"bm_killed_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-        Memory.open(with_database(dsn, name), migrate=True).close()
-        yield with_database(dsn, name)
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database(request.getfixturevalue("pg_dsn"), "bm_killed") as url:
+        Memory.open(url, migrate=True).close()
+        yield url
 
 
 def test_a_killed_import_leaves_each_conversation_whole_or_absent(
