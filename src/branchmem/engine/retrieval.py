@@ -75,11 +75,13 @@ def context(
 ) -> Context:
     """The prompt text at ``anchor``; with ``session``, the delivery is remembered."""
     check_budget(budget)
-    node = None if anchor is None else ns.event_node(anchor)
+    at = None if anchor is None else ns.event_node(anchor)
     messages = None
-    if node is not None and node.attached and node.depth is not None:
-        messages = PathMessages(ns, node.id, node.depth + 1, budget)
+    if at is not None and at.attached and at.depth is not None:  # its length is known
+        messages = PathMessages(ns, at.id, at.depth + 1, budget)
     nodes, length = visible_revisions(ns, anchor, cross_tree, mode, messages=messages)
+    if messages is None and anchor is not None:
+        messages = PathMessages(ns, anchor, length)
     ranking = None
     if query is not None:
         by_id = {node.record_id: node for node in nodes}
@@ -87,13 +89,7 @@ def context(
         ranking = [record_id for record_id, _, _ in hits]
     built = assemble_context(
         anchor=anchor,
-        path_events=(
-            messages
-            if messages is not None
-            else PathMessages(ns, anchor, length)
-            if anchor is not None
-            else []
-        ),
+        path_events=messages if messages is not None else [],
         records=[ns.to_record(node) for node in nodes],
         query=query,
         budget=budget,

@@ -42,11 +42,11 @@ from .keys import ApiKey
 from .problems import Refusal, library_problem, problem
 from .routes import (
     MAX_LIMIT,
-    _optional,
     answer,
     decode_cursor,
     documented_model,
     query_constraints,
+    query_default,
 )
 from .schemas import MAX_ID
 
@@ -162,10 +162,9 @@ def reads() -> list[Read]:
         defaults: dict[str, Any] = {}
         for param in op.where("query"):
             parsers[param.name] = query_parser(param.name, param.hint, query_constraints(param))
-            if param.default is not REQUIRED:
-                defaults[param.name] = param.default
-            elif _optional(param.hint):
-                defaults[param.name] = None
+            default = query_default(param)
+            if default is not REQUIRED:
+                defaults[param.name] = default
         if op.page:
             parsers["limit"] = whole(1, MAX_LIMIT)
             parsers["cursor"] = cursor

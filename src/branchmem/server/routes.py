@@ -90,7 +90,7 @@ def acting(memory: Any, grant: ApiKey | None) -> Iterator[None]:
 
 
 # -- wire types by parameter -------------------------------------------------------------------
-def _optional(hint: Any) -> bool:
+def allows_none(hint: Any) -> bool:
     return type(None) in typing.get_args(hint)
 
 
@@ -117,9 +117,9 @@ def body_type(param: Param, item_models: Mapping[str, type[Input]]) -> Any:
     if name in BODY_TYPES:
         return BODY_TYPES[name]
     if name in ID_FIELDS:
-        return Id | None if _optional(hint) else Id
+        return Id | None if allows_none(hint) else Id
     if _id_list(hint):
-        return Ids | None if _optional(hint) else Ids
+        return Ids | None if allows_none(hint) else Ids
     return hint
 
 
@@ -156,9 +156,17 @@ def query_constraints(param: Param) -> dict[str, Any]:
     constraints = dict(QUERY_CONSTRAINTS.get(param.name, {}))
     if bare[0] is str and "max_length" not in constraints:
         constraints["max_length"] = MAX_ID
-        if param.required and not _optional(hint):
+        if param.required and not allows_none(hint):
             constraints["min_length"] = 1
     return constraints
+
+
+def query_default(param: Param) -> Any:
+    """What a query parameter left out is taken as: its default, None where the value is
+    optional, else ``REQUIRED``."""
+    if param.default is REQUIRED and allows_none(param.hint):
+        return None
+    return param.default
 
 
 def query_type(param: Param) -> tuple[Any, Any]:
@@ -166,9 +174,7 @@ def query_type(param: Param) -> tuple[Any, Any]:
     where Python requires it be passed (``visible(None)``: no anchor)."""
     hint = Mode | None if param.name == "mode" else param.hint
     constraints = query_constraints(param)
-    default = param.default
-    if default is REQUIRED and _optional(hint):
-        default = None
+    default = query_default(param)
     annotated = Annotated[hint, Query(**constraints)] if constraints else hint
     return annotated, default
 

@@ -175,6 +175,7 @@ class InMemoryStore(Store, KeyStore):
         return path
 
     def transcript(self, namespace: str, event_id: str, limit: int) -> list[PathMessage]:
+        # the Store default without a method call per event: a context walks ~200 of them
         space = self._space(namespace)
         events, hidden = space.events, space.statuses
         found: list[PathMessage] = []
