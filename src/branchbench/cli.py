@@ -19,6 +19,7 @@ from branchbench.context import DEFAULT_BUDGET
 from branchbench.curve import CURVE_BUDGETS, curve_charts, curves_markdown, run_curve
 from branchbench.errors import BenchError, ManifestError
 from branchbench.manifest import FROZEN_SPLIT, file_sha256, verify_manifest, write_manifest
+from branchbench.pipeline import PIPELINES
 from branchbench.report import chart, console_tables, has_matplotlib, model_table, write_outputs
 from branchbench.runner import DEFAULT_RUNS, EXTRACTORS, RunConfig, progress_steps, run
 from branchbench.scenario import SPLITS, load_file, load_split, split_files
@@ -64,6 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     p_run.add_argument(
         "--limit", type=int, help="only the first N scenarios of the split (cost control)"
     )
+    p_run.add_argument(
+        "--pipeline",
+        action="append",
+        choices=PIPELINES,
+        default=None,
+        help="pipeline mode, repeatable (default: all of them)",
+    )
     p_run.add_argument("--scenarios", type=Path, help="scenario root (default: packaged)")
     p_run.add_argument("--cache", type=Path, help="LLM cache file (default: OUT/llm_cache.jsonl)")
     p_run.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -81,6 +89,9 @@ def _parser() -> argparse.ArgumentParser:
     p_curve.add_argument("--systems", nargs="+", default=[], metavar="NAME", help="systems")
     p_curve.add_argument(
         "--extractor", action="append", choices=EXTRACTORS, default=None, help="repeatable"
+    )
+    p_curve.add_argument(
+        "--pipeline", action="append", choices=PIPELINES, default=None, help="repeatable"
     )
     p_curve.add_argument("--scenarios", type=Path, help="scenario root (default: packaged)")
     p_curve.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -180,6 +191,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         limit=args.limit,
         scenarios_root=str(args.scenarios) if args.scenarios else None,
         cache=str(args.cache) if args.cache else None,
+        pipelines=list(args.pipeline or PIPELINES),
     )
     if args.quiet:
         run(config, args.out)
@@ -224,6 +236,7 @@ def cmd_curve(args: argparse.Namespace, console: Console) -> int:
         systems=list(args.systems),
         extractors=list(args.extractor or ["oracle", "rules"]),
         scenarios_root=str(args.scenarios) if args.scenarios else None,
+        pipelines=list(args.pipeline or PIPELINES),
     )
     budgets = sorted(set(args.budgets))
     if not budgets or budgets[0] < 1:

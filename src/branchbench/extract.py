@@ -12,9 +12,10 @@ for every system too: the runner extracts once per message).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Protocol
 
-from branchbench.llm import ChatModel, extraction_messages, parse_facts
+from branchbench.llm import ChatModel, extraction_messages, input_extraction_messages, parse_facts
 from branchbench.scenario import Fact, Message
 
 
@@ -124,14 +125,29 @@ class LLMExtractor:
         if message.role not in ("user", "assistant") or not message.content.strip():
             return ()
         _, reply = self.model.complete(extraction_messages(message.role, message.content))
-        facts = []
-        for item in parse_facts(reply):
-            scope = item.get("scope")
-            facts.append(
-                Fact(
-                    key=item["key"],
-                    value=item["value"],
-                    scope=scope if isinstance(scope, str) and scope else None,
-                )
+        return _facts(reply)
+
+    def extract_input(
+        self, messages: Sequence[Message], memories: Sequence[str]
+    ) -> tuple[Fact, ...]:
+        """The model reads a whole pipeline input (a window of messages and the memories
+        it is shown) and states the facts it holds, as an LLM pipeline step does."""
+        said = [(m.role, m.content) for m in messages if m.role in ("user", "assistant")]
+        if not said and not memories:
+            return ()
+        _, reply = self.model.complete(input_extraction_messages(said, memories))
+        return _facts(reply)
+
+
+def _facts(reply: str) -> tuple[Fact, ...]:
+    facts = []
+    for item in parse_facts(reply):
+        scope = item.get("scope")
+        facts.append(
+            Fact(
+                key=item["key"],
+                value=item["value"],
+                scope=scope if isinstance(scope, str) and scope else None,
             )
-        return tuple(facts)
+        )
+    return tuple(facts)

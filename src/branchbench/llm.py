@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,27 @@ def parse_facts(text: str) -> list[dict[str, Any]]:
         and isinstance(i.get("key"), str)
         and isinstance(i.get("value"), str)
         and i["value"]
+    ]
+
+
+INPUT_EXTRACT_PROMPT = (
+    "Extract durable facts about the user from the recent chat messages and the existing "
+    "memories below; restate the existing memories that still hold. Reply with a JSON list "
+    'only, each item {"key": short_snake_case_topic, "value": the fact in the messages\' '
+    'language, "scope": null or a context such as "incident"}. Reply [] when there is none.'
+)
+
+
+def input_extraction_messages(said: Sequence[tuple[str, str]], memories: Sequence[str]) -> Messages:
+    """The request for a pipeline step that reads several messages and memories."""
+    parts = []
+    if memories:
+        parts.append("Existing memories:\n" + "\n".join(f"- {m}" for m in memories))
+    if said:
+        parts.append("Recent messages:\n" + "\n".join(f"{r}: {c}" for r, c in said))
+    return [
+        {"role": "system", "content": INPUT_EXTRACT_PROMPT},
+        {"role": "user", "content": "\n\n".join(parts)},
     ]
 
 

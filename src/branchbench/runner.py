@@ -25,6 +25,7 @@ from branchbench.errors import BenchError, ScenarioError
 from branchbench.extract import Extractor, LLMExtractor, OracleExtractor, RuleExtractor
 from branchbench.llm import PROMPTS, ChatModel, answer_messages
 from branchbench.manifest import FROZEN_SPLIT, run_record, verify_manifest
+from branchbench.pipeline import PIPELINES, InputExtractor, Pipeline, describe, spec_of
 from branchbench.scenario import Fact, Probe, Scenario, Tree, load_split
 from branchbench.systems import registry
 from branchbench.systems.base import Setup, SystemFactory
@@ -59,6 +60,7 @@ class RunConfig:
     scenarios_root: str | None = None
     cache: str | None = None
     limit: int | None = None
+    pipelines: list[str] = field(default_factory=lambda: list(PIPELINES))
 
 
 def _check_inputs(config: RunConfig) -> tuple[list[Scenario], str | None]:
@@ -107,6 +109,14 @@ def _extractors(names: Sequence[str], chat: ChatModel | None) -> dict[str, Extra
     return out
 
 
+def _pipelines(names: Sequence[str]) -> list[str]:
+    chosen = list(dict.fromkeys(names)) or list(PIPELINES)
+    unknown = [n for n in chosen if n not in PIPELINES]
+    if unknown:
+        raise BenchError(f"unknown pipeline {unknown[0]!r}; choose from {', '.join(PIPELINES)}")
+    return chosen
+
+
 def _probe_points(scenario: Scenario) -> dict[str, list[Probe]]:
     points: dict[str, list[Probe]] = defaultdict(list)
     for probe in scenario.probes:
@@ -123,9 +133,16 @@ def context_rows(
     endpoint: str | None = None,
     model: str | None = None,
     extractor: str = "oracle",
+    pipeline: str = "one_message",
+    reads_input: InputExtractor | None = None,
 ) -> list[dict[str, Any]]:
-    """Feed one scenario to one fresh system and record the context of each probe.
+    """Feed one scenario to one fresh system through its pipeline and record the
+    context of each probe.
 
+    ``extracted`` holds the run's extractor on each message alone; the system's pipeline
+    (``branchbench.pipeline``) decides what it reads, what it is shown and what its
+    output cites. ``reads_input`` is a model that reads a whole pipeline input itself
+    (the llm extractor) instead of the carrier over ``extracted``.
     Besides the context, a row records the transcript and memory apart, what the memory
     asserts as current, and whether the whole anchor path fit the budget: the scorer
     needs them to tell measurements from what holds by construction.
@@ -135,9 +152,16 @@ def context_rows(
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="branchbench-") as scratch:
         system = factory(Setup(scenario.language, Path(scratch), endpoint, model))
+        feed = Pipeline(
+            pipeline,
+            spec_of(system),
+            lambda m: extracted[m.id],
+            scenario.language,
+            reads_input if pipeline != "one_message" else None,
+        )
         try:
             for message in scenario.messages:
-                system.ingest(message, extracted[message.id])
+                system.ingest(message, feed.derive(message, system))
                 for probe in points.get(message.id, []):
                     anchor = scenario.probe_anchor(probe)
                     ctx = system.context(anchor, probe.question, budget)
@@ -149,6 +173,7 @@ def context_rows(
                             "language": scenario.language,
                             "operation": scenario.operation,
                             "extractor": extractor,
+                            "pipeline": pipeline,
                             "system": name,
                             "probe": probe.id,
                             "type": probe.type,
@@ -203,31 +228,37 @@ def run(config: RunConfig, out_dir: Path, progress: Progress | None = None) -> P
     extractors = _extractors(config.extractors, chat)
     config.extractors = list(extractors)
 
+    config.pipelines = _pipelines(config.pipelines)
     rows: list[dict[str, Any]] = []
     for scenario in scenarios:
         for ex_name, extractor in extractors.items():
             extracted = {m.id: extractor.extract(m) for m in scenario.messages}
-            for name, factory in systems.items():
-                rows.extend(
-                    context_rows(
-                        scenario,
-                        name,
-                        factory,
-                        extracted,
-                        config.budget,
-                        config.endpoint,
-                        config.model,
-                        extractor=ex_name,
+            reads_input = _input_reader(extractor)
+            for pipeline in config.pipelines:
+                for name, factory in systems.items():
+                    rows.extend(
+                        context_rows(
+                            scenario,
+                            name,
+                            factory,
+                            extracted,
+                            config.budget,
+                            config.endpoint,
+                            config.model,
+                            extractor=ex_name,
+                            pipeline=pipeline,
+                            reads_input=reads_input,
+                        )
                     )
-                )
-                if progress:
-                    progress(f"{scenario.id} / {ex_name} / {name}")
+                    if progress:
+                        progress(f"{scenario.id} / {ex_name} / {pipeline} / {name}")
 
     answers: list[dict[str, Any]] = []
     if chat is not None:
-        # the model answers from the first extractor's contexts only: the cost of a run
-        # should not double because a second extractor is measured model-free
-        for row in (r for r in rows if r["extractor"] == config.extractors[0]):
+        # the model answers from the first extractor's and first pipeline's contexts only:
+        # the cost of a run should not multiply because more are measured model-free
+        first = (config.extractors[0], config.pipelines[0])
+        for row in (r for r in rows if (r["extractor"], r["pipeline"]) == first):
             for prompt_name, prompt in PROMPTS.items():
                 messages = answer_messages(prompt, row["context"], row["question"], row["language"])
                 for i in range(config.runs):
@@ -249,6 +280,7 @@ def run(config: RunConfig, out_dir: Path, progress: Progress | None = None) -> P
 
     meta = {
         **asdict(config),
+        "pipeline_specs": describe({n: spec_of(f) for n, f in systems.items()}),
         "manifest_sha256": manifest_sha,
         "scenarios": len(scenarios),
         "probes": sum(len(s.probes) for s in scenarios),
@@ -264,11 +296,17 @@ def run(config: RunConfig, out_dir: Path, progress: Progress | None = None) -> P
     return out_dir
 
 
+def _input_reader(extractor: Extractor) -> InputExtractor | None:
+    reader = getattr(extractor, "extract_input", None)
+    return reader if callable(reader) else None
+
+
 def progress_steps(config: RunConfig) -> int:
     """How many progress ticks a run makes (for a progress bar)."""
     root = Path(config.scenarios_root) if config.scenarios_root else None
     scenarios = load_split(config.split, root)[: config.limit]
-    per_system = len(scenarios) * max(1, len(config.extractors))
+    pipelines = len(_pipelines(config.pipelines))
+    per_system = len(scenarios) * max(1, len(config.extractors)) * pipelines
     steps = per_system * len(_systems(config.systems))
     if config.endpoint:
         steps += sum(len(s.probes) for s in scenarios) * len(_systems(config.systems))

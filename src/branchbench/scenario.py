@@ -42,6 +42,10 @@ class Fact:
     ``op="assert"`` states ``value`` under ``key`` (and ``scope``: different scopes never
     compete). ``op="retract"`` is the user's "don't bring this up again" for ``key`` at
     branch or tree scope. ``supersedes`` names fact ids this one explicitly replaces.
+
+    A pipeline (``branchbench.pipeline``) also says what it wrote: ``kind`` (fact, summary,
+    profile) and ``sources``, the message and memory ids the output is attributed to
+    (empty: the message being ingested alone).
     """
 
     key: str
@@ -51,6 +55,8 @@ class Fact:
     retract_scope: RetractScope = "branch"
     id: str | None = None
     supersedes: tuple[str, ...] = ()
+    kind: str = "fact"
+    sources: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

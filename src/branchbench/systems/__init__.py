@@ -15,10 +15,12 @@ from branchbench.systems.derived import (
     ExtractRetrieve,
     ExtractRetrieveRawFilter,
     LabelBased,
+    LabelLineage,
+    LabelLineageArrival,
     RollingSummary,
     RollingSummaryNotes,
 )
-from branchbench.systems.gated import Branchmem
+from branchbench.systems.gated import Branchmem, BranchmemUnattributed
 from branchbench.systems.raw import FullHistory, RawCurrentBranch
 
 CORE_SYSTEMS: dict[str, SystemFactory] = {
@@ -28,8 +30,11 @@ CORE_SYSTEMS: dict[str, SystemFactory] = {
     "extract_retrieve": ExtractRetrieve,
     "extract_retrieve_rawfilter": ExtractRetrieveRawFilter,
     "label_based": LabelBased,
+    "label_lineage": LabelLineage,
+    "label_lineage_arrival": LabelLineageArrival,
     "raw_current_branch": RawCurrentBranch,
     "branchmem": Branchmem,
+    "branchmem_unattributed": BranchmemUnattributed,
 }
 
 OPTIONAL_MODULES = {"branchbench.systems.mem0": "mem0"}

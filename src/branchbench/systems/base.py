@@ -7,9 +7,13 @@ Protocol (for anyone adding a system, e.g. an adapter around a real memory libra
    endpoint.
 2. It calls ``ingest(message, facts)`` for **every** message of the scenario in arrival
    order, abandoned branches included, exactly as a chat app would have delivered them.
-   ``facts`` is what the run's extractor derived from that message (the oracle extractor
-   gives the annotated facts, so every system receives identical derived content); a
-   system that extracts on its own may ignore them, but should say so in its docstring.
+   ``facts`` is what the system's own pipeline derived for that message
+   (``branchbench.pipeline``): every fact carries an ``id``, its ``kind`` (fact, summary,
+   profile) and its ``sources`` (the message and memory ids the pipeline attributes it to;
+   empty means the message alone). The pipeline is declared by the system (``pipeline``, a
+   ``PipelineSpec``) and may ask it ``recall(at, query, k)``: the memories it would show
+   with the conversation at ``at`` (its own gate, or none). A system that extracts on its
+   own may ignore the facts, but should say so in its docstring.
 3. At a probe it calls ``context(anchor, question, budget)`` and gets a ``Context``: the
    memory lines (derived content: facts, summaries) and the transcript turns (raw
    messages) the system would put in front of the model, within ``budget`` tokens as
@@ -23,9 +27,10 @@ anywhere but what it was given: the benchmark measures what it would do in produ
 Register a system by name in ``branchbench.systems`` (an optional module exposes
 ``SYSTEMS: dict[str, SystemFactory]``).
 
-Helpers: ``Conversation`` keeps raw arrivals and walks an anchor's path, ``fact_line``
-renders a fact for the memory section, ``branchbench.context.rank_by_question`` is the
-shared retrieval order and ``branchbench.context.fit`` applies the budget.
+Helpers: ``Conversation`` keeps raw arrivals and walks an anchor's path,
+``branchbench.pipeline.fact_line`` renders a fact for the memory section,
+``branchbench.context.rank_by_question`` is the shared retrieval order and
+``branchbench.context.fit`` applies the budget.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from pathlib import Path
 from typing import Protocol
 
 from branchbench.context import Context, Turn
+from branchbench.pipeline import PipelineSpec, Recalled, fact_line
 from branchbench.scenario import Fact, Message
 
 
@@ -55,9 +61,13 @@ class System(Protocol):
     """A memory system under test (see the module docstring for the protocol)."""
 
     name: str
+    pipeline: PipelineSpec
 
     def ingest(self, message: Message, facts: Sequence[Fact]) -> None:
-        """Take one message, in arrival order, with the facts extracted from it."""
+        """Take one message, in arrival order, with what its pipeline derived."""
+
+    def recall(self, at: str, query: str, k: int) -> Sequence[Recalled]:
+        """The memories the system would show its pipeline at ``at`` (most similar first)."""
 
     def context(self, anchor: str, question: str, budget: int) -> Context:
         """The memory lines and transcript for a probe at ``anchor`` within ``budget``."""
@@ -102,10 +112,8 @@ class Conversation:
         return [_turn(m) for m in self.path(anchor)]
 
 
+__all__ = ["Conversation", "Setup", "System", "SystemFactory", "fact_line"]
+
+
 def _turn(message: Message) -> Turn:
     return Turn(event_id=message.id, role=message.role, content=message.content)
-
-
-def fact_line(fact: Fact) -> str:
-    """How a derived fact reads in the memory section (scope first when it has one)."""
-    return f"[{fact.scope}] {fact.value}" if fact.scope else fact.value

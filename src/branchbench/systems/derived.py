@@ -9,8 +9,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from branchbench.context import Context, fit, rank_by_question
+from branchbench.pipeline import PipelineSpec, Recalled, fact_line, rank_recalled
 from branchbench.scenario import Fact, Message
-from branchbench.systems.base import Conversation, Setup, fact_line
+from branchbench.systems.base import Conversation, Setup
+
+# Pipelines the baselines declare: an arrival-order log feeds its extractor the last
+# arrivals and shows it whatever memory it has; a label system knows the branch, so it
+# feeds the branch's own messages and shows the memories its labels let through.
+ARRIVAL_UNGATED = PipelineSpec("arrival", "ungated similarity", "message")
 
 _EARLIER = {"zh": "（此前提到：{}）", "en": " (earlier: {})"}
 _SEP = {"zh": "；", "en": "; "}
@@ -26,6 +32,7 @@ class Summary:
         self.language = language
         self.notes = notes
         self.entries: dict[tuple[str, str | None], list[str]] = {}
+        self.entry_id: dict[tuple[str, str | None], str] = {}
         self.fact_entry: dict[str, tuple[str, str | None]] = {}
 
     def apply(self, facts: Sequence[Fact]) -> None:
@@ -44,19 +51,27 @@ class Summary:
                     moved = self.entries[old_entry]
                     values[:0] = [v for v in moved if v not in values]
                     del self.entries[old_entry]
+            if fact.id:
+                self.fact_entry[fact.id] = entry
+                self.entry_id[entry] = fact.id
             if values and values[-1] == fact.value:
                 continue
             if fact.value in values:
                 values.remove(fact.value)
             values.append(fact.value)
-            if fact.id:
-                self.fact_entry[fact.id] = entry
 
     def current(self) -> list[str]:
         """The newest value of each entry: what the summary asserts as current."""
         return [
             fact_line(Fact(key="", value=values[-1], scope=scope))
             for (_, scope), values in self.entries.items()
+        ]
+
+    def recalled(self) -> list[Recalled]:
+        """Each entry's newest value with the id of the fact that wrote it last."""
+        return [
+            Recalled(self.entry_id.get(entry, f"{entry[0]}@{entry[1]}"), line)
+            for entry, line in zip(self.entries, self.current(), strict=True)
         ]
 
     def lines(self) -> list[str]:
@@ -79,6 +94,7 @@ class RollingSummary:
 
     name = "rolling_summary"
     NOTES = False
+    pipeline = ARRIVAL_UNGATED
 
     def __init__(self, setup: Setup) -> None:
         self.language = setup.language
@@ -88,6 +104,9 @@ class RollingSummary:
     def ingest(self, message: Message, facts: Sequence[Fact]) -> None:
         self.conversation.add(message)
         self.summary.apply(facts)
+
+    def recall(self, at: str, query: str, k: int) -> list[Recalled]:
+        return rank_recalled(self.summary.recalled(), query, k)
 
     def context(self, anchor: str, question: str, budget: int) -> Context:
         turns = self.conversation.path_turns(anchor)
@@ -128,6 +147,7 @@ class ExtractRetrieve:
     """
 
     name = "extract_retrieve"
+    pipeline = ARRIVAL_UNGATED
 
     def __init__(self, setup: Setup) -> None:
         self.language = setup.language
@@ -154,6 +174,11 @@ class ExtractRetrieve:
         """Every memory, in write order."""
         return [fact_line(m.fact) for m in self.memories.values()]
 
+    def recall(self, at: str, query: str, k: int) -> list[Recalled]:
+        """Similarity search over every memory: no notion of where it came from."""
+        items = [Recalled(m.fact.id or key, fact_line(m.fact)) for key, m in self.memories.items()]
+        return rank_recalled(items, query, k)
+
     def context(self, anchor: str, question: str, budget: int) -> Context:
         lines = rank_by_question(self.memory_lines(), question)
         return fit(lines, self.conversation.arrival_turns(), budget, self.language)
@@ -173,45 +198,163 @@ class ExtractRetrieveRawFilter(ExtractRetrieve):
         return fit(lines, self.conversation.path_turns(anchor), budget, self.language)
 
 
+class BranchLabels:
+    """Branch labels as a chat app assigns them: a message continues its parent's label
+    unless the parent already has a child, in which case it opens a new label that
+    remembers where it forked (the parent's label and position)."""
+
+    def __init__(self) -> None:
+        self.label_of: dict[str, str] = {}
+        self.position: dict[str, int] = {}
+        self.fork: dict[str, tuple[str, int] | None] = {}
+        self.has_child: set[str] = set()
+
+    def assign(self, message: Message) -> str:
+        """The label of a new message (a re-delivered one keeps its first)."""
+        if message.id in self.label_of:
+            return self.label_of[message.id]
+        parent = message.parent
+        if parent is None or parent not in self.label_of or parent in self.has_child:
+            label = f"b{len(self.fork) + 1}"
+            known = parent is not None and parent in self.label_of
+            self.fork[label] = (
+                (self.label_of[parent], self.position[parent])
+                if parent is not None and known
+                else None
+            )
+            position = 0
+        else:
+            label = self.label_of[parent]
+            position = self.position[parent] + 1
+        self.label_of[message.id] = label
+        self.position[message.id] = position
+        if parent is not None:
+            self.has_child.add(parent)
+        return label
+
+    def lineage(self, anchor: str) -> dict[str, int]:
+        """Each label on the anchor's lineage with the last position that lies on the
+        anchor's path (its own position, then each fork point up)."""
+        out: dict[str, int] = {}
+        if anchor not in self.label_of:
+            return out
+        step: tuple[str, int] | None = (self.label_of[anchor], self.position[anchor])
+        while step is not None and step[0] not in out:
+            out[step[0]] = step[1]
+            step = self.fork[step[0]]
+        return out
+
+
 class LabelBased(ExtractRetrieve):
     """The common patch: every record carries the branch label that was current when it
     was written, and a context shows only the records labelled with the anchor's branch;
     raw messages are filtered to the branch.
 
-    Branch labels: a message continues its parent's label unless the parent already has
-    a child, in which case it opens a new label. Facts are one per key; an update
-    rewrites the record under the label current at write time. Labels record where the
-    conversation was at write time, not where the content came from: the shared prefix
-    carries the first branch's label and vanishes after a fork, and a key rewritten on a
-    sibling moves to the sibling's label.
+    Facts are one per key; an update rewrites the record under the label current at
+    write time. Labels record where the conversation was at write time, not where the
+    content came from: the shared prefix carries the first branch's label and vanishes
+    after a fork, and a key rewritten on a sibling moves to the sibling's label. Its
+    pipeline reads the branch's own recent messages and is shown the memories of the
+    message's label.
     """
 
     name = "label_based"
+    pipeline = PipelineSpec("path", "same branch label", "message")
 
     def __init__(self, setup: Setup) -> None:
         super().__init__(setup)
-        self.branch_of: dict[str, str] = {}
-        self.has_child: set[str] = set()
-        self.labels = 0
-
-    def _label_for(self, message: Message) -> str:
-        parent = message.parent
-        if parent is None or parent not in self.branch_of or parent in self.has_child:
-            self.labels += 1
-            return f"b{self.labels}"
-        return self.branch_of[parent]
+        self.labels = BranchLabels()
 
     def ingest(self, message: Message, facts: Sequence[Fact]) -> None:
-        if message.id in self.branch_of:
-            return
-        self.label = self._label_for(message)
-        self.branch_of[message.id] = self.label
-        if message.parent is not None:
-            self.has_child.add(message.parent)
+        self.label = self.labels.assign(message)
         super().ingest(message, facts)
 
+    def _labelled(self, at: str) -> list[_Memory]:
+        active = self.labels.label_of.get(at)
+        return [m for m in self.memories.values() if m.label == active]
+
+    def recall(self, at: str, query: str, k: int) -> list[Recalled]:
+        items = [Recalled(m.fact.id or m.fact.key, fact_line(m.fact)) for m in self._labelled(at)]
+        return rank_recalled(items, query, k)
+
     def context(self, anchor: str, question: str, budget: int) -> Context:
-        active = self.branch_of.get(anchor)
-        lines = [fact_line(m.fact) for m in self.memories.values() if m.label == active]
-        lines = rank_by_question(lines, question)
+        lines = rank_by_question([fact_line(m.fact) for m in self._labelled(anchor)], question)
         return fit(lines, self.conversation.path_turns(anchor), budget, self.language)
+
+
+@dataclass
+class _Written:
+    fact: Fact
+    label: str
+    position: int
+
+
+class LabelLineage:
+    """The strongest label design: a memory carries the label *and position* where it
+    was written, and an anchor sees the labels of its whole lineage up to each fork
+    point (a branch table, as git keeps one). That is exactly "the message being
+    processed when the memory was written lies on the anchor's path".
+
+    Per key the newest visible write wins; a visible retraction hides the key's earlier
+    writes (a tree-scope one hides them everywhere); an explicit supersede hides its
+    target. What it cannot know is what the content was derived from: a window of
+    arrivals, a memory shown from another branch, a fact a summary restated. Where the
+    pipeline feeds only the branch (its declared pipeline), it decides as provenance
+    does, except that nothing goes stale: a profile or summary built from a value
+    replaced later still shows.
+    """
+
+    name = "label_lineage"
+    pipeline = PipelineSpec("path", "lineage labels", "message")
+
+    def __init__(self, setup: Setup) -> None:
+        self.language = setup.language
+        self.conversation = Conversation()
+        self.labels = BranchLabels()
+        self.log: list[_Written] = []
+
+    def ingest(self, message: Message, facts: Sequence[Fact]) -> None:
+        self.conversation.add(message)
+        label = self.labels.assign(message)
+        position = self.labels.position[message.id]
+        self.log.extend(_Written(f, label, position) for f in facts)
+
+    def _current(self, at: str) -> list[Fact]:
+        lineage = self.labels.lineage(at)
+        current: dict[tuple[str, str | None], Fact] = {}
+        for written in self.log:
+            fact = written.fact
+            seen = lineage.get(written.label, -1) >= written.position
+            if fact.op == "retract":
+                if seen or fact.retract_scope == "tree":
+                    for entry in [e for e in current if e[0] == fact.key]:
+                        if fact.scope is None or entry[1] == fact.scope:
+                            del current[entry]
+                continue
+            if not seen:
+                continue
+            for entry in [e for e, f in current.items() if f.id in fact.supersedes]:
+                del current[entry]
+            current.pop((fact.key, fact.scope), None)
+            current[(fact.key, fact.scope)] = fact
+        return list(current.values())
+
+    def recall(self, at: str, query: str, k: int) -> list[Recalled]:
+        items = [Recalled(f.id or f.key, fact_line(f)) for f in self._current(at)]
+        return rank_recalled(items, query, k)
+
+    def context(self, anchor: str, question: str, budget: int) -> Context:
+        lines = rank_by_question([fact_line(f) for f in self._current(anchor)], question)
+        return fit(lines, self.conversation.path_turns(anchor), budget, self.language)
+
+    def close(self) -> None:
+        pass
+
+
+class LabelLineageArrival(LabelLineage):
+    """The same lineage labels behind an arrival-order pipeline (the last arrivals, any
+    memory the labels let through at the message): the write point is on the path, what
+    the window carried over from a sibling is not."""
+
+    name = "label_lineage_arrival"
+    pipeline = PipelineSpec("arrival", "lineage labels", "message")

@@ -1,8 +1,10 @@
 """branchmem as a system: current-branch raw plus the records visible at the anchor.
 
-Every extracted fact becomes a record whose sources are the message it came from;
-retractions and explicit supersedes go through the engine too. Visibility, supersession
-and retraction are the engine's decisions (strict mode), not this adapter's.
+Every derived memory becomes a record whose sources are what its pipeline attributes it
+to: the messages it read and the records it was shown (a summary or profile cites the
+records it restates, so their own sources count through them). Retractions and explicit
+supersedes go through the engine too. Visibility, supersession, retraction and staleness
+are the engine's decisions (strict mode), not this adapter's.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from branchbench.context import Context, Turn, fit, rank_by_question
+from branchbench.pipeline import PipelineSpec, Recalled, fact_line, rank_recalled
 from branchbench.scenario import Fact, Message
-from branchbench.systems.base import Setup, fact_line
+from branchbench.systems.base import Setup
 
 
 def open_memory(setup: Setup) -> Any:
@@ -26,13 +29,35 @@ def open_memory(setup: Setup) -> Any:
 
 class Branchmem:
     """Provenance-gated memory: a record shows only where all its sources are on the
-    anchor's root path."""
+    anchor's root path. Its pipeline reads the message's own path, is shown only what
+    is visible there, and cites everything it read."""
 
     name = "branchmem"
+    pipeline = PipelineSpec("path", "visible at the message (gated)", "transitive")
 
     def __init__(self, setup: Setup) -> None:
         self.language = setup.language
         self.memory = open_memory(setup)
+        self.written: dict[str, tuple[str, ...]] = {}  # record -> the messages it cites
+
+    def _sources(self, message: Message, fact: Fact) -> list[str]:
+        """What the record cites. A fact or summary cites the messages behind everything
+        its step read (a memory it was shown counts through its own sources): citing a
+        memory itself would make a restatement the dependent of what it replaces, stale
+        the moment it supersedes it. A profile is derived from derived memories and
+        cites the facts as records, so it goes stale when one of them is replaced."""
+        given = fact.sources or (message.id,)
+        if fact.kind == "profile":
+            return list(dict.fromkeys(given))
+        cited: dict[str, None] = {}
+        pending = list(reversed(given))
+        while pending:
+            source = pending.pop()
+            if source in self.written:
+                pending.extend(reversed(self.written[source]))
+            else:
+                cited[source] = None
+        return list(cited)
 
     def ingest(self, message: Message, facts: Sequence[Fact]) -> None:
         self.memory.add_event(
@@ -40,30 +65,42 @@ class Branchmem:
         )
         for i, fact in enumerate(facts):
             record_id = fact.id or f"{message.id}#{i}"
+            sources = self._sources(message, fact)
             if fact.op == "retract":
                 self.memory.retract(
                     record_id,
-                    sources=[message.id],
+                    sources=sources,
                     key=fact.key,
                     key_scope=fact.scope,
                     scope=fact.retract_scope,
                     reason=message.content,
                 )
                 continue
+            if fact.kind != "profile":
+                self.written[record_id] = tuple(sources)
             self.memory.add_record(
                 record_id,
-                sources=[message.id],
+                sources=sources,
                 content=fact.value,
-                kind="fact",
+                kind=fact.kind,
                 key=fact.key,
                 scope=fact.scope,
             )
             for old in fact.supersedes:
                 self.memory.supersede(record_id, old)
 
+    def _lines(self, at: str) -> list[Recalled]:
+        return [
+            Recalled(r.id, fact_line(Fact(key=r.key or "", value=r.content, scope=r.scope)))
+            for r in self.memory.visible(at)
+            if r.kind != "retraction"
+        ]
+
+    def recall(self, at: str, query: str, k: int) -> list[Recalled]:
+        return rank_recalled(self._lines(at), query, k)
+
     def context(self, anchor: str, question: str, budget: int) -> Context:
-        records = [r for r in self.memory.visible(anchor) if r.kind != "retraction"]
-        lines = [fact_line(Fact(key=r.key or "", value=r.content, scope=r.scope)) for r in records]
+        lines = [r.text for r in self._lines(anchor)]
         turns = [
             Turn(event_id=e.id, role=e.role, content=e.content) for e in self.memory.path(anchor)
         ]
@@ -73,3 +110,13 @@ class Branchmem:
         close = getattr(self.memory, "close", None)
         if callable(close):
             close()
+
+
+class BranchmemUnattributed(Branchmem):
+    """The same store behind a careless integration: the pipeline reads the last
+    arrivals and files what it writes under the message being ingested alone. The gate
+    can only judge the sources it is given, so whatever the window carried over from a
+    sibling passes it."""
+
+    name = "branchmem_unattributed"
+    pipeline = PipelineSpec("arrival", "visible at the message (gated)", "message")

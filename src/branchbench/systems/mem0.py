@@ -16,16 +16,20 @@ are ignored. Retrieval is Mem0's ``search`` with the probe's question.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from branchbench.context import Context, fit
+from branchbench.pipeline import PipelineSpec, Recalled, fact_line
 from branchbench.scenario import Fact, Message
-from branchbench.systems.base import Conversation, Setup, fact_line
+from branchbench.systems.base import Conversation, Setup
 from branchmem import Memory
 from branchmem.integrations.mem0 import BranchMem0
+from branchmem.integrations.mem0.observe import record_id_for
 from branchmem.integrations.mem0.offline import (
     AnnotatedFact,
     offline_memory,
@@ -48,6 +52,32 @@ def annotated(fact: Fact) -> AnnotatedFact:
     return AnnotatedFact(fact.key, fact_line(fact), fact.scope, "assert")
 
 
+CLOCK_START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@contextlib.contextmanager
+def fixed_clock(ticks: list[int]) -> Iterator[None]:
+    """Mem0 stamps memories with the wall clock; under this, each stamp is one second
+    after the previous one from ``CLOCK_START``, so two runs give byte-identical
+    contexts while the order of writes stays readable."""
+    import mem0.memory.main as mem0_main  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+    class Clock(datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> Clock:
+            ticks[0] += 1
+            moment = CLOCK_START + timedelta(seconds=ticks[0])
+            stamp = moment if tz is None else moment.astimezone(tz)
+            return cls.fromtimestamp(stamp.timestamp(), stamp.tzinfo)
+
+    real = mem0_main.datetime
+    mem0_main.datetime = Clock
+    try:
+        yield
+    finally:
+        mem0_main.datetime = real
+
+
 def mem0_line(item: dict[str, Any]) -> str:
     """A memory as a real prompt shows it: the text with Mem0's ``created_at`` and
     ``updated_at``, which let a reader order two values Mem0 kept side by side."""
@@ -61,9 +91,12 @@ def mem0_line(item: dict[str, Any]) -> str:
 
 
 class _Mem0Base:
-    """Shared ingest: one Mem0 ``add`` per message."""
+    """Shared ingest: one Mem0 ``add`` per message. Mem0's pipeline is shown the last
+    messages of its scope and the most similar memories, whatever branch they came
+    from, and writes under the ``add`` call."""
 
     name = "mem0"
+    pipeline = PipelineSpec("arrival", "ungated similarity (Mem0 search)", "message")
 
     def __init__(self, setup: Setup) -> None:
         self.language = setup.language
@@ -75,6 +108,7 @@ class _Mem0Base:
         self.top_k = int(setup.options.get("mem0_top_k", TOP_K))
         self.memory: Any = offline_memory(llm=llm)  # in memory: one per scenario
         self.scripted = llm is None
+        self.ticks = [0]
 
     def _message(self, message: Message, facts: Sequence[Fact]) -> list[dict[str, str]]:
         if self.scripted:
@@ -83,17 +117,22 @@ class _Mem0Base:
 
     def ingest(self, message: Message, facts: Sequence[Fact]) -> None:
         self.conversation.add(message)
-        self.memory.add(self._message(message, facts), user_id=USER)
+        with fixed_clock(self.ticks):
+            self.memory.add(self._message(message, facts), user_id=USER)
 
-    def memory_lines(self, question: str) -> list[str]:
+    def _search(self, question: str, k: int) -> list[dict[str, Any]]:
         """Mem0's search for the question, best first (threshold 0: rank, do not cut)."""
         if "top_k" in inspect.signature(self.memory.search).parameters:
-            found = self.memory.search(
-                question, top_k=self.top_k, filters={"user_id": USER}, threshold=0.0
-            )
+            found = self.memory.search(question, top_k=k, filters={"user_id": USER}, threshold=0.0)
         else:
-            found = self.memory.search(question, user_id=USER, limit=self.top_k)
-        return [mem0_line(m) for m in found["results"]]
+            found = self.memory.search(question, user_id=USER, limit=k)
+        return list(found["results"])
+
+    def recall(self, at: str, query: str, k: int) -> list[Recalled]:
+        return [Recalled(str(m["id"]), str(m["memory"])) for m in self._search(query, k)]
+
+    def memory_lines(self, question: str) -> list[str]:
+        return [mem0_line(m) for m in self._search(question, self.top_k)]
 
     def close(self) -> None:
         close = getattr(self.memory, "close", None)
@@ -127,11 +166,31 @@ class Mem0Branchmem(_Mem0Base):
     the anchor's branch."""
 
     name = "mem0_branchmem"
+    pipeline = PipelineSpec("path", "visible at the message (BranchMem0 search)", "transitive")
 
     def __init__(self, setup: Setup) -> None:
         super().__init__(setup)
         self.store = Memory(mode="strict")
         self.wrapped = BranchMem0(self.memory, store=self.store)
+
+    def _events(self, message: Message, facts: Sequence[Fact]) -> list[str]:
+        """The events the call derives from: every message the pipeline read, and the
+        sources of every memory it was shown (BranchMem0 cites events)."""
+        events: dict[str, None] = {}
+        pending = [s for f in facts for s in f.sources]
+        seen: set[str] = set()
+        while pending:
+            source = pending.pop()
+            if source in seen:
+                continue
+            seen.add(source)
+            if source in self.conversation.messages:
+                events[source] = None
+                continue
+            record_id = source if source.startswith("mem0:") else record_id_for(source)
+            pending.extend(self.store.get_record(record_id.split("@")[0]).sources or ())
+        events.pop(message.id, None)
+        return [*events, message.id]  # the deepest last: the write's anchor
 
     def ingest(self, message: Message, facts: Sequence[Fact]) -> None:
         self.conversation.add(message)
@@ -139,18 +198,22 @@ class Mem0Branchmem(_Mem0Base):
         # Mem0 cannot tell "forget this everywhere" from a change of mind on one branch;
         # the extracted facts can, and every system receives them.
         forget = any(f.op == "retract" and f.retract_scope == "tree" for f in facts)
-        self.wrapped.add(
-            self._message(message, facts),
-            event_ids=[message.id],
-            user_id=USER,
-            delete_scope="tree" if forget else "branch",
-        )
+        with fixed_clock(self.ticks):
+            self.wrapped.at(message.id, self._events(message, facts)).add(
+                self._message(message, facts),
+                user_id=USER,
+                delete_scope="tree" if forget else "branch",
+            )
+
+    def _found(self, at: str, question: str, k: int) -> list[dict[str, Any]]:
+        found = self.wrapped.search(question, anchor=at, user_id=USER, limit=k, threshold=0.0)
+        return list(found["results"])
+
+    def recall(self, at: str, query: str, k: int) -> list[Recalled]:
+        return [Recalled(str(m["id"]), str(m["memory"])) for m in self._found(at, query, k)]
 
     def context(self, anchor: str, question: str, budget: int) -> Context:
-        found = self.wrapped.search(
-            question, anchor=anchor, user_id=USER, limit=self.top_k, threshold=0.0
-        )
-        lines = [mem0_line(m) for m in found["results"]]
+        lines = [mem0_line(m) for m in self._found(anchor, question, self.top_k)]
         return fit(lines, self.conversation.path_turns(anchor), budget, self.language)
 
 

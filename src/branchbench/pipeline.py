@@ -1,0 +1,325 @@
+"""Pipelines: what an extractor or summariser sees, and what its output is attributed to.
+
+A real memory pipeline does not read one message alone. An LLM extractor sees a window of
+recent messages, Mem0's update step is shown the most similar existing memories, a
+rolling summary reads everything since the last summary, and a profile is built from the
+facts. Whatever such a step is shown, it tends to restate: that is how an abandoned
+branch reaches a memory written on the kept one. The *carrier* here is a deterministic,
+model-free stand-in for that step: it restates every fact of every message it is shown
+(as the run's extractor derived them) and every memory it is shown, the newer statement
+of a topic winning, as a model resolving "Chengdu ... Hangzhou" would.
+
+Each system declares its own pipeline (``PipelineSpec``): which messages the step sees
+(the last arrivals, or the last messages on the message's own path), which memories it is
+shown (the system's own ``recall``: ungated similarity search, labels, or the provenance
+gate) and what the output is attributed to (the message being ingested, or everything the
+step saw). A run measures every system under each mode:
+
+- ``one_message``: the message alone (the extractor of branchbench v1 and v2);
+- ``window``: the message and the ``WINDOW - 1`` before it;
+- ``consult``: the message and the ``CONSULT_K`` most similar memories the system recalls;
+- ``summary``: the message's facts, and every ``SUMMARY_EVERY`` arrivals a summary of all
+  messages since the previous summary together with that summary;
+- ``profile``: the message's facts, and every ``PROFILE_EVERY`` arrivals a profile built from
+  the facts the system recalls (derived from derived).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal, Protocol
+
+from branchbench.context import rank_by_question
+from branchbench.scenario import Fact, Message
+
+PIPELINES = ("one_message", "window", "consult", "summary", "profile")
+WINDOW = 3  # the message and the two before it
+CONSULT_K = 5  # Mem0's update step shows the few most similar memories
+SUMMARY_EVERY = 4  # arrivals between two summaries
+PROFILE_EVERY = 6  # arrivals between two profiles
+RECALL_ALL = 100  # "every memory" for a summariser or profile builder
+SUMMARY_KEY = "summary"
+PROFILE_KEY = "profile"
+_SEP = {"zh": "；", "en": "; "}
+
+WindowOrder = Literal["arrival", "path"]
+Attribution = Literal["message", "transitive"]
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    """How a system feeds its extractor: ``window`` is where the recent messages come
+    from, ``memories`` names what the system's ``recall`` shows (documentation: the
+    system implements it), ``attribution`` is what the output cites."""
+
+    window: WindowOrder
+    memories: str
+    attribution: Attribution
+
+
+RAW_ONLY = PipelineSpec("arrival", "none", "message")
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """A memory a system shows its pipeline: its id and the text it stores."""
+
+    id: str
+    text: str
+
+
+class Recalling(Protocol):
+    """What a pipeline asks of a system: the memories it would show at ``at``."""
+
+    pipeline: PipelineSpec
+
+    def recall(self, at: str, query: str, k: int) -> Sequence[Recalled]:
+        """Up to ``k`` memories, most similar to ``query`` first, as the system would
+        show them with the conversation at ``at``."""
+
+
+def rank_recalled(items: Sequence[Recalled], query: str, k: int) -> list[Recalled]:
+    """The shared similarity order (bigram overlap with the query), cut to ``k``."""
+    by_text: dict[str, list[Recalled]] = {}
+    for item in items:
+        by_text.setdefault(item.text, []).append(item)
+    ranked = rank_by_question([i.text for i in items], query)
+    out: list[Recalled] = []
+    for text in ranked:
+        out.append(by_text[text].pop(0))
+    return out[:k]
+
+
+FactsOf = Callable[[Message], tuple[Fact, ...]]
+"""The run's extractor on one message (oracle, rules or llm), cached by the runner."""
+
+InputExtractor = Callable[[Sequence[Message], Sequence[str]], tuple[Fact, ...]]
+"""A model that reads a whole input (messages and memory texts) itself (``--extractor llm``)."""
+
+
+def fact_line(fact: Fact) -> str:
+    """How a derived fact reads in the memory section (scope first when it has one)."""
+    return f"[{fact.scope}] {fact.value}" if fact.scope else fact.value
+
+
+def _entry(fact: Fact) -> tuple[str, str | None]:
+    return (fact.key, fact.scope)
+
+
+class Pipeline:
+    """One system's pipeline over one scenario: ``derive`` is called once per arriving
+    message, before the system ingests it, and returns what the system should store."""
+
+    def __init__(
+        self,
+        mode: str,
+        spec: PipelineSpec,
+        facts_of: FactsOf,
+        language: str,
+        reads_input: InputExtractor | None = None,
+    ) -> None:
+        if mode not in PIPELINES:
+            raise ValueError(f"unknown pipeline {mode!r}; choose from {', '.join(PIPELINES)}")
+        self.mode = mode
+        self.spec = spec
+        self.facts_of = facts_of
+        self.language = language
+        self.reads_input = reads_input
+        self.messages: dict[str, Message] = {}
+        self.arrivals: list[str] = []
+        # what each derived memory restates, by id and by stored text (Mem0 answers text)
+        self.components: dict[str, tuple[Fact, ...]] = {}
+        self.by_text: dict[str, tuple[Fact, ...]] = {}
+        self.kind_by_id: dict[str, str] = {}
+        self.kind_of_text: dict[str, str] = {}
+        self.order_by_id: dict[str, int] = {}
+        self.order_by_text: dict[str, int] = {}
+        self.written_at: dict[str, str] = {}  # summary id -> message it was written at
+        self.summary_arrival = 0  # arrivals up to the last summary
+        self.serial = 0
+
+    # ------------------------------------------------------------ inputs
+
+    def _path(self, message_id: str) -> list[str]:
+        out: list[str] = []
+        node: str | None = message_id
+        while node is not None and node in self.messages and len(out) <= len(self.messages):
+            out.append(node)
+            node = self.messages[node].parent
+        return out[::-1]
+
+    def _window(self, message: Message, size: int) -> list[Message]:
+        ids = self._path(message.id) if self.spec.window == "path" else self.arrivals
+        return [self.messages[i] for i in ids[-size:]]
+
+    def _summary_window(self, message: Message, previous: str | None) -> list[Message]:
+        """Everything since the previous summary: by arrival, or on the message's path
+        below the message the previous summary was written at."""
+        if self.spec.window == "arrival":
+            return [self.messages[i] for i in self.arrivals[self.summary_arrival :]]
+        path = self._path(message.id)
+        start = 0
+        point = self.written_at.get(previous) if previous else None
+        if point in path:
+            start = path.index(point) + 1
+        return [self.messages[i] for i in path[start:]]
+
+    def _recall(self, system: Recalling, message: Message, query: str, k: int) -> list[Recalled]:
+        # the message itself is not stored yet: recall as the conversation stood before it
+        if message.parent is None or message.parent not in self.messages:
+            return []
+        return list(system.recall(message.parent, query, k))
+
+    # ------------------------------------------------------------ the carrier
+
+    def _restated(self, recalled: Sequence[Recalled]) -> list[Fact]:
+        out: list[Fact] = []
+        for item in recalled:
+            parts = self.components.get(item.id) or self.by_text.get(item.text)
+            if parts is None:
+                continue  # a memory this pipeline did not write (nothing to restate)
+            out.extend(p for p in parts if p.op == "assert")
+        return out
+
+    def _carry(
+        self, message: Message, window: Sequence[Message], recalled: Sequence[Recalled]
+    ) -> list[Fact]:
+        """Every fact of the input, the newer statement of a topic winning: memories
+        first, then the window in its order, the message's own facts last (they keep
+        their ids and explicit supersedes; restated ones are new memories)."""
+        if self.reads_input is not None:
+            texts = [r.text for r in recalled]
+            return list(self.reads_input(window, texts))
+        merged: dict[tuple[str, str | None], Fact] = {}
+        for fact in self._restated(recalled):
+            merged[_entry(fact)] = replace(fact, id=None, supersedes=())
+        for seen in window:
+            if seen.id == message.id:
+                continue
+            for fact in self.facts_of(seen):
+                if fact.op == "assert":
+                    merged.pop(_entry(fact), None)
+                    merged[_entry(fact)] = replace(fact, id=None, supersedes=())
+        own = self.facts_of(message)
+        for fact in own:
+            merged.pop(_entry(fact), None)
+        return [*merged.values(), *own]
+
+    def _merged(self, facts: Sequence[Fact]) -> tuple[Fact, ...]:
+        merged: dict[tuple[str, str | None], Fact] = {}
+        for fact in facts:
+            if fact.op == "retract":
+                merged.pop(_entry(fact), None)
+            elif fact.key not in (SUMMARY_KEY, PROFILE_KEY):
+                merged.pop(_entry(fact), None)
+                merged[_entry(fact)] = replace(fact, id=None, supersedes=())
+        return tuple(merged.values())
+
+    def _digest(self, key: str, kind: str, parts: tuple[Fact, ...]) -> Fact | None:
+        if not parts:
+            return None
+        text = _SEP.get(self.language, "; ").join(fact_line(p) for p in parts)
+        return Fact(key=key, value=text, kind=kind)
+
+    # ------------------------------------------------------------ derive
+
+    def derive(self, message: Message, system: Recalling) -> tuple[Fact, ...]:
+        """What the system stores for ``message``, ids and attribution assigned."""
+        if message.id not in self.messages:
+            self.messages[message.id] = message
+            self.arrivals.append(message.id)
+        own = list(self.facts_of(message))
+        seen: list[str] = [message.id]
+        extra: list[Fact] = []
+        if self.mode == "window":
+            window = self._window(message, WINDOW)
+            own = self._carry(message, window, ())
+            seen = [m.id for m in window]
+        elif self.mode == "consult":
+            recalled = self._recall(system, message, message.content, CONSULT_K)
+            own = self._carry(message, [message], recalled)
+            seen = [message.id, *(r.id for r in recalled)]
+        elif self.mode == "summary" and len(self.arrivals) % SUMMARY_EVERY == 0:
+            extra.extend(self._summary(message, system))
+        elif self.mode == "profile" and len(self.arrivals) % PROFILE_EVERY == 0:
+            extra.extend(self._profile(message, system, own))
+        out = [self._attributed(message, fact, seen) for fact in own]
+        out.extend(extra)
+        return tuple(out)
+
+    def _summary(self, message: Message, system: Recalling) -> list[Fact]:
+        recalled = self._recall(system, message, SUMMARY_KEY, RECALL_ALL)
+        summaries = [r for r in recalled if self._kind(r) == "summary"]
+        # the newest summary the system shows (an ungated memory shows the last written)
+        previous = max(summaries, key=lambda r: self._order(r), default=None)
+        window = self._summary_window(message, previous.id if previous else None)
+        carried = self._restated([previous] if previous else [])
+        for seen in window:
+            carried.extend(self.facts_of(seen))
+        parts = self._merged(carried)
+        digest = self._digest(SUMMARY_KEY, "summary", parts)
+        self.summary_arrival = len(self.arrivals)
+        if digest is None:
+            return []
+        seen_ids = [m.id for m in window] + ([previous.id] if previous else [])
+        fact = self._attributed(message, digest, seen_ids, suffix="summary")
+        self.written_at[fact.id or ""] = message.id
+        self._remember(fact, parts)
+        return [fact]
+
+    def _profile(self, message: Message, system: Recalling, own: Sequence[Fact]) -> list[Fact]:
+        recalled = self._recall(system, message, PROFILE_KEY, RECALL_ALL)
+        facts = [r for r in recalled if self._kind(r) == "fact"]
+        parts = self._merged([*self._restated(facts), *own])
+        digest = self._digest(PROFILE_KEY, "profile", parts)
+        if digest is None:
+            return []
+        fact = self._attributed(message, digest, [message.id, *(r.id for r in facts)], "profile")
+        self._remember(fact, parts)
+        return [fact]
+
+    def _kind(self, item: Recalled) -> str:
+        return self.kind_by_id.get(item.id) or self.kind_of_text.get(item.text, "fact")
+
+    def _order(self, item: Recalled) -> int:
+        if item.id in self.order_by_id:
+            return self.order_by_id[item.id]
+        return self.order_by_text.get(item.text, -1)
+
+    def _attributed(
+        self, message: Message, fact: Fact, seen: Sequence[str], suffix: str = ""
+    ) -> Fact:
+        fid = fact.id
+        if fid is None:
+            self.serial += 1
+            fid = f"{message.id}#{suffix or 'f'}{self.serial}"
+        sources: tuple[str, ...] = ()
+        if self.spec.attribution == "transitive":
+            sources = tuple(dict.fromkeys(seen))
+        out = replace(fact, id=fid, sources=sources)
+        if out.op == "assert" and out.kind == "fact":
+            self._remember(out, (out,))
+        return out
+
+    def _remember(self, fact: Fact, parts: tuple[Fact, ...]) -> None:
+        assert fact.id is not None
+        text = fact_line(fact)
+        order = len(self.order_by_id)
+        self.components[fact.id] = self.by_text[text] = parts
+        self.kind_by_id[fact.id] = self.kind_of_text[text] = fact.kind
+        self.order_by_id[fact.id] = self.order_by_text[text] = order
+
+
+def spec_of(system: object) -> PipelineSpec:
+    """A system's declared pipeline (raw-history systems declare none)."""
+    spec = getattr(system, "pipeline", None)
+    return spec if isinstance(spec, PipelineSpec) else RAW_ONLY
+
+
+def describe(specs: Mapping[str, PipelineSpec]) -> dict[str, dict[str, str]]:
+    """The declared pipelines as plain data for ``run.json`` and the report."""
+    return {
+        name: {"window": s.window, "memories": s.memories, "attribution": s.attribution}
+        for name, s in specs.items()
+    }
