@@ -220,3 +220,13 @@ def test_charts_are_small_multiples_with_error_bars(tmp_path: Path) -> None:
     written = charts(summary, tmp_path)
     assert [p.name for p in written] == ["leak_by_operation.png", "measured_by_pipeline.png"]
     assert all(p.stat().st_size > 0 for p in written)
+
+
+def test_a_limit_above_the_split_size_does_not_truncate() -> None:
+    from branchbench.manifest import results_record
+    from branchbench.scenario import load_split
+
+    size = len(load_split("dev"))
+    assert results_record({}, size, "dev", limit=size + 5)["truncated"] is False
+    assert results_record({}, size - 1, "dev", limit=size - 1)["truncated"] is True
+    assert results_record({}, size, "dev")["truncated"] is False

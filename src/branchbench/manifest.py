@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from branchbench.errors import ManifestError
+from branchbench.errors import ManifestError, ScenarioError
 from branchbench.scenario import scenarios_root, split_files
 
 FROZEN_SPLIT = "test"
@@ -119,14 +119,23 @@ def code_sha256() -> str:
 
 
 def results_record(
-    texts: Mapping[str, str], scenarios: int, split: str, root: str | None = None
+    texts: Mapping[str, str],
+    scenarios: int,
+    split: str,
+    root: str | None = None,
+    limit: int | None = None,
 ) -> dict[str, Any]:
     """What run.json says about its own files: the SHA-256 of each (``score`` refuses a
-    file edited after the run) and whether ``--limit`` left scenarios of the split out."""
-    in_split = len(split_files(split, Path(root) if root else None))
+    file edited after the run) and whether ``--limit`` left scenarios of the split out
+    (when the split's size cannot be listed, any ``--limit`` counts as truncating)."""
+    try:
+        in_split: int | None = len(split_files(split, Path(root) if root else None))
+    except ScenarioError:
+        in_split = None
+    truncated = limit is not None and (in_split is None or scenarios < in_split)
     return {
         "scenarios_in_split": in_split,
-        "truncated": scenarios < in_split,
+        "truncated": truncated,
         "files": {
             name: hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in texts.items()
         },

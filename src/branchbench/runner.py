@@ -256,7 +256,7 @@ def run(config: RunConfig, out_dir: Path, progress: Progress | None = None) -> P
         "scenarios": len(scenarios),
         "probes": sum(len(s.probes) for s in scenarios),
         # SHA-256 of each file (`score` refuses edited ones) and whether --limit truncated
-        **results_record(texts, len(scenarios), config.split, config.scenarios_root),
+        **results_record(texts, len(scenarios), config.split, config.scenarios_root, config.limit),
         **run_record(),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
