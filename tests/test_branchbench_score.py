@@ -230,3 +230,17 @@ def test_a_limit_above_the_split_size_does_not_truncate() -> None:
     assert results_record({}, size, "dev", limit=size + 5)["truncated"] is False
     assert results_record({}, size - 1, "dev", limit=size - 1)["truncated"] is True
     assert results_record({}, size, "dev")["truncated"] is False
+
+
+def test_without_matplotlib_no_chart_of_an_earlier_scoring_survives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    out = results(tmp_path, pipeline_rows())
+    for name in ("leak_by_operation.png", "measured_by_pipeline.png"):
+        (out / name).write_bytes(b"old chart")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails as if not installed
+    assert main(["score", str(out)]) == 0
+    assert not (out / "leak_by_operation.png").exists()
+    assert not (out / "measured_by_pipeline.png").exists()

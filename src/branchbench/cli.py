@@ -20,6 +20,7 @@ from branchbench.curve import CURVE_BUDGETS, curve_charts, curves_markdown, run_
 from branchbench.errors import BenchError, ManifestError
 from branchbench.manifest import FROZEN_SPLIT, file_sha256, verify_manifest, write_manifest
 from branchbench.report import (
+    CHART_FILES,
     charts,
     console_tables,
     has_matplotlib,
@@ -214,6 +215,8 @@ def _report(results: Path, console: Console) -> int:
     if has_matplotlib():
         written.extend(charts(summary, results))
     else:
+        for name in CHART_FILES:  # a chart of an earlier run must not pass for this one's
+            (results / name).unlink(missing_ok=True)
         console.print(
             'chart skipped: matplotlib is not installed (pip install "branchmem[bench]")',
             highlight=False,
