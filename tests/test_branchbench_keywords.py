@@ -29,6 +29,22 @@ FALSE_LEAKS: list[tuple[str, str, bool, Aliases, Aliases]] = [
     ("月薪4500", "4500", True, {}, {}),
     ("对虾过敏，别点虾饺", "虾", True, {}, {"虾": ["虾饺"]}),
     ("Budget: 4,500 yuan", "4500", True, {}, {}),
+    # separators, units, magnitudes, script: the plain form is the same figure or word
+    ("Rent is $4,500.00 a month", "4500", True, {}, {}),
+    ("Rent is 4 500 a month", "4500", True, {}, {}),
+    ("Salary 25 k", "25000", True, {}, {}),
+    ("预算1.2w", "12000", True, {}, {}),
+    ("预算1.2萬", "1.2万", True, {}, {}),
+    ("我們搬去臺灣", "台湾", True, {}, {}),
+    ("我们搬去台湾", "臺灣", True, {}, {}),
+    ("對蝦過敏", "虾", True, {}, {"虾": ["虾饺"]}),
+    # ...and a different figure is not it
+    ("Rent is $4,500.50 a month", "4500", False, {}, {}),
+    ("Rent is 45 000 a month", "4500", False, {}, {}),
+    ("We have 2 kids", "2000", False, {}, {}),
+    ("預算1.2萬", "1200", False, {}, {}),
+    ("推薦這家的蝦餃", "虾", False, {}, {"虾": ["虾饺"]}),
+    ("Release 1.0.3 is out", "1.3", False, {}, {}),
 ]
 
 # (answer text, answer keyword, correct?, aliases, unless)
@@ -45,6 +61,17 @@ FALSE_CORRECTS: list[tuple[str, str, bool, Aliases, Aliases]] = [
     ("预算1.2万", "12000", True, {}, {}),
     ("NYC in June", "New York", True, {"New York": ["NYC"]}, {}),
     ("Six people", "six", True, {}, {}),
+    ("$4,500.00", "4500", True, {}, {}),
+    ("4 500 yuan", "4500", True, {}, {}),
+    ("25 k", "25000", True, {}, {}),
+    ("1.2w", "12000", True, {}, {}),
+    ("1.2万", "1.2w", True, {}, {}),
+    ("住在臺北", "台北", True, {}, {}),
+    ("$4,500.50", "4500", False, {}, {}),
+    ("25 k", "2500", False, {}, {}),
+    ("1.2w", "1200", False, {}, {}),
+    ("4 5000", "45000", False, {}, {}),
+    ("住在臺南", "台北", False, {}, {}),
 ]
 
 
@@ -75,7 +102,11 @@ def test_no_false_correct_on_a_wrong_answer(
     [("四千五", "4500"), ("一万二", "12000"), ("三百五", "350"), ("一百零五", "105"),
      ("二十", "20"), ("十五", "15"), ("二零二四年", "2024年"), ("4.5k", "4500"),
      ("1万2000", "12000"), ("2万5", "25000"), ("3千", "3000"), ("5kg", "5kg"),
-     ("Ｃｈｅｎｇ du", "cheng du"), ("成 都", "成都")],
+     ("Ｃｈｅｎｇ du", "cheng du"), ("成 都", "成都"), ("$4,500.00", "4500"),
+     ("4 500", "4500"), ("4\u00a0500", "4500"), ("25 k", "25000"), ("1.2万", "12000"),
+     ("1.2w", "12000"), ("1.2萬", "12000"), ("3亿", "300000000"), ("4.50", "4.5"),
+     ("1.0.3", "1.0.3"), ("2 kids", "2 kids"), ("100 km", "100 km"), ("臺灣", "台湾"),
+     ("¥4500元", "4500元")],
 )  # fmt: skip
 def test_numerals_and_multipliers_are_written_as_digits(text: str, expected: str) -> None:
     assert normalize(text) == expected

@@ -327,3 +327,96 @@ def test_risky_keywords_are_warned_about_not_failed() -> None:
     assert ("probe 'p3'", "4000") in warned and ("probe 'p3'", "3000") in warned
     assert not any(w == "杭州" or w == "搬家" for _, w in warned)
     assert "risky" not in {p.check for p in validate_scenario(scenario)}
+
+
+# Ways to game the scorer that the validator refuses (issue #24, item 5).
+def test_retain_answer_superseded_later_on_the_path_fails() -> None:
+    raw = base()
+    raw["probes"][1]["answer"] = ["3000"]  # the budget was corrected to 4000 below it
+    problems = [p for p in validate_scenario(scenario_from_dict(raw)) if p.check == "retain"]
+    assert problems and "'p2'" in str(problems[0]) and "'3000'" in str(problems[0])
+    raw["probes"][1]["answer"] = ["4000"]
+    assert "retain" not in checks(raw)
+
+
+def test_retain_answer_retracted_later_on_the_path_fails() -> None:
+    raw = base()
+    raw["events"].append({"id": "u5b", "parent": "u4b", "role": "user", "content": "别再提预算",
+                          "facts": [{"op": "retract", "key": "budget"}]})  # fmt: skip
+    raw["anchor"] = "u5b"
+    raw["probes"] = raw["probes"][:2]
+    raw["probes"][1]["answer"] = ["4000"]
+    assert "retain" in checks(raw)
+
+
+@pytest.mark.parametrize("field", ["key", "scope", "id"])
+def test_forbidden_keyword_in_a_path_fact_key_or_scope_fails(field: str) -> None:
+    raw = base()
+    raw["events"][3]["facts"][0][field] = "不是成都"  # u2b, on the anchor path
+    problems = [p for p in validate_scenario(scenario_from_dict(raw)) if p.check == "metadata"]
+    assert problems and "'p1'" in str(problems[0]) and "'成都'" in str(problems[0])
+
+
+def test_stale_value_in_the_key_of_the_current_fact_fails() -> None:
+    raw = base()
+    for event in raw["events"][4:6]:
+        event["facts"][0]["key"] = "budget_not_3000"
+    assert "metadata" in checks(raw)
+
+
+def test_unless_mask_hiding_the_abandoned_value_fails() -> None:
+    raw = base()
+    raw["probes"][0]["unless"] = {"成都": ["搬去成都"]}  # masks the abandoned fact itself
+    problems = [p for p in validate_scenario(scenario_from_dict(raw)) if p.check == "unless"]
+    assert problems and "'搬去成都'" in str(problems[0]) and "'u2'" in str(problems[0])
+
+
+def test_unless_mask_hiding_the_stale_value_fails() -> None:
+    raw = base()
+    raw["probes"][2]["unless"] = {"3000": ["预算3000"]}
+    assert "unless" in checks(raw)
+
+
+def test_unless_mask_for_another_word_passes() -> None:
+    raw = base()
+    raw["probes"][0]["unless"] = {"成都": ["成都话"]}
+    raw["probes"][2]["unless"] = {"3000": ["3000米"]}
+    assert checks(raw) == set()
+
+
+@pytest.mark.parametrize("alias", ["的", "了", "the", "a", "The ", "x", "…", "，"])
+def test_meaningless_alias_is_refused(alias: str) -> None:
+    raw = base()
+    raw["probes"][0]["aliases"] = {"杭州": [alias]}
+    problems = [p for p in validate_scenario(scenario_from_dict(raw)) if p.check == "aliases"]
+    assert problems and repr(alias) in str(problems[0])
+
+
+@pytest.mark.parametrize("keyword", ["的", "the"])
+def test_stop_word_keyword_is_refused(keyword: str) -> None:
+    raw = base()
+    raw["events"][0]["content"] = "帮我规划搬家的事, the move"
+    raw["probes"][1]["answer"] = ["搬家", keyword]
+    assert "keywords" in checks(raw)
+
+
+def test_meaningful_short_alias_passes() -> None:
+    raw = base()
+    raw["probes"][0]["aliases"] = {"杭州": ["杭城", "HZ"]}
+    raw["probes"][2]["aliases"] = {"4000": ["4k"]}
+    assert checks(raw) == set()
+
+
+def test_duplicate_probe_at_the_same_anchor_fails() -> None:
+    raw = base()
+    raw["probes"].append({"id": "p9", "type": "leak", "question": "新家在哪个城市？",
+                          "answer": ["杭 州"], "forbidden": ["成都"]})  # fmt: skip
+    problems = [p for p in validate_scenario(scenario_from_dict(raw)) if p.check == "duplicate"]
+    assert problems and "'p9'" in str(problems[0]) and "'p1'" in str(problems[0])
+
+
+def test_same_fact_at_another_anchor_is_not_a_duplicate() -> None:
+    raw = base()
+    raw["probes"].append({"id": "p9", "type": "leak", "question": "新家在哪个城市？",
+                          "answer": ["杭州"], "forbidden": ["成都"], "anchor": "u3b"})  # fmt: skip
+    assert checks(raw) == set()

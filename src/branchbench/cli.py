@@ -20,7 +20,15 @@ from branchbench.curve import CURVE_BUDGETS, curve_charts, curves_markdown, run_
 from branchbench.errors import BenchError, ManifestError
 from branchbench.manifest import FROZEN_SPLIT, file_sha256, verify_manifest, write_manifest
 from branchbench.pipeline import PIPELINES
-from branchbench.report import chart, console_tables, has_matplotlib, model_table, write_outputs
+from branchbench.report import (
+    CHART_FILES,
+    charts,
+    console_tables,
+    has_matplotlib,
+    model_table,
+    print_table,
+    write_outputs,
+)
 from branchbench.runner import DEFAULT_RUNS, EXTRACTORS, RunConfig, progress_steps, run
 from branchbench.scenario import SPLITS, load_file, load_split, split_files
 from branchbench.score import summarize
@@ -213,12 +221,14 @@ def _report(results: Path, console: Console) -> int:
     summary = summarize(results)
     written = write_outputs(summary, results)
     for table in console_tables(summary):
-        console.print(table)
+        print_table(console, table)
     for prompt in summary.get("model", {}).get("prompts", {}):
-        console.print(model_table(summary, prompt))
+        print_table(console, model_table(summary, prompt))
     if has_matplotlib():
-        written.append(chart(summary, results / "leak_by_operation.png"))
+        written.extend(charts(summary, results))
     else:
+        for name in CHART_FILES:  # a chart of an earlier run must not pass for this one's
+            (results / name).unlink(missing_ok=True)
         console.print(
             'chart skipped: matplotlib is not installed (pip install "branchmem[bench]")',
             highlight=False,

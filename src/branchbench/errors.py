@@ -18,5 +18,9 @@ class ManifestError(BenchError):
     """The frozen split does not match its manifest; the message names the file."""
 
 
+class ResultsError(BenchError):
+    """A results directory was changed after its run; the message names the file."""
+
+
 class LLMError(BenchError):
     """The model endpoint failed or answered with something unusable."""

@@ -5,9 +5,12 @@ scorer then reads differently. A bare substring test scores nonsense ("Nice land
 contains "Iceland", "location" contains "cat", "45000" contains "4500", "四千五" does not
 contain "4500"), so matching is boundary-aware:
 
-- text and keyword are normalised alike: NFKC (full/half width), case folding, thousands
-  separators dropped, Chinese numerals and the multipliers 千/万/k written as digits
-  ("四千五" and "4.5k" are "4500"), whitespace removed except between two Latin words;
+- text and keyword are normalised alike: NFKC (full/half width), traditional Chinese
+  characters written in simplified script ("臺灣" is "台湾"), case folding, thousands
+  separators (comma or space) dropped, a currency sign before a figure dropped, trailing
+  decimal zeros dropped ("$4,500.00" and "4 500" are "4500"), Chinese numerals and the
+  multipliers 千/万/亿/k/w written as digits ("四千五", "4.5k", "25 k" and "1.2w" are plain
+  figures), whitespace removed except between two Latin words;
 - a keyword that starts (ends) with a Latin letter must not be preceded (followed) by
   one: word boundaries, with a plural "s"/"es" allowed after it;
 - a keyword that starts (ends) with a digit must not touch another digit;
@@ -23,7 +26,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
 _SPACE = re.compile(r"\s+")
-_DIGIT_GROUP = re.compile(r"(?<=\d)[,，](?=\d{3}(?!\d))")
+# "4,500", "4，500", "4 500" (NFKC has turned no-break and thin spaces into spaces)
+_DIGIT_GROUP = re.compile(r"(?<=\d)[,， ](?=\d{3}(?!\d))")
+_CURRENCY = re.compile(r"[$¥￥€£](?=\s?\d)")
+# "4500.00" is 4500 and "4.50" is 4.5; a version "1.0.3" is left alone
+_DECIMAL = re.compile(r"(?<![\d.])(\d+)\.(\d+)(?!\.?\d)")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
 _ZH_DIGITS = {
     "零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4,
@@ -31,8 +38,12 @@ _ZH_DIGITS = {
 }  # fmt: skip
 _ZH_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10000}
 _ZH_NUMBER = re.compile(r"[零〇一二两三四五六七八九十][零〇一二两三四五六七八九十百千万]*")
-# "4.5k", "1.2万", "3千", "2万5" (25000), "4千5" (4500), "1万2000" (12000)
-_MULTIPLIED = re.compile(r"(\d+(?:\.\d+)?)(k(?![a-z])|千|万)(\d{1,4}(?![\d.]))?")
+# "4.5k", "25 k", "1.2万", "1.2w" (chat shorthand for 万), "3千", "2亿", "2万5" (25000),
+# "4千5" (4500), "1万2000" (12000); a "k" or "w" that starts a word ("2 kids") is not one
+_MULTIPLIED = re.compile(
+    r"(?<![\d.])(\d+(?:\.\d+)?)(?:( ?k|w)(?![a-z])|(千|万|亿))(\d{1,4}(?![\d.]))?"
+)
+_SCALE = {"k": 1000, "千": 1000, "w": 10000, "万": 10000, "亿": 100_000_000}
 
 Aliases = Mapping[str, Sequence[str]]
 
@@ -74,13 +85,37 @@ def _zh_number(match: re.Match[str]) -> str:
 
 
 def _multiplied(match: re.Match[str]) -> str:
-    base, unit, rest = match.group(1), match.group(2), match.group(3)
-    scale = 10000 if unit == "万" else 1000
+    base, unit, rest = match.group(1), (match.group(2) or match.group(3)).strip(), match.group(4)
+    scale = _SCALE[unit]
     value = float(base) * scale
     if rest:
         # "2万5" is 25000, "1万2000" is 12000
         value += int(rest) * (scale // 10 if len(rest) == 1 else 1)
-    return str(int(value)) if value == int(value) else match.group(0)
+    return str(round(value)) if abs(value - round(value)) < 1e-6 else match.group(0)
+
+
+def _decimal(match: re.Match[str]) -> str:
+    whole, fraction = match.group(1), match.group(2).rstrip("0")
+    return f"{whole}.{fraction}" if fraction else whole
+
+
+@lru_cache(maxsize=1)
+def _simplified() -> dict[int, str]:
+    """Traditional to simplified, one character for one (OpenCC's TSCharacters table).
+
+    Character by character, not phrase by phrase, so that converting a keyword alone and
+    converting it inside a longer text agree: matching needs conversion to commute with
+    taking a substring.
+    """
+    from opencc_purepy.dictionary_lib import DictionaryMaxlength
+
+    table, _ = DictionaryMaxlength.get_provider().ts_characters
+    return {ord(k): v for k, v in table.items() if len(k) == 1 and k != v}
+
+
+def simplified(text: str) -> str:
+    """The text with traditional Chinese characters written in simplified script."""
+    return text.translate(_simplified()) if _CJK.search(text) else text
 
 
 def _is_latin(ch: str) -> bool:
@@ -103,9 +138,11 @@ def _collapse_space(text: str) -> str:
 
 @lru_cache(maxsize=65536)
 def normalize(text: str) -> str:
-    """Fold width, case, thousands separators, numerals and whitespace (see module doc)."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    """Fold width, script, case, separators, numerals and whitespace (see module doc)."""
+    folded = simplified(unicodedata.normalize("NFKC", text)).casefold()
+    folded = _CURRENCY.sub("", folded)
     folded = _DIGIT_GROUP.sub("", folded)
+    folded = _DECIMAL.sub(_decimal, folded)
     folded = _ZH_NUMBER.sub(_zh_number, folded)
     folded = _collapse_space(folded.strip())
     return _MULTIPLIED.sub(_multiplied, folded)

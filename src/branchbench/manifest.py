@@ -16,18 +16,21 @@ import importlib.metadata
 import json
 import platform
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from branchbench.errors import ManifestError
-from branchbench.scenario import scenarios_root
+from branchbench.errors import ManifestError, ScenarioError
+from branchbench.scenario import scenarios_root, split_files
 
 FROZEN_SPLIT = "test"
 MANIFEST_NAME = "manifest.json"
 # SHA-256 of scenarios/manifest.json; changing the test split means changing this line.
 FROZEN_MANIFEST_SHA256 = "6f67fa4ae19f8b267c25c836791e944b836053c008a101963709ea5a18b6b930"
-# The code a figure depends on: the scorer, the matching rules, the budget, the baselines.
-SCORED_CODE = ("score.py", "keywords.py", "context.py", "tokens.py", "extract.py", "systems")
+# Modules that decide no figure of a run: the command line, the scenario generators (their
+# output is data, pinned by the manifest) and the separate propagation experiments. Every
+# other module of the package is hashed, so a module added later is covered by default.
+UNSCORED_CODE = ("__main__.py", "cli.py", "longgen.py", "spreadgen.py", "propagation.py")
 RECORDED_PACKAGES = ("branchmem", "mem0ai", "langgraph")
 
 
@@ -92,18 +95,51 @@ def verify_manifest(root: Path | None = None, pinned: bool = True) -> str:
     return digest
 
 
-def code_sha256() -> str:
-    """One SHA-256 over the scorer and baselines source (sorted relative paths + bytes)."""
+def scored_files() -> list[Path]:
+    """The modules a figure depends on: scorer, matching rules, validator, runner,
+    report, budget, extractors, baselines (every module but ``UNSCORED_CODE``)."""
     package = Path(__file__).resolve().parent
-    files: list[Path] = []
-    for name in SCORED_CODE:
-        target = package / name
-        files.extend(sorted(target.rglob("*.py")) if target.is_dir() else [target])
+    return sorted(
+        p
+        for p in package.rglob("*.py")
+        if p.relative_to(package).as_posix() not in UNSCORED_CODE
+        and "scenarios" not in p.relative_to(package).parts
+    )
+
+
+def code_sha256() -> str:
+    """One SHA-256 over the modules a figure depends on (sorted relative paths + bytes)."""
+    package = Path(__file__).resolve().parent
+    files = scored_files()
     h = hashlib.sha256()
     for path in files:
         h.update(path.relative_to(package).as_posix().encode() + b"\0")
         h.update(path.read_bytes() + b"\0")
     return h.hexdigest()
+
+
+def results_record(
+    texts: Mapping[str, str],
+    scenarios: int,
+    split: str,
+    root: str | None = None,
+    limit: int | None = None,
+) -> dict[str, Any]:
+    """What run.json says about its own files: the SHA-256 of each (``score`` refuses a
+    file edited after the run) and whether ``--limit`` left scenarios of the split out
+    (when the split's size cannot be listed, any ``--limit`` counts as truncating)."""
+    try:
+        in_split: int | None = len(split_files(split, Path(root) if root else None))
+    except ScenarioError:
+        in_split = None
+    truncated = limit is not None and (in_split is None or scenarios < in_split)
+    return {
+        "scenarios_in_split": in_split,
+        "truncated": truncated,
+        "files": {
+            name: hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in texts.items()
+        },
+    }
 
 
 def _git(*args: str) -> str | None:

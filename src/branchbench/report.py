@@ -1,7 +1,10 @@
 """Tables and charts: summary.md, summary.json, PNGs, and the console tables.
 
 The report keeps apart what holds by construction (structural bounds, said so) and what
-is measured; every rate carries its 95% Wilson interval and the probes it rests on.
+is measured. Every rate carries a 95% interval, the wider at each end of the Wilson
+interval (probe count) and the scenario bootstrap (probes of one dialogue are not
+independent; at 0% or 100% the bootstrap alone collapses to a point), and the probes
+and scenarios it rests on. A ``--limit`` run says it is truncated wherever it prints.
 """
 
 from __future__ import annotations
@@ -10,7 +13,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
+
+from branchbench.score import BOOTSTRAP_RESAMPLES
 
 # (key, header, is_memory): memory columns print n/a for a system without a memory section
 MEASURED = (
@@ -47,10 +54,20 @@ BOUNDS_NOTE = (
 )
 MEASURED_NOTE = (
     "What the memory section does (n/a: the system has none). Stale and retracted count a "
-    "value only where the memory asserts it as current. *Retain beyond window* is the "
-    "retain rate on the probes whose anchor path did not fit the budget (count in "
-    "brackets); it is the one retain figure that is not true by construction."
+    "superseded or retracted value wherever the rendered memory section shows it (a "
+    'summary\'s "(earlier: ...)" notes included), not what a system says it asserts. '
+    "*Retain beyond window* is the retain rate on the probes whose anchor path did not fit "
+    "the budget; it is the one retain figure that is not true by construction."
 )
+INTERVAL_NOTE = (
+    "Rates are percentages; brackets hold a 95% interval, the wider at each end of the "
+    "Wilson interval (probes as independent draws) and a scenario bootstrap "
+    "({resamples} resamples of whole scenarios, fixed seed), since the probes of one "
+    "dialogue are not independent. n: probes / scenarios a figure rests on (in a header "
+    "when every row shares it, else in the cell)."
+)
+# The chart files `branchbench run`/`score` draw (removed before drawing, so none is stale).
+CHART_FILES = ("leak_by_operation.png", "measured_by_pipeline.png")
 
 
 def cell(key: str, value: Any, interval: list[float] | None = None) -> str:
@@ -66,13 +83,42 @@ def cell(key: str, value: Any, interval: list[float] | None = None) -> str:
     return str(value)
 
 
-def _cell(entry: dict[str, Any], key: str, is_memory: bool, with_ci: bool = True) -> str:
+def interval(entry: dict[str, Any], key: str) -> list[float] | None:
+    """The printed 95% interval: the wider at each end of Wilson and scenario bootstrap."""
+    found = [
+        ci
+        for ci in (entry.get("intervals", {}).get(key), entry.get("bootstrap", {}).get(key))
+        if ci is not None
+    ]
+    if not found:
+        return None
+    return [min(ci[0] for ci in found), max(ci[1] for ci in found)]
+
+
+def _count(entry: dict[str, Any], key: str) -> tuple[int, int]:
+    return entry.get("n", {}).get(key, 0), entry.get("scenarios", {}).get(key, 0)
+
+
+def _shared_count(systems: dict[str, Any], key: str) -> tuple[int, int] | None:
+    """The (probes, scenarios) of a column when every system with a figure shares it."""
+    counts = {_count(s, key) for s in systems.values() if s.get(key) is not None}
+    if not counts:  # no figure at all: say on how little
+        counts = {_count(s, key) for s in systems.values()}
+    return counts.pop() if len(counts) == 1 else None
+
+
+def _count_text(count: tuple[int, int]) -> str:
+    return f"n={count[0]}/{count[1]}"
+
+
+def _cell(
+    entry: dict[str, Any], key: str, is_memory: bool, with_ci: bool = True, count: bool = False
+) -> str:
     if is_memory and not entry.get("has_memory", True):
         return "n/a"
-    interval = entry.get("intervals", {}).get(key) if with_ci else None
-    text = cell(key, entry.get(key), interval)
-    if key == "retain_beyond_window_rate":
-        text += f" ({entry.get('n', {}).get(key, 0)})"
+    text = cell(key, entry.get(key), interval(entry, key) if with_ci else None)
+    if count:
+        text += f" ({_count_text(_count(entry, key))})"
     return text
 
 
@@ -81,15 +127,17 @@ def _columns(systems: dict[str, Any], columns: Columns) -> Columns:
     return tuple(
         (k, h, m)
         for k, h, m in columns
-        if k == "retain_beyond_window_rate"  # "– (0)" says the budget never bound
+        if k == "retain_beyond_window_rate"  # "– (n=0/0)" says the budget never bound
         or any(s.get("n", {}).get(k, 1) or s.get(k) is not None for s in systems.values())
     )
 
 
-def _n(systems: dict[str, Any], key: str) -> str:
-    counts = {s.get("n", {}).get(key) for s in systems.values() if s.get("has_memory", True)}
-    counts.discard(None)
-    return f" (n={counts.pop()})" if len(counts) == 1 and key != "retain_beyond_window_rate" else ""
+def _header(systems: dict[str, Any], key: str, header: str) -> tuple[str, bool]:
+    """A column header with its counts when shared; else the cells carry them."""
+    shared = _shared_count(systems, key)
+    if shared is None:
+        return header, True
+    return f"{header} ({_count_text(shared)})", False
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
@@ -100,18 +148,58 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
 
 def _system_table(systems: dict[str, Any], columns: Columns) -> str:
     cols = _columns(systems, columns)
+    heads = [_header(systems, k, h) for k, h, _ in cols]
     return _md_table(
-        ["system", *[h + _n(systems, k) for k, h, _ in cols]],
-        [[name, *[_cell(s, k, m) for k, _, m in cols]] for name, s in systems.items()],
+        ["system", *[h for h, _ in heads]],
+        [
+            [
+                name,
+                *[
+                    _cell(s, k, m, count=per_cell)
+                    for (k, _, m), (_, per_cell) in zip(cols, heads, strict=True)
+                ],
+            ]
+            for name, s in systems.items()
+        ],
     )
 
 
+def _across_table(
+    tables: dict[str, dict[str, Any]], key: str, is_memory: bool, names: list[str]
+) -> str:
+    """Systems down, one column per group (pipeline, arrival order, operation)."""
+    heads = {g: _header(t, key, g) for g, t in tables.items()}
+    rows = []
+    for name in names:
+        row = [name]
+        for group, table in tables.items():
+            entry = table.get(name)
+            row.append(
+                "–" if entry is None else _cell(entry, key, is_memory, count=heads[group][1])
+            )
+        rows.append(row)
+    return _md_table(["system", *[h for h, _ in heads.values()]], rows)
+
+
 def _operation_table(systems: dict[str, Any], operations: list[str], key: str) -> str:
-    rows = [
-        [name, *[cell(key, s["per_operation"].get(op, {}).get(key)) for op in operations]]
-        for name, s in systems.items()
-    ]
-    return _md_table(["system", *operations], rows)
+    per_op = {
+        op: {
+            name: s["per_operation"][op] for name, s in systems.items() if op in s["per_operation"]
+        }
+        for op in operations
+    }
+    return _across_table(per_op, key, False, list(systems))
+
+
+def truncation_note(summary: dict[str, Any]) -> str | None:
+    """What a ``--limit`` run left out (None for a whole split)."""
+    if not summary.get("truncated"):
+        return None
+    of = summary.get("scenarios_in_split")
+    return (
+        f"TRUNCATED: --limit {summary.get('limit')} ran {summary.get('scenarios')} of "
+        f"{of if of is not None else '?'} scenarios; not a result for split `{summary['split']}`"
+    )
 
 
 def split_rows(systems: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -132,28 +220,37 @@ def markdown(summary: dict[str, Any]) -> str:
     any_entry = next(iter(systems.values()))
     n_retain = any_entry.get("probes", {}).get("retain", 0)
     record = summary.get("record") or {}
+    truncated = truncation_note(summary)
     parts = [
-        f"# branchbench — split `{summary['split']}`",
-        f"{summary['probes']} probes ({summary['leak_probes']} leak), token budget "
+        f"# branchbench — split `{summary['split']}`" + (" (truncated)" if truncated else ""),
+        *([f"**{truncated}.**"] if truncated else []),
+        f"{summary['probes']} probes ({summary['leak_probes']} leak) in "
+        f"{summary.get('scenarios', '?')} scenarios, token budget "
         f"{summary['budget']}, extractors {', '.join(f'`{e}`' for e in summary['extractors'])}"
         f", manifest sha256 `{summary['manifest_sha256'] or 'n/a (split not frozen)'}`, "
         f"commit `{record.get('git_commit')}`, code sha256 "
         f"`{(record.get('code_sha256') or '')[:16]}`.",
-        "Rates are percentages with a 95% Wilson interval in brackets; n is the number of "
-        "probes a column rests on.",
+        INTERVAL_NOTE.format(resamples=BOOTSTRAP_RESAMPLES)
+        + (
+            ""
+            if summary.get("files_verified", True)
+            else " This run recorded no file hashes: its files could not be checked."
+        ),
         "## Structural bounds (true by construction)",
         BOUNDS_NOTE
         + f" The whole anchor path fit the budget on {any_entry.get('path_fits', 0)} of "
         f"{summary['probes']} probes ({n_retain} retain probes).",
         _system_table(bounds, BOUNDS) if bounds else "(no such system in this run)",
     ]
+    pipeline = summary.get("pipeline", "one_message")
     for extractor, table in summary.get("by_extractor", {"": systems}).items():
         _, mine = split_rows(table)
         parts += [
-            f"## Measurements: derived memory, extractor `{extractor}`",
+            f"## Measurements: derived memory, extractor `{extractor}`, pipeline `{pipeline}`",
             MEASURED_NOTE,
             _system_table(mine, MEASURED),
         ]
+    parts += _grouped_sections(summary)
     parts += [
         "## Whole context (memory + transcript)",
         "The transcript's share of the leak is structural (see above); the rest comes "
@@ -182,21 +279,71 @@ def markdown(summary: dict[str, Any]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+GROUPED = (("memory_leak_rate", "Memory leak"), ("memory_retain_rate", "Memory retain"))
+
+
+def _grouped_sections(summary: dict[str, Any]) -> list[str]:
+    """Memory leak and retain per pipeline (pipelines across), then per arrival order
+    (orders across, first pipeline), each under every extractor."""
+    parts: list[str] = []
+    groupings = [("pipeline", summary.get("by_pipeline") or {})]
+    if summary.get("by_arrival"):
+        groupings.append(("arrival order", summary["by_arrival"]))
+    for label, grouped in groupings:
+        extractors = list(dict.fromkeys(e for tables in grouped.values() for e in tables))
+        for extractor in extractors:
+            tables = {
+                g: split_rows(t[extractor]["systems"])[1]
+                for g, t in grouped.items()
+                if extractor in t
+            }
+            names = list(dict.fromkeys(n for t in tables.values() for n in t))
+            for key, title in GROUPED:
+                where = f" (pipeline `{summary.get('pipeline')}`)" if label != "pipeline" else ""
+                parts += [
+                    f"## {title} by {label}{where}, extractor `{extractor}`",
+                    _across_table(tables, key, True, names),
+                ]
+    return parts
+
+
 def _rich_table(title: str, systems: dict[str, Any], columns: Columns) -> Table:
     cols = _columns(systems, columns)
     table = Table(title=title)
-    table.add_column("system")
-    for key, header, _ in cols:
-        table.add_column(header + _n(systems, key), justify="right")
+    # never cut or wrap a system name: two names cut to one prefix would read as duplicates
+    width = max((len(name) for name in systems), default=6)
+    table.add_column("system", no_wrap=True, min_width=width)
+    heads = [_header(systems, k, h) for k, h, _ in cols]
+    for header, _ in heads:
+        table.add_column(header, justify="right")
     for name, s in systems.items():
-        table.add_row(name, *[_cell(s, k, m, with_ci=False) for k, _, m in cols])
+        table.add_row(
+            name,
+            *[
+                _cell(s, k, m, with_ci=False, count=per_cell)
+                for (k, _, m), (_, per_cell) in zip(cols, heads, strict=True)
+            ],
+        )
     return table
+
+
+def print_table(console: Console, table: Table) -> None:
+    """Print a table; off a terminal (a pipe, a file, CI) at its natural width, so that
+    nothing is cut to fit 80 columns."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    options = console.options.update(width=10_000)
+    natural = Measurement.get(console, options, table).maximum
+    console.print(table, width=max(console.width, natural), crop=False)
 
 
 def console_tables(summary: dict[str, Any]) -> list[Table]:
     """The terminal view: bounds, then the measurements under each extractor."""
     bounds, measured = split_rows(summary["systems"])
     head = f"branchbench {summary['split']}: {summary['probes']} probes"
+    if truncated := truncation_note(summary):
+        head = f"{truncated} — {head}"
     tables = []
     if bounds:
         tables.append(
@@ -208,7 +355,37 @@ def console_tables(summary: dict[str, Any]) -> list[Table]:
         tables.append(
             _rich_table(f"{head} — measured: memory section, extractor {extractor}", mine, MEASURED)
         )
+    by_pipeline = summary.get("by_pipeline") or {}
+    if len(by_pipeline) > 1:
+        extractor = summary["extractor"]
+        for key, title in GROUPED:
+            per_pipeline = {
+                p: split_rows(t[extractor]["systems"])[1]
+                for p, t in by_pipeline.items()
+                if extractor in t
+            }
+            tables.append(_across_rich(f"{head} — {title.lower()} by pipeline", per_pipeline, key))
     return tables
+
+
+def _across_rich(title: str, tables: dict[str, dict[str, Any]], key: str) -> Table:
+    names = list(dict.fromkeys(n for t in tables.values() for n in t))
+    table = Table(title=title)
+    table.add_column("system", no_wrap=True, min_width=max(map(len, names), default=6))
+    heads = {g: _header(t, key, g) for g, t in tables.items()}
+    for header, _ in heads.values():
+        table.add_column(header, justify="right")
+    for name in names:
+        table.add_row(
+            name,
+            *[
+                "–"
+                if name not in t
+                else _cell(t[name], key, True, with_ci=False, count=heads[g][1])
+                for g, t in tables.items()
+            ],
+        )
+    return table
 
 
 def console_table(summary: dict[str, Any]) -> Table:
@@ -222,36 +399,137 @@ def console_table(summary: dict[str, Any]) -> Table:
 def model_table(summary: dict[str, Any], prompt: str) -> Table:
     """The with-model table for one prompt."""
     model = summary["model"]
-    return _rich_table(
-        f"{model['name']}, prompt {prompt}: answer rates", model["prompts"][prompt], MODEL_COLUMNS
-    )
+    title = f"{model['name']}, prompt {prompt}: answer rates"
+    if truncated := truncation_note(summary):
+        title = f"{truncated} — {title}"
+    return _rich_table(title, model["prompts"][prompt], MODEL_COLUMNS)
 
 
-def chart(summary: dict[str, Any], path: Path) -> Path:
-    """Bar chart of context leak rate by system and operation (needs matplotlib)."""
+# A qualitative palette (matplotlib's tab10, then Dark2): one distinct hue per system, never
+# shades of one colour, which read as an order that the systems do not have.
+PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf", "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02",
+    "#a6761d", "#666666",
+)  # fmt: skip
+CHART_METRICS = (
+    ("context_leak_rate", "context leak", False),
+    ("memory_leak_rate", "memory leak", True),
+    ("memory_retain_rate", "memory retain", True),
+    ("context_stale_rate", "stale", True),
+)
+
+
+def _colours(names: list[str]) -> dict[str, str]:
+    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
+
+
+def _panel(
+    ax: Any, entries: list[tuple[str, dict[str, Any] | None]], key: str, colours: dict[str, str]
+) -> None:
+    """Bars of one rate, one per system, with their 95% intervals as error bars."""
+    xs, heights, lows, highs, colour = [], [], [], [], []
+    for x, (name, entry) in enumerate(entries):
+        value = None if entry is None else entry.get(key)
+        if value is None:
+            continue
+        ci = interval(entry, key) if entry is not None else None
+        xs.append(x)
+        heights.append(100 * value)
+        lows.append(100 * (value - ci[0]) if ci else 0.0)
+        highs.append(100 * (ci[1] - value) if ci else 0.0)
+        colour.append(colours[name])
+    ax.bar(xs, heights, color=colour, yerr=[lows, highs], capsize=2, ecolor="#333333")
+    ax.set_xticks(range(len(entries)), [""] * len(entries))
+    ax.set_ylim(0, 100)
+    ax.grid(axis="y", alpha=0.3)
+
+
+def _draw(
+    panels: list[list[tuple[str, list[tuple[str, dict[str, Any] | None]], str]]],
+    names: list[str],
+    title: str,
+    path: Path,
+) -> Path:
+    """A grid of small multiples sharing one legend (one colour per system)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
-    ops = summary["operations"]
-    systems = summary["systems"]
-    fig, ax = plt.subplots(figsize=(max(7.0, 1.6 * len(ops) + 4), 4.5))
-    width = 0.8 / max(1, len(systems))
-    for i, (name, s) in enumerate(systems.items()):
-        values = [
-            100 * (s["per_operation"].get(op, {}).get("context_leak_rate") or 0.0) for op in ops
-        ]
-        ax.bar([x + i * width for x in range(len(ops))], values, width, label=name)
-    ax.set_xticks([x + width * (len(systems) - 1) / 2 for x in range(len(ops))], ops, rotation=15)
-    ax.set_ylabel("context leak rate (%)")
-    ax.set_ylim(0, 100)
-    ax.set_title(f"branchbench {summary['split']}: leak by system and operation")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
+    colours = _colours(names)
+    rows, cols = len(panels), max(len(r) for r in panels)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(2.6 * cols + 2.4, 2.3 * rows + 0.9), squeeze=False, sharey=True
+    )
+    for r, row in enumerate(panels):
+        for c in range(cols):
+            ax = axes[r][c]
+            if c >= len(row):
+                ax.set_visible(False)
+                continue
+            label, entries, key = row[c]
+            _panel(ax, entries, key, colours)
+            ax.set_title(label, fontsize=8)
+            if c == 0:
+                ax.set_ylabel("%", fontsize=8)
+    handles = [Patch(color=colours[n], label=n) for n in names]
+    fig.legend(handles=handles, fontsize=7, loc="center right", frameon=False)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1 - 2.2 / (2.6 * cols + 2.4), 0.95))
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def _title(summary: dict[str, Any], what: str) -> str:
+    note = " (TRUNCATED run)" if summary.get("truncated") else ""
+    return f"branchbench {summary['split']}{note}: {what}; bars 95% intervals"
+
+
+def chart(summary: dict[str, Any], path: Path) -> Path:
+    """Context leak by operation: one panel per operation, one bar per system (needs
+    matplotlib)."""
+    systems = summary["systems"]
+    names = list(systems)
+    row = [
+        (op, [(n, systems[n]["per_operation"].get(op)) for n in names], "context_leak_rate")
+        for op in summary["operations"]
+    ]
+    per_row = 4
+    panels = [row[i : i + per_row] for i in range(0, len(row), per_row)] or [[]]
+    return _draw(panels, names, _title(summary, "context leak by operation"), path)
+
+
+def pipeline_chart(summary: dict[str, Any], path: Path) -> Path:
+    """The measured rates: one row of panels per pipeline, one panel per metric, one bar
+    per system, first extractor (needs matplotlib)."""
+    extractor = summary["extractor"]
+    by_pipeline = summary.get("by_pipeline") or {
+        summary.get("pipeline", "one_message"): {extractor: {"systems": summary["systems"]}}
+    }
+    names = list(summary["systems"])
+    panels = []
+    for pipeline, tables in by_pipeline.items():
+        systems = tables.get(extractor, {}).get("systems", {})
+        panels.append(
+            [
+                (f"{pipeline}: {label}", [(n, systems.get(n)) for n in names], key)
+                for key, label, _ in CHART_METRICS
+            ]
+        )
+    return _draw(panels, names, _title(summary, f"measured rates, extractor {extractor}"), path)
+
+
+def charts(summary: dict[str, Any], results_dir: Path) -> list[Path]:
+    """Draw every chart into ``results_dir`` (the files of ``CHART_FILES``)."""
+    for name in CHART_FILES:
+        (results_dir / name).unlink(missing_ok=True)
+    return [
+        chart(summary, results_dir / CHART_FILES[0]),
+        pipeline_chart(summary, results_dir / CHART_FILES[1]),
+    ]
 
 
 def write_outputs(summary: dict[str, Any], results_dir: Path) -> list[Path]:

@@ -24,7 +24,7 @@ from branchbench.context import DEFAULT_BUDGET
 from branchbench.errors import BenchError, ScenarioError
 from branchbench.extract import Extractor, LLMExtractor, OracleExtractor, RuleExtractor
 from branchbench.llm import PROMPTS, ChatModel, answer_messages
-from branchbench.manifest import FROZEN_SPLIT, run_record, verify_manifest
+from branchbench.manifest import FROZEN_SPLIT, results_record, run_record, verify_manifest
 from branchbench.pipeline import PIPELINES, InputExtractor, Pipeline, describe, spec_of
 from branchbench.scenario import Fact, Probe, Scenario, Tree, load_split
 from branchbench.systems import registry
@@ -278,20 +278,24 @@ def run(config: RunConfig, out_dir: Path, progress: Progress | None = None) -> P
             if progress:
                 progress(f"answers {row['scenario']} / {row['system']} / {row['probe']}")
 
+    texts = {"contexts.jsonl": _jsonl(rows)}
+    if answers:
+        texts["answers.jsonl"] = _jsonl(answers)
     meta = {
         **asdict(config),
         "pipeline_specs": describe({n: spec_of(f) for n, f in systems.items()}),
         "manifest_sha256": manifest_sha,
         "scenarios": len(scenarios),
         "probes": sum(len(s.probes) for s in scenarios),
+        # SHA-256 of each file (`score` refuses edited ones) and whether --limit truncated
+        **results_record(texts, len(scenarios), config.split, config.scenarios_root, config.limit),
         **run_record(),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in RESULT_FILES:
         (out_dir / name).unlink(missing_ok=True)  # no file of an earlier run survives
-    write_atomic(out_dir / "contexts.jsonl", _jsonl(rows))
-    if answers:
-        write_atomic(out_dir / "answers.jsonl", _jsonl(answers))
+    for name, text in texts.items():
+        write_atomic(out_dir / name, text)
     write_atomic(out_dir / "run.json", json.dumps(meta, ensure_ascii=False, indent=2) + "\n")
     return out_dir
 

@@ -2,8 +2,11 @@
 
 Model-free (always): a context *leaks* when any forbidden keyword of a leak probe is in
 the context handed to the model, *retains* when every answer keyword of a retain probe
-is in it, and is *stale* (or *retracted*) when a superseded (retracted) value is among
-what the memory section asserts as current.
+is in it, and is *stale* (or *retracted*) when a superseded (retracted) value is in the
+memory section as rendered, the text the model reads. The rows also carry what a system
+says it asserts as current (``asserted``), but no rate reads it: a system that declared
+nothing asserted would otherwise score 0% stale. So a summary's "(earlier: ...)" notes
+count as stale: the model sees the old value in its memory either way.
 
 Part of that holds by construction: the validator puts every forbidden keyword off the
 anchor path and every answer keyword on it, so a transcript in arrival order leaks, a
@@ -13,21 +16,28 @@ memory section); the measurements are what the memory section does (``memory_*``
 stale, retracted) and the retain rate on probes whose path did not fit the budget.
 A system without a memory section has no memory rates (None, printed n/a).
 
-Every rate comes with a 95% Wilson interval and the number of probes it rests on.
+Every rate comes with the number of probes and of scenarios it rests on, a 95% Wilson
+interval (``intervals``, probes taken as independent) and a 95% scenario-level
+bootstrap interval (``bootstrap``: whole scenarios resampled, since the probes of one
+dialogue share its facts and its system state; fixed seed, so two scorings agree).
 
 With a model: the same keywords on each saved answer (three runs, two prompts).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import operator
+import random
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from branchbench.errors import BenchError
+from branchbench.errors import BenchError, ResultsError
 from branchbench.keywords import contains
 from branchbench.scenario import OPERATIONS
 
@@ -35,7 +45,13 @@ Row = dict[str, Any]
 Rates = dict[str, Any]
 
 OPERATION_ORDER = OPERATIONS  # tables list operations in the order scenarios declare them
+# How a system's extractor is fed; rows written before pipelines existed are one_message.
+PIPELINES = ("one_message", "window", "consult", "summary", "profile")
 Z95 = 1.959964
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 24  # fixed: the same rows always give the same intervals
+# Files of a results directory whose SHA-256 run.json records; score refuses edited ones.
+HASHED_FILES = ("contexts.jsonl", "answers.jsonl")
 
 
 def wilson(hits: int, n: int) -> list[float] | None:
@@ -49,24 +65,86 @@ def wilson(hits: int, n: int) -> list[float] | None:
     return [round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4)]
 
 
+@lru_cache(maxsize=256)
+def _draws(k: int) -> tuple[tuple[int, ...], ...]:
+    """How often each of k scenarios is drawn in each resample (seeded by k alone, so a
+    cell's interval depends only on its own scenarios)."""
+    rng = random.Random(BOOTSTRAP_SEED * 1_000_003 + k)
+    out = []
+    for _ in range(BOOTSTRAP_RESAMPLES):
+        counts = [0] * k
+        for _ in range(k):
+            counts[rng.randrange(k)] += 1
+        out.append(tuple(counts))
+    return tuple(out)
+
+
+@lru_cache(maxsize=65536)
+def _bootstrap(cells: tuple[tuple[int, int], ...]) -> tuple[float, float]:
+    hits = [h for h, _ in cells]
+    sizes = [n for _, n in cells]
+    rates = sorted(
+        sum(map(operator.mul, draw, hits)) / sum(map(operator.mul, draw, sizes))
+        for draw in _draws(len(cells))
+    )
+    last = len(rates) - 1
+    lo, hi = rates[math.floor(0.025 * last)], rates[math.ceil(0.975 * last)]
+    return round(lo, 4), round(hi, 4)
+
+
+def scenario_bootstrap(cells: Iterable[tuple[int, int]]) -> list[float] | None:
+    """95% percentile interval of sum(hits)/sum(probes) when whole scenarios are drawn
+    with replacement; ``cells`` is (hits, probes) per scenario. None without probes.
+
+    Probes of one scenario share its dialogue and the system's state, so they are not
+    independent draws; resampling scenarios keeps that dependence. A rate of 0% or
+    100% gives a point interval here: the Wilson interval is the bound to read there.
+    """
+    kept = tuple(sorted((h, n) for h, n in cells if n > 0))
+    if not kept:
+        return None
+    return list(_bootstrap(kept))
+
+
 class _Tally:
-    """Rates with their intervals and probe counts, filled in one place."""
+    """Rates with their intervals and probe and scenario counts, filled in one place."""
 
     def __init__(self) -> None:
         self.rates: Rates = {}
         self.intervals: dict[str, list[float] | None] = {}
+        self.bootstrap: dict[str, list[float] | None] = {}
         self.counts: dict[str, int] = {}
+        self.scenarios: dict[str, int] = {}
 
     def add(self, key: str, rows: Sequence[Row], hit: Callable[[Row], bool]) -> None:
-        hits = sum(1 for r in rows if hit(r))
+        per_scenario: dict[str, list[int]] = {}
+        for r in rows:
+            cell = per_scenario.setdefault(str(r.get("scenario", "")), [0, 0])
+            cell[0] += 1 if hit(r) else 0
+            cell[1] += 1
+        hits = sum(h for h, _ in per_scenario.values())
         self.rates[key] = round(hits / len(rows), 4) if rows else None
         self.intervals[key] = wilson(hits, len(rows))
+        self.bootstrap[key] = scenario_bootstrap((h, n) for h, n in per_scenario.values())
         self.counts[key] = len(rows)
+        self.scenarios[key] = len(per_scenario)
 
     def skip(self, key: str) -> None:
         self.rates[key] = None
         self.intervals[key] = None
+        self.bootstrap[key] = None
         self.counts[key] = 0
+        self.scenarios[key] = 0
+
+    def figures(self) -> Rates:
+        """The rates with their intervals and counts, as summary.json holds them."""
+        return {
+            **self.rates,
+            "intervals": self.intervals,
+            "bootstrap": self.bootstrap,
+            "n": self.counts,
+            "scenarios": self.scenarios,
+        }
 
 
 def _hits(row: Row, text: str, keywords: Iterable[str]) -> list[bool]:
@@ -86,10 +164,6 @@ def _of(rows: Sequence[Row], kind: str) -> list[Row]:
     return [r for r in rows if r["type"] == kind]
 
 
-def _asserted(row: Row) -> str:
-    return str(row.get("asserted", row["memory"]))
-
-
 def context_rates(rows: Sequence[Row]) -> Rates:
     """Model-free rates over one system's context rows."""
     leak, retain = _of(rows, "leak"), _of(rows, "retain")
@@ -103,12 +177,9 @@ def context_rates(rows: Sequence[Row]) -> Rates:
     t.add("transcript_retain_rate", retain, lambda r: _all(r, "transcript"))
     t.add("retain_beyond_window_rate", beyond, lambda r: _all(r, "context"))
     if has_memory:
-        t.add("context_stale_rate", stale, lambda r: any(_hits(r, _asserted(r), r["forbidden"])))
-        t.add(
-            "context_retracted_rate",
-            retracted,
-            lambda r: any(_hits(r, _asserted(r), r["forbidden"])),
-        )
+        # from the rendered memory section, never from the system's own "asserted"
+        t.add("context_stale_rate", stale, lambda r: _any(r, "memory"))
+        t.add("context_retracted_rate", retracted, lambda r: _any(r, "memory"))
         t.add("memory_leak_rate", leak, lambda r: _any(r, "memory"))
         t.add("memory_retain_rate", retain, lambda r: _all(r, "memory"))
     else:
@@ -120,14 +191,12 @@ def context_rates(rows: Sequence[Row]) -> Rates:
         ):
             t.skip(key)
     return {
-        **t.rates,
+        **t.figures(),
         "has_memory": has_memory,
         "path_fits": sum(1 for r in rows if r.get("path_in_transcript", True)),
         "mean_context_tokens": round(sum(r["tokens"] for r in rows) / len(rows), 1)
         if rows
         else None,
-        "intervals": t.intervals,
-        "n": t.counts,
         "probes": {
             "leak": len(leak),
             "retain": len(retain),
@@ -152,7 +221,7 @@ def answer_rates(rows: Sequence[Row]) -> Rates:
     )
     t.add("retain_rate", retain, lambda r: _all(r, "text"))
     t.add("stale_rate", stale, lambda r: _any(r, "text"))
-    return {**t.rates, "answers": len(rows), "intervals": t.intervals, "n": t.counts}
+    return {**t.figures(), "answers": len(rows)}
 
 
 def _group(rows: Iterable[Row], key: str) -> dict[str, list[Row]]:
@@ -193,65 +262,159 @@ def _extractor_of(row: Row) -> str:
     return str(row.get("extractor", "oracle"))
 
 
+def _pipeline_of(row: Row) -> str:
+    return str(row.get("pipeline") or "one_message")
+
+
+def _arrival_of(row: Row) -> str:
+    return str(row.get("arrival") or "")
+
+
+def _ordered(values: Iterable[str], canonical: Sequence[str]) -> list[str]:
+    """Known values in their canonical order, then the others as they first appear."""
+    present = list(dict.fromkeys(values))
+    return [v for v in canonical if v in present] + [v for v in present if v not in canonical]
+
+
+def _by_extractor(
+    rows: Sequence[Row], extractors: Sequence[str], systems: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """{EXTRACTOR: {"systems": {NAME: rates}}} for the extractors with rows here."""
+    out: dict[str, dict[str, Any]] = {}
+    for e in extractors:
+        mine = [r for r in rows if _extractor_of(r) == e]
+        if mine:
+            out[e] = {"systems": _per_system(mine, context_rates, systems)}
+    return out
+
+
+def verify_results(results_dir: Path, meta: dict[str, Any]) -> bool:
+    """Check the files run.json hashed against their SHA-256; False when the run
+    recorded none (written before hashes were recorded).
+
+    Raises ResultsError naming the first file that was edited, added or removed.
+    """
+    recorded = meta.get("files")
+    if recorded is None:
+        return False
+    if not isinstance(recorded, dict):
+        raise ResultsError(f"{results_dir}/run.json: field 'files' must map names to SHA-256")
+    for name in HASHED_FILES:
+        path = results_dir / name
+        expected = recorded.get(name)
+        if expected is None:
+            if path.exists():
+                raise ResultsError(
+                    f"{path} was added after the run: run.json records no SHA-256 for it"
+                )
+            continue
+        if not path.exists():
+            raise ResultsError(f"{path} is missing: run.json records sha256 {expected[:12]}...")
+        actual = hashlib.sha256(path.read_bytes()).hexdigest()
+        if actual != expected:
+            raise ResultsError(
+                f"{path} was edited after the run (sha256 {actual[:12]}..., run.json"
+                f" records {expected[:12]}...); refusing to score it"
+            )
+    return True
+
+
 def summarize(results_dir: Path) -> dict[str, Any]:
     """Recompute every table from the files in ``results_dir`` (no endpoint needed).
 
-    ``systems`` holds the rates under the first extractor of the run (the oracle by
-    default); ``by_extractor`` holds them under each.
+    ``systems`` holds the rates under the first pipeline and the first extractor of the
+    run (the oracle by default); ``by_extractor`` holds them under each extractor for
+    that pipeline, ``by_pipeline`` under each pipeline and extractor, and
+    ``by_arrival`` (corpus splits) under each arrival order. Refuses a directory whose
+    files changed after the run (ResultsError names the file).
     """
     meta_path = results_dir / "run.json"
     if not meta_path.exists():
         raise BenchError(f"{results_dir} has no run.json; is it a branchbench results dir?")
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    verified = verify_results(results_dir, meta)
     rows = _read_jsonl(results_dir / "contexts.jsonl")
     if not rows:
         raise BenchError(f"{results_dir}/contexts.jsonl is missing or empty")
     extractors = list(dict.fromkeys(_extractor_of(r) for r in rows))
-    by_extractor = {e: [r for r in rows if _extractor_of(r) == e] for e in extractors}
-    main = by_extractor[extractors[0]]
+    pipelines = _ordered((_pipeline_of(r) for r in rows), PIPELINES)
+    first_pipeline = [r for r in rows if _pipeline_of(r) == pipelines[0]]
+    main = [r for r in first_pipeline if _extractor_of(r) == extractors[0]]
+    if not main:  # the first extractor ran only under other pipelines
+        extractors.sort(key=lambda e: not any(_extractor_of(r) == e for r in first_pipeline))
+        main = [r for r in first_pipeline if _extractor_of(r) == extractors[0]]
     systems = [s for s in meta.get("systems", []) if any(r["system"] == s for r in main)]
+    systems += sorted({r["system"] for r in main} - set(systems))
     first = systems[0]
     probes = [r for r in main if r["system"] == first]
     dropped = sorted(
         {f"{r['scenario']}/{r['probe']}" for r in probes if r["forbidden_in_question"]}
     )
     kept = [r for r in main if not r["forbidden_in_question"]]
+    by_pipeline = {
+        p: _by_extractor([r for r in rows if _pipeline_of(r) == p], extractors, systems)
+        for p in pipelines
+    }
+    arrivals = [a for a in dict.fromkeys(map(_arrival_of, first_pipeline)) if a]
+    limit = meta.get("limit")
+    truncated = bool(meta.get("truncated", limit is not None))
 
     summary: dict[str, Any] = {
         "split": meta["split"],
         "probes": len(probes),
         "leak_probes": len(_of(probes, "leak")),
+        "scenarios": len({r["scenario"] for r in probes}),
         "manifest_sha256": meta.get("manifest_sha256"),
         "budget": meta.get("budget"),
         "extractor": extractors[0],
         "extractors": extractors,
-        "limit": meta.get("limit"),
+        "pipeline": pipelines[0],
+        "pipelines": pipelines,
+        "limit": limit,
+        "truncated": truncated,
+        "scenarios_in_split": meta.get("scenarios_in_split"),
+        "files_verified": verified,
         "record": {
             k: meta.get(k) for k in ("git_commit", "git_head", "code_sha256", "python", "packages")
         },
         "operations": _ordered_ops(main),
-        "systems": _per_system(main, context_rates, systems),
-        "by_extractor": {
-            e: _per_system(by_extractor[e], context_rates, systems) for e in extractors
-        },
+        "systems": by_pipeline[pipelines[0]][extractors[0]]["systems"],
+        "by_extractor": {e: t["systems"] for e, t in by_pipeline[pipelines[0]].items()},
+        "by_pipeline": by_pipeline,
         "sensitivity": {
             "dropped_probes": dropped,
             "systems": _per_system(kept, context_rates, systems),
         },
     }
+    if arrivals:
+        summary["arrivals"] = arrivals
+        summary["by_arrival"] = {
+            a: _by_extractor(
+                [r for r in first_pipeline if _arrival_of(r) == a], extractors, systems
+            )
+            for a in arrivals
+        }
 
     answers = _read_jsonl(results_dir / "answers.jsonl")
     if answers:
-        probe_of = {(_extractor_of(r), r["scenario"], r["system"], r["probe"]): r for r in rows}
+
+        def where(r: Row) -> tuple[str, ...]:
+            return (_pipeline_of(r), _extractor_of(r), r["scenario"], r["system"], r["probe"])
+
+        probe_of = {where(r): r for r in rows}
         joined = []
         for a in answers:
-            row = probe_of.get((_extractor_of(a), a["scenario"], a["system"], a["probe"]))
+            row = probe_of.get(where(a))
             if row is None:
                 raise BenchError(
                     f"answer for unknown probe {a['scenario']}/{a['probe']} of system {a['system']}"
                 )
             joined.append({**row, "prompt": a["prompt"], "run": a["run"], "text": a["answer"]})
-        joined = [j for j in joined if _extractor_of(j) == extractors[0]]
+        joined = [
+            j
+            for j in joined
+            if _extractor_of(j) == extractors[0] and _pipeline_of(j) == pipelines[0]
+        ]
         prompts = sorted(_group(joined, "prompt"))
         summary["model"] = {
             "name": meta.get("model"),

@@ -7,11 +7,11 @@ scored as a leak. Each check below has a test with a scenario built to fail it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from branchbench.context import DEFAULT_BUDGET, HEADINGS, Turn, fit
-from branchbench.keywords import normalize, risk
+from branchbench.keywords import contains, normalize, risk
 from branchbench.scenario import Fact, Message, Probe, Scenario, Tree
 
 
@@ -139,6 +139,67 @@ def _current_facts(path: list[Message]) -> list[Fact]:
     return current
 
 
+def _metadata(f: Fact) -> str:
+    """A fact's text besides its value: key, scope, id and the ids it supersedes. A
+    system or an extractor may render any of it next to the value."""
+    return " ".join(x for x in (f.key, f.scope or "", f.id or "", *f.supersedes) if x)
+
+
+# Words that carry no fact: an alias or keyword made of one of them is satisfied by any
+# text in the language, so it scores nonsense (a retain probe answered by "的").
+_STOP_TEXT = (
+    "的 了 是 在 和 与 或 我 你 他 她 它 们 有 没 不 也 就 都 这 那 吗 呢 啊 吧 个 "
+    "a an the and or of to in on at by for is are was were be been it its i me my you your "
+    "he she we they them this that these those with not no yes do does did so as if"
+)
+STOP_WORDS = frozenset(_STOP_TEXT.split())
+
+
+def meaningless(word: str) -> str | None:
+    """Why a keyword or alias means nothing (None when it can mean something): empty or
+    punctuation only after normalisation, a single Latin letter, a stop-word. A single
+    digit can be a value ("7" for an IELTS 7.0): it is only warned about, as a bare number."""
+    norm = normalize(word)
+    if not any(ch.isalnum() for ch in norm):
+        return "it has no letter or digit after normalisation"
+    if norm in STOP_WORDS:
+        return "it is a stop-word"
+    if len(norm) == 1 and norm.isascii() and norm.isalpha():
+        return "a single letter matches almost any text"
+    return None
+
+
+def _keyword_text_problems(probe: Probe, fail: Callable[[str, str], None]) -> None:
+    """Keywords and aliases that mean nothing, and duplicate nothing else."""
+    for role, keywords in (("answer", probe.answer), ("forbidden", probe.forbidden)):
+        for kw in keywords:
+            if normalize(kw) and (why := meaningless(kw)):
+                fail("keywords", f"{role} keyword {kw!r} is refused: {why}")
+    for kw, spellings in probe.aliases.items():
+        for alias in spellings:
+            if why := meaningless(alias):
+                fail("aliases", f"alias {alias!r} of keyword {kw!r} is refused: {why}")
+
+
+def _mask_problems(
+    probe: Probe, facts: Iterable[tuple[str, Fact]], fail: Callable[[str, str], None]
+) -> None:
+    """An ``unless`` mask must not hide a forbidden keyword inside the very fact that
+    states the value: a memory showing that fact would then not count as showing it."""
+    for kw in probe.forbidden:
+        masks = probe.unless.get(kw, ())
+        if not masks:
+            continue
+        for mid, f in facts:
+            if contains(f.value, kw, probe.aliases) and not probe.hit(f.value, kw):
+                hiding = [u for u in masks if normalize(u) in normalize(f.value)]
+                fail(
+                    "unless",
+                    f"unless mask {hiding[0] if hiding else masks[0]!r} hides forbidden keyword"
+                    f" {kw!r} in the fact {f.value!r} of {mid!r} that states it",
+                )
+
+
 def _probe_problems(s: Scenario, tree: Tree, probe: Probe) -> list[Problem]:
     out: list[Problem] = []
 
@@ -163,6 +224,7 @@ def _probe_problems(s: Scenario, tree: Tree, probe: Probe) -> list[Problem]:
     for kw in (*probe.answer, *probe.forbidden):
         if not normalize(kw):
             fail("keywords", "a keyword is empty after normalisation")
+    _keyword_text_problems(probe, fail)
     if not probe.answer:
         fail("keywords", "no answer keywords")
     for kw in probe.forbidden:
@@ -189,6 +251,7 @@ def _probe_problems(s: Scenario, tree: Tree, probe: Probe) -> list[Problem]:
         if not probe.forbidden:
             fail("leak", "a leak probe needs forbidden keywords")
         path_facts = [(m.id, f.value) for m in path for f in m.facts if f.op == "assert"]
+        path_metadata = [(m.id, _metadata(f)) for m in path for f in m.facts]
         for kw in probe.forbidden:
             if hits := _where(probe, kw, on_path):
                 fail("leak", f"forbidden keyword {kw!r} is on the anchor path (in {hits[0]!r})")
@@ -198,17 +261,60 @@ def _probe_problems(s: Scenario, tree: Tree, probe: Probe) -> list[Problem]:
                     f"forbidden keyword {kw!r} is in a fact derived on the anchor path"
                     f" (from {hits[0]!r})",
                 )
+            elif hits := _where(probe, kw, path_metadata):
+                fail(
+                    "metadata",
+                    f"forbidden keyword {kw!r} is in the key, scope or id of a fact derived on"
+                    f" the anchor path (from {hits[0]!r})",
+                )
             if not _where(probe, kw, off_path):
                 fail(
                     "leak",
                     f"forbidden keyword {kw!r} occurs in no off-path event arriving"
                     " before the question",
                 )
+        path_set = set(path_ids)
+        off_facts = [(m.id, f) for m in arrived if m.id not in path_set for f in m.facts]
+        _mask_problems(probe, off_facts, fail)
     elif probe.type == "stale":
         out.extend(_stale_problems(s, probe, path))
     elif probe.type == "retracted":
         out.extend(_retracted_problems(s, probe, path, arrived))
+    elif probe.type == "retain":
+        _superseded_answer_problems(probe, path, fail)
+    if probe.type in ("stale", "retracted"):
+        current = _current_facts(path)
+        for kw in probe.forbidden:
+            for f in current:
+                if probe.hit(_metadata(f), kw):
+                    fail(
+                        "metadata",
+                        f"forbidden keyword {kw!r} is in the key, scope or id of the current fact"
+                        f" {f.value!r}, so a correct memory may show it",
+                    )
+        stated = [
+            (m.id, f) for m in arrived for f in m.facts if f.op == "assert" and f not in current
+        ]
+        _mask_problems(probe, stated, fail)
     return out
+
+
+def _superseded_answer_problems(
+    probe: Probe, path: list[Message], fail: Callable[[str, str], None]
+) -> None:
+    """A retain answer must still be current at the anchor: a value stated on the path
+    and replaced (or retracted) deeper on it is what a correct memory drops."""
+    stating = [(m.id, f) for m in path for f in m.facts if f.op == "assert"]
+    current = _current_facts(path)
+    for kw in probe.answer:
+        old = [(mid, f) for mid, f in stating if probe.hit(f.value, kw)]
+        if old and not any(probe.hit(f.value, kw) for f in current):
+            mid, f = old[-1]
+            fail(
+                "retain",
+                f"answer keyword {kw!r} is only in facts superseded later on the anchor path"
+                f" (key {f.key!r}, stated in {mid!r}): a correct memory no longer shows it",
+            )
 
 
 def _stale_problems(s: Scenario, probe: Probe, path: list[Message]) -> list[Problem]:
@@ -327,6 +433,30 @@ def _long_problems(s: Scenario, tree: Tree, budget: int) -> list[Problem]:
     ]
 
 
+def _duplicate_probes(s: Scenario) -> list[Problem]:
+    """Two probes on the same fact (same answer and forbidden keywords, after
+    normalisation) at the same anchor count one measurement twice."""
+    first: dict[tuple[str, frozenset[str], frozenset[str]], str] = {}
+    out: list[Problem] = []
+    for p in s.probes:
+        fact = (
+            s.probe_anchor(p),
+            frozenset(normalize(k) for k in p.answer),
+            frozenset(normalize(k) for k in p.forbidden),
+        )
+        if fact in first and first[fact] != p.id:
+            out.append(
+                Problem(
+                    s.id,
+                    "duplicate",
+                    f"probe {p.id!r} repeats probe {first[fact]!r}: same answer and forbidden"
+                    f" keywords at anchor {fact[0]!r}",
+                )
+            )
+        first.setdefault(fact, p.id)
+    return out
+
+
 def validate_scenario(s: Scenario, budget: int = DEFAULT_BUDGET) -> list[Problem]:
     """Every problem with one scenario (empty when it passes); ``budget`` is the raw
     window a ``long`` scenario must outgrow."""
@@ -338,6 +468,7 @@ def validate_scenario(s: Scenario, budget: int = DEFAULT_BUDGET) -> list[Problem
     ids = [p.id for p in s.probes]
     for dup in sorted({i for i in ids if ids.count(i) > 1}):
         problems.append(Problem(s.id, "probes", f"probe id {dup!r} appears twice"))
+    problems.extend(_duplicate_probes(s))
     if not s.probes:
         problems.append(Problem(s.id, "probes", "no probes"))
     for probe in s.probes:

@@ -1,0 +1,246 @@
+"""Scoring and reporting from synthetic rows: what a rate reads, its intervals and counts,
+the pipeline and arrival groupings, edited results, truncated runs, terminal output."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from branchbench.cli import main
+from branchbench.errors import ResultsError
+from branchbench.manifest import code_sha256, scored_files
+from branchbench.report import PALETTE, console_tables, markdown
+from branchbench.score import context_rates, scenario_bootstrap, summarize, wilson
+
+LONG_NAME = "extract_retrieve_rawfilter_lineage_labels"
+
+
+def row(system: str, scenario: str, kind: str, memory: str = "", **extra: Any) -> dict[str, Any]:
+    """One contexts.jsonl row; the probe asks for 杭州 and forbids 成都."""
+    return {
+        "split": "dev",
+        "scenario": scenario,
+        "language": "zh",
+        "operation": "edit_user",
+        "extractor": "oracle",
+        "system": system,
+        "probe": extra.pop("probe", "p1"),
+        "type": kind,
+        "anchor": "a",
+        "question": "搬去哪？",
+        "answer": ["杭州"],
+        "forbidden": ["成都"],
+        "aliases": {},
+        "unless": {},
+        "forbidden_in_question": False,
+        "path_in_transcript": True,
+        "memory": memory,
+        "asserted": memory,
+        "transcript": "",
+        "context": memory,
+        "tokens": 10,
+        **extra,
+    }
+
+
+def results(tmp_path: Path, rows: Iterable[dict[str, Any]], **meta: Any) -> Path:
+    """A results directory as `branchbench run` writes it, hashes included."""
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    (tmp_path / "contexts.jsonl").write_text(text, encoding="utf-8")
+    record = {
+        "split": "dev",
+        "systems": ["branchmem", LONG_NAME],
+        "budget": 1500,
+        "limit": None,
+        "files": {"contexts.jsonl": hashlib.sha256(text.encode()).hexdigest()},
+        **meta,
+    }
+    (tmp_path / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    return tmp_path
+
+
+def test_stale_is_read_from_the_rendered_memory_not_the_self_report() -> None:
+    # a system that declares nothing "asserted" while its memory shows the old value
+    rows = [row("s", "x", "stale", memory="搬去成都 (earlier)", asserted="")]
+    assert context_rates(rows)["context_stale_rate"] == 1.0
+    rows = [row("s", "x", "retracted", memory="成都", asserted="")]
+    assert context_rates(rows)["context_retracted_rate"] == 1.0
+
+
+def test_rates_carry_probe_and_scenario_counts() -> None:
+    rows = [row("s", f"sc{i % 3}", "leak", memory="杭州", probe=f"p{i}") for i in range(7)]
+    rates = context_rates(rows)
+    assert rates["n"]["memory_leak_rate"] == 7
+    assert rates["scenarios"]["memory_leak_rate"] == 3
+
+
+def test_bootstrap_resamples_scenarios_and_is_deterministic() -> None:
+    # one scenario holds every hit: probes are not independent, so the interval is wider
+    cells = [(10, 10)] + [(0, 1)] * 9
+    first = scenario_bootstrap(cells)
+    assert first == scenario_bootstrap(list(reversed(cells)))  # same cells, same interval
+    assert first is not None
+    wide, narrow = first, wilson(10, 19)
+    assert narrow is not None
+    assert wide[0] < narrow[0] and wide[1] > narrow[1]
+    assert scenario_bootstrap([]) is None
+    assert scenario_bootstrap([(0, 5), (0, 3)]) == [0.0, 0.0]
+
+
+def pipeline_rows() -> list[dict[str, Any]]:
+    out = []
+    for i in range(4):
+        sc = f"sc{i}"
+        arrival = "abandoned_first" if i < 2 else "abandoned_last"
+        for system in ("branchmem", LONG_NAME):
+            leaks = system == LONG_NAME and arrival == "abandoned_last"
+            # rows written before pipelines existed: they count as one_message
+            out.append(row(system, sc, "leak", memory="成都" if leaks else "杭州", arrival=arrival))
+            out.append(row(system, sc, "leak", memory="成都", pipeline="window", arrival=arrival))
+    return out
+
+
+def test_summary_groups_by_pipeline_and_arrival(tmp_path: Path) -> None:
+    summary = summarize(results(tmp_path, pipeline_rows()))
+    assert summary["pipelines"] == ["one_message", "window"]
+    by_pipeline = summary["by_pipeline"]
+    assert summary["systems"] == by_pipeline["one_message"]["oracle"]["systems"]
+    assert summary["by_extractor"]["oracle"] == summary["systems"]
+    assert by_pipeline["window"]["oracle"]["systems"]["branchmem"]["memory_leak_rate"] == 1.0
+    assert summary["systems"]["branchmem"]["memory_leak_rate"] == 0.0
+    assert summary["systems"][LONG_NAME]["memory_leak_rate"] == 0.5
+    arrival = summary["by_arrival"]
+    assert list(arrival) == ["abandoned_first", "abandoned_last"]
+    assert arrival["abandoned_last"]["oracle"]["systems"][LONG_NAME]["memory_leak_rate"] == 1.0
+    assert arrival["abandoned_first"]["oracle"]["systems"][LONG_NAME]["memory_leak_rate"] == 0.0
+    text = markdown(summary)
+    assert "## Memory leak by pipeline, extractor `oracle`" in text
+    assert "## Memory retain by pipeline, extractor `oracle`" in text
+    assert "| system | one_message (n=4/4) | window (n=4/4) |" in text
+    assert "## Memory leak by arrival order (pipeline `one_message`)" in text
+    assert "abandoned_last (n=2/2)" in text
+
+
+def test_no_arrival_grouping_without_arrival_orders(tmp_path: Path) -> None:
+    rows = [r for r in pipeline_rows() if "pipeline" not in r]
+    for r in rows:
+        r.pop("arrival")
+    summary = summarize(results(tmp_path, rows))
+    assert "by_arrival" not in summary and "by arrival order" not in markdown(summary)
+
+
+def test_score_refuses_a_contexts_file_edited_after_the_run(tmp_path: Path) -> None:
+    out = results(tmp_path, pipeline_rows())
+    path = out / "contexts.jsonl"
+    path.write_text(path.read_text(encoding="utf-8").replace("成都", "杭州"), encoding="utf-8")
+    with pytest.raises(ResultsError, match=r"contexts\.jsonl was edited after the run"):
+        summarize(out)
+
+
+def test_score_refuses_an_answers_file_added_after_the_run(tmp_path: Path) -> None:
+    out = results(tmp_path, pipeline_rows())
+    (out / "answers.jsonl").write_text("{}\n", encoding="utf-8")
+    with pytest.raises(ResultsError, match=r"answers\.jsonl was added"):
+        summarize(out)
+
+
+def test_cli_score_names_the_edited_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = results(tmp_path, pipeline_rows())
+    with (out / "contexts.jsonl").open("a", encoding="utf-8") as f:
+        f.write(json.dumps(row("branchmem", "sc9", "leak", memory="杭州")) + "\n")
+    assert main(["score", str(out)]) == 2
+    assert "contexts.jsonl" in capsys.readouterr().err
+
+
+def test_a_run_without_recorded_hashes_is_scored_and_says_so(tmp_path: Path) -> None:
+    out = results(tmp_path, pipeline_rows(), files=None)
+    summary = summarize(out)
+    assert summary["files_verified"] is False
+    assert "recorded no file hashes" in markdown(summary)
+
+
+def test_truncated_run_is_labelled_everywhere(tmp_path: Path) -> None:
+    out = results(tmp_path, pipeline_rows(), limit=2, truncated=True, scenarios_in_split=10)
+    summary = summarize(out)
+    assert summary["truncated"] is True
+    assert "TRUNCATED: --limit 2 ran 4 of 10 scenarios" in markdown(summary)
+    assert all("TRUNCATED" in str(t.title) for t in console_tables(summary))
+
+
+def test_limit_run_records_truncation_and_file_hashes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "limited"
+    args = ["run", "--split", "dev", "--limit", "1", "--systems", "branchmem", "--quiet"]
+    assert main([*args, "--extractor", "oracle", "--out", str(out)]) == 0
+    meta = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert meta["truncated"] is True and meta["scenarios"] == 1 < meta["scenarios_in_split"]
+    digest = hashlib.sha256((out / "contexts.jsonl").read_bytes()).hexdigest()
+    assert meta["files"] == {"contexts.jsonl": digest}
+    assert "TRUNCATED" in capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["truncated"] and summary["files_verified"]
+    assert "(truncated)" in (out / "summary.md").read_text(encoding="utf-8")
+
+
+def test_piped_tables_print_full_system_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = results(tmp_path, pipeline_rows())
+    assert main(["score", str(out)]) == 0
+    printed = capsys.readouterr().out  # captured: not a terminal, like `| cat`
+    table_lines = [line for line in printed.splitlines() if line.startswith("│")]
+    assert any(LONG_NAME in line for line in table_lines)
+    assert not any("…" in line for line in table_lines)
+
+
+def test_code_hash_covers_every_module_that_decides_a_number() -> None:
+    names = {p.name for p in scored_files()}
+    assert {"validate.py", "runner.py", "report.py", "score.py", "keywords.py"} <= names
+    assert "cli.py" not in names
+    assert len(code_sha256()) == 64
+
+
+def test_chart_palette_is_qualitative() -> None:
+    assert len(set(PALETTE)) == len(PALETTE) >= 12
+
+
+def test_charts_are_small_multiples_with_error_bars(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from branchbench.report import charts
+
+    summary = summarize(results(tmp_path, pipeline_rows()))
+    written = charts(summary, tmp_path)
+    assert [p.name for p in written] == ["leak_by_operation.png", "measured_by_pipeline.png"]
+    assert all(p.stat().st_size > 0 for p in written)
+
+
+def test_a_limit_above_the_split_size_does_not_truncate() -> None:
+    from branchbench.manifest import results_record
+    from branchbench.scenario import load_split
+
+    size = len(load_split("dev"))
+    assert results_record({}, size, "dev", limit=size + 5)["truncated"] is False
+    assert results_record({}, size - 1, "dev", limit=size - 1)["truncated"] is True
+    assert results_record({}, size, "dev")["truncated"] is False
+
+
+def test_without_matplotlib_no_chart_of_an_earlier_scoring_survives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    out = results(tmp_path, pipeline_rows())
+    for name in ("leak_by_operation.png", "measured_by_pipeline.png"):
+        (out / name).write_bytes(b"old chart")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails as if not installed
+    assert main(["score", str(out)]) == 0
+    assert not (out / "leak_by_operation.png").exists()
+    assert not (out / "measured_by_pipeline.png").exists()
