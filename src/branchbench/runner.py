@@ -148,6 +148,7 @@ def context_rows(
                             "scenario": scenario.id,
                             "language": scenario.language,
                             "operation": scenario.operation,
+                            "arrival": scenario.arrival,
                             "extractor": extractor,
                             "system": name,
                             "probe": probe.id,
