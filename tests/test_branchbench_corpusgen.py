@@ -28,7 +28,7 @@ from branchbench.corpusgen import (
     substitute,
 )
 from branchbench.errors import ScenarioError
-from branchbench.runner import RunConfig, run
+from branchbench.runner import RunConfig, context_rows, run
 from branchbench.scenario import (
     CORPUS_SPLITS,
     Message,
@@ -174,3 +174,10 @@ def test_every_core_system_runs_on_the_corpus_split(
     # the benchmark's own bounds hold on real text: the current branch alone never leaks
     raw = [r for r in rows if r["system"] == "raw_current_branch" and r["type"] == "leak"]
     assert raw and not any(k in r["context"] for r in raw for k in r["forbidden"])
+
+
+def test_context_rows_carry_the_arrival_order() -> None:
+    s = lay_out(_fork(), "abandoned_last", "locomo")
+    extracted = {m.id: m.facts for m in s.messages}
+    rows = context_rows(s, "raw_current_branch", CORE_SYSTEMS["raw_current_branch"], extracted, 500)
+    assert [r["arrival"] for r in rows] == ["abandoned_last"]
