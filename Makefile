@@ -18,8 +18,17 @@ $(MEM0V1_STAMP): pyproject.toml
 	$(MEM0V1_VENV)/bin/python -m pip install --quiet -e ".[test-core,bench]" "mem0ai==1.0.11"
 	touch $(MEM0V1_STAMP)
 
+# The frozen test split, then the splits built from ../shared/corpora (LoCoMo, BEAM):
+# skipped with a message when the corpora are absent, an error when they do not match.
 run: $(STAMP)
 	$(VENV)/bin/branchbench run --split test --out results/latest
+	@for split in locomo beam; do \
+		$(PY) -m branchbench.corpusgen check $$split; rc=$$?; \
+		if [ $$rc -eq 0 ]; then \
+			$(VENV)/bin/branchbench run --split $$split --out results/$$split || exit 1; \
+		elif [ $$rc -eq 3 ]; then echo "skipped split $$split (corpora absent)"; \
+		else exit $$rc; fi; \
+	done
 
 demo: $(STAMP)
 	$(PY) -m branchmem.demo

@@ -30,7 +30,7 @@ from branchbench.report import (
     write_outputs,
 )
 from branchbench.runner import DEFAULT_RUNS, EXTRACTORS, RunConfig, progress_steps, run
-from branchbench.scenario import SPLITS, load_file, load_split, split_files
+from branchbench.scenario import CORPUS_SPLITS, SPLITS, load_file, load_split, split_files
 from branchbench.score import summarize
 from branchbench.systems import registry
 from branchbench.validate import Problem, keyword_warnings, validate_scenario, validate_split
@@ -48,7 +48,9 @@ def _parser() -> argparse.ArgumentParser:
         help="run a split and print the table",
         description="Run every system on a split and score it.",
     )
-    p_run.add_argument("--split", default="test", choices=SPLITS, help="split to run")
+    p_run.add_argument(
+        "--split", default="test", choices=SPLITS + CORPUS_SPLITS, help="split to run"
+    )
     p_run.add_argument("--out", required=True, type=Path, help="results directory")
     p_run.add_argument(
         "--systems",
@@ -89,7 +91,9 @@ def _parser() -> argparse.ArgumentParser:
         help="run a split at several budgets: retain and leak curves",
         description="Run a split at each budget and write curves.json, curves.md and charts.",
     )
-    p_curve.add_argument("--split", default="spread", choices=SPLITS, help="split to run")
+    p_curve.add_argument(
+        "--split", default="spread", choices=SPLITS + CORPUS_SPLITS, help="split to run"
+    )
     p_curve.add_argument("--out", required=True, type=Path, help="results directory")
     p_curve.add_argument(
         "--budgets", type=int, nargs="+", default=list(CURVE_BUDGETS), help="token budgets"

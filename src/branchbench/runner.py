@@ -172,6 +172,7 @@ def context_rows(
                             "scenario": scenario.id,
                             "language": scenario.language,
                             "operation": scenario.operation,
+                            "arrival": scenario.arrival,
                             "extractor": extractor,
                             "pipeline": pipeline,
                             "system": name,

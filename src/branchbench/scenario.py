@@ -18,6 +18,9 @@ from branchbench.errors import ScenarioError
 from branchbench.keywords import contains
 
 SPLITS = ("dev", "test", "en", "long", "invalidation", "spread")
+# Generated at run time from the public corpora (branchbench.corpusgen), never packaged.
+CORPUS_SPLITS = ("locomo", "beam")
+ARRIVALS = ("", "abandoned_first", "abandoned_last", "interleaved")
 OPERATIONS = (
     "edit_user",
     "regenerate",
@@ -110,6 +113,9 @@ class Scenario:
     anchor: str
     probes: tuple[Probe, ...]
     source: str = field(default="", compare=False)
+    # how the abandoned branch arrives relative to the kept one (corpus splits: one of
+    # ARRIVALS), so results can be reported by order; "" when the scenario does not say
+    arrival: str = ""
 
     def probe_anchor(self, probe: Probe) -> str:
         """The anchor a probe is asked at (its own, else the scenario's)."""
@@ -180,8 +186,13 @@ def scenario_from_dict(raw: Any, source: str = "") -> Scenario:
     if operation not in OPERATIONS:
         raise ScenarioError(sid, f"unknown operation {operation!r}")
     split = _require(raw, "split", str, "scenario", sid)
-    if split not in SPLITS:
+    if split not in SPLITS + CORPUS_SPLITS:
         raise ScenarioError(sid, f"unknown split {split!r}")
+    arrival = raw.get("arrival", "")
+    if arrival not in ARRIVALS:
+        raise ScenarioError(
+            sid, f"unknown arrival {arrival!r}; choose from {', '.join(a for a in ARRIVALS if a)}"
+        )
     messages = []
     for i, m in enumerate(_require(raw, "events", list, "scenario", sid)):
         where = f"events[{i}]"
@@ -235,6 +246,7 @@ def scenario_from_dict(raw: Any, source: str = "") -> Scenario:
         anchor=_require(raw, "anchor", str, "scenario", sid),
         probes=tuple(probes),
         source=source,
+        arrival=arrival,
     )
 
 
@@ -278,6 +290,7 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
         "operation": scenario.operation,
         "split": scenario.split,
         "title": scenario.title,
+        **({"arrival": scenario.arrival} if scenario.arrival else {}),
         "events": [
             {
                 "id": m.id,
@@ -314,14 +327,23 @@ def scenarios_root() -> Path:
 
 
 def split_files(split: str, root: Path | None = None) -> list[Path]:
-    """The scenario files of a split, sorted by name."""
+    """The scenario files of a split, sorted by name (none for a corpus split)."""
+    if split in CORPUS_SPLITS:
+        return []
     if split not in SPLITS:
-        raise ScenarioError(split, f"unknown split {split!r}; choose from {', '.join(SPLITS)}")
+        choices = ", ".join(SPLITS + CORPUS_SPLITS)
+        raise ScenarioError(split, f"unknown split {split!r}; choose from {choices}")
     return sorted((root or scenarios_root()).joinpath(split).glob("*.json"))
 
 
 def load_split(split: str, root: Path | None = None) -> list[Scenario]:
-    """Load every scenario of a split."""
+    """Load every scenario of a split. A corpus split is generated from the corpora
+    (``root`` does not apply) and refused unless it matches its pinned digest; absent
+    corpora raise ``CorpusUnavailable``."""
+    if split in CORPUS_SPLITS:
+        from branchbench.corpusgen import load_corpus_split  # generator imports this module
+
+        return load_corpus_split(split)
     return [load_file(p) for p in split_files(split, root)]
 
 
