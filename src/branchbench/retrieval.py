@@ -18,6 +18,7 @@ dense embedder alone (WordLlama's static embeddings, whose weights ship inside t
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -368,6 +369,7 @@ class Bm25s:
             raise RetrieverUnavailable(
                 f"the BM25 baseline needs bm25s (pip install 'branchmem[retrieval]'): {error}"
             ) from error
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs each index at DEBUG
         texts = [d.text for d in haystack.documents]
         index = bm25s.BM25()
         index.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
