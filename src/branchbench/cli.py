@@ -141,6 +141,32 @@ def _parser() -> argparse.ArgumentParser:
     )
     p_prop.add_argument("out_path", type=Path, help="where to write the report")
     p_prop.add_argument("--url", help="store URL (default: a new SQLite file, deleted after)")
+
+    p_ret = sub.add_parser(
+        "retrieval",
+        help="retrieval recall on the LoCoMo and BEAM corpora, every retriever side by side",
+        description=(
+            "Rank the raw turns of the public corpora with branchmem search and context, BM25 "
+            "and a dense embedder; print LoCoMo evidence Recall@5/@10 and BEAM updated@k / "
+            "stale-above-update, and write retrieval.json and retrieval.md to --out."
+        ),
+    )
+    p_ret.add_argument("--out", required=True, type=Path, help="results directory")
+    p_ret.add_argument(
+        "--corpora", type=Path, help="corpora folder (default: $BRANCHBENCH_CORPORA or ../shared)"
+    )
+    p_ret.add_argument(
+        "--retrievers",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="retrievers to run, in order (default: all but dense-minilm; "
+        "known: search, search-hashing, search-wordllama, context, bm25s, dense-wordllama, "
+        "dense-minilm)",
+    )
+    p_ret.add_argument("--budget", type=int, default=2000, help="token budget of context()")
+    p_ret.add_argument("--conversations", type=int, help="only the first N of each corpus")
+    p_ret.add_argument("--questions", type=int, help="only the first N questions of each one")
     return parser
 
 
@@ -301,6 +327,39 @@ def cmd_propagation_report(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def cmd_retrieval(args: argparse.Namespace, console: Console) -> int:
+    """Every retriever on both corpora: one table, then retrieval.json and retrieval.md."""
+    from branchbench.retrieval import (
+        DEFAULT_RETRIEVERS,
+        load_tasks,
+        make_retrievers,
+        run_retrieval,
+        write_report,
+    )
+
+    for name in ("budget", "conversations", "questions"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise BenchError(f"--{name} must be at least 1, got {value}")
+    retrievers = make_retrievers(args.retrievers or DEFAULT_RETRIEVERS, args.budget)
+    tasks, skipped = load_tasks(
+        args.corpora, conversations_limit=args.conversations, questions_limit=args.questions
+    )
+    status = Console(stderr=True)
+    report = run_retrieval(
+        tasks,
+        retrievers,
+        skipped=skipped,
+        progress=lambda what: status.print(f"running {what}", highlight=False, markup=False),
+    )
+    console.print(report.main_table(), highlight=False, markup=False, soft_wrap=True)
+    for note in report.notes():
+        console.print(note, highlight=False, markup=False, soft_wrap=True)
+    written = write_report(report, args.out)
+    console.print(f"wrote {', '.join(str(p) for p in written)}", highlight=False)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `branchbench` console script."""
     args = _parser().parse_args(argv)
@@ -316,6 +375,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _report(args.results, console)
         if args.command == "propagation-report":
             return cmd_propagation_report(args, console)
+        if args.command == "retrieval":
+            return cmd_retrieval(args, console)
         return cmd_manifest(args, console)
     except BenchError as e:
         Console(stderr=True).print(

