@@ -21,7 +21,8 @@ import pytest
 
 from branchbench.cli import main
 from branchbench.errors import LLMError
-from branchbench.llm import EXTRACT_PROMPT, ChatModel, parse_facts
+from branchbench.llm import EXTRACT_PROMPT, INPUT_EXTRACT_PROMPT, ChatModel, parse_facts
+from branchbench.pipeline import PIPELINES
 from branchbench.runner import RunConfig, run
 from branchbench.scenario import scenarios_root
 from branchbench.score import summarize
@@ -48,6 +49,14 @@ class FakeModel(BaseHTTPRequestHandler):
             text = user.split(": ", 1)[1]
             key = "m" + hashlib.sha1(text.encode()).hexdigest()[:8]
             content = json.dumps([{"key": key, "value": text, "scope": None}], ensure_ascii=False)
+        elif system == INPUT_EXTRACT_PROMPT:  # a pipeline step: one fact per line it read
+            lines = [line.split(": ", 1)[-1].removeprefix("- ") for line in user.splitlines()]
+            said = [t for t in lines if t and not t.endswith(":")]
+            facts = [
+                {"key": "m" + hashlib.sha1(t.encode()).hexdigest()[:8], "value": t, "scope": None}
+                for t in said
+            ]
+            content = json.dumps(facts, ensure_ascii=False)
         else:
             content = user
         self._reply(200, {
@@ -144,7 +153,13 @@ def test_llm_extractor_feeds_every_system_the_model_facts(
     out = run(config, tmp_path / "run")
     extraction = [c for c in endpoint.calls if c["messages"][0]["content"] == EXTRACT_PROMPT]
     assert extraction
+    # the windowed, consulting, summary and profile pipelines ask the model with the whole
+    # input they read (several messages, or memories it is shown)
+    inputs = [c for c in endpoint.calls if c["messages"][0]["content"] == INPUT_EXTRACT_PROMPT]
+    assert any("Existing memories:" in c["messages"][-1]["content"] for c in inputs)
+    assert any(c["messages"][-1]["content"].count("\n") > 2 for c in inputs)
     rows = [json.loads(line) for line in (out / "contexts.jsonl").read_text().splitlines()]
+    assert {r["pipeline"] for r in rows} == set(PIPELINES)
     assert all(r["memory"] for r in rows)  # the model's facts became visible records
     assert summarize(out)["systems"]["branchmem"]["context_leak_rate"] == 0.0
 
@@ -207,7 +222,8 @@ def test_limit_runs_only_the_first_scenarios(
     first = sorted(small_root.joinpath("dev").glob("*.json"))[0].stem
     assert {r["scenario"] for r in rows} == {first}
     assert json.loads((out / "run.json").read_text())["limit"] == 1
-    assert len(endpoint.calls) == len(rows) * 2
+    answered = [r for r in rows if r["pipeline"] == rows[0]["pipeline"]]
+    assert len(endpoint.calls) == len(answered) * 2
 
 
 def test_endpoint_down_half_way_leaves_no_results(

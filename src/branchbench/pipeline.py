@@ -254,9 +254,12 @@ class Pipeline:
         # the newest summary the system shows (an ungated memory shows the last written)
         previous = max(summaries, key=lambda r: self._order(r), default=None)
         window = self._summary_window(message, previous.id if previous else None)
-        carried = self._restated([previous] if previous else [])
-        for seen in window:
-            carried.extend(self.facts_of(seen))
+        if self.reads_input is not None:
+            carried = list(self.reads_input(window, [previous.text] if previous else []))
+        else:
+            carried = self._restated([previous] if previous else [])
+            for seen in window:
+                carried.extend(self.facts_of(seen))
         parts = self._merged(carried)
         digest = self._digest(SUMMARY_KEY, "summary", parts)
         self.summary_arrival = len(self.arrivals)
@@ -271,7 +274,10 @@ class Pipeline:
     def _profile(self, message: Message, system: Recalling, own: Sequence[Fact]) -> list[Fact]:
         recalled = self._recall(system, message, PROFILE_KEY, RECALL_ALL)
         facts = [r for r in recalled if self._kind(r) == "fact"]
-        parts = self._merged([*self._restated(facts), *own])
+        if self.reads_input is not None:
+            parts = self._merged(self.reads_input([message], [r.text for r in facts]))
+        else:
+            parts = self._merged([*self._restated(facts), *own])
         digest = self._digest(PROFILE_KEY, "profile", parts)
         if digest is None:
             return []
