@@ -489,7 +489,8 @@ class SearchConformance:
             mem.search("杭州", "a2b", k=-1)
         with pytest.raises(NotFoundError, match="nowhere"):
             mem.search("杭州", "nowhere")
-        assert mem.search("杭州", "a2b", k=0) == []
+        with pytest.raises(InvalidInput, match="k"):  # as the service refuses it (api/rules.py)
+            mem.search("杭州", "a2b", k=0)
 
     # -- corrections reach the index ---------------------------------------------------
     def test_withdraw_hides_a_hit_and_restore_brings_it_back(self, hybrid: Memory) -> None:
