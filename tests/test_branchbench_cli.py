@@ -76,3 +76,12 @@ def test_validate_reports_a_tampered_test_split(
     assert main(["validate", "--split", "test", "--scenarios", str(root)]) == 1
     out = capsys.readouterr().out
     assert "[manifest]" in out and target.name in out
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import branchmem
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"branchbench {branchmem.__version__}"

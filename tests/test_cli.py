@@ -369,3 +369,36 @@ def test_the_client_without_httpx_says_how_to_install_it() -> None:
     assert done.stdout.strip() == (
         "branchmem.Client needs 'httpx', which is not installed: pip install \"branchmem[client]\""
     )
+
+
+def test_serve_refuses_a_store_that_does_not_exist(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A typo in --db must not serve a new, empty store as if it were the data."""
+    pytest.importorskip("uvicorn", reason="the service needs the 'server' extra")
+    typo = tmp_path / "memroy.db"
+    assert main(["serve", "--db", str(typo)]) == 1
+    complaint = capsys.readouterr().err
+    assert f"no store at {typo}" in complaint and "--create" in complaint
+    assert not typo.exists()
+
+
+def test_serve_create_starts_a_new_store(tmp_path: Path) -> None:
+    import os
+
+    pytest.importorskip("uvicorn", reason="the service needs the 'server' extra")
+    from test_server_harness import free_port
+
+    new = tmp_path / "new.db"
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "branchmem.cli", "serve", "--db", str(new), "--create",
+         "--port", str(free_port()), "--log-level", "warning"],
+        stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+    )  # fmt: skip
+    try:
+        assert serve.stderr is not None
+        assert serve.stderr.readline().startswith("explorer: http://127.0.0.1:")
+        assert new.exists()
+    finally:
+        serve.terminate()
+        serve.wait(timeout=30)

@@ -248,7 +248,7 @@ class SearchScenario:
         compared = 0
         views = list(self.views())
         for anchor, mode, cross_tree in self.rng.sample(views, min(4, len(views))):
-            budget = self.rng.choice((0, 5, 20, 60, 400, 100_000))
+            budget = self.rng.choice((1, 5, 20, 60, 400, 100_000))  # 0 is refused (api/rules.py)
             query = self.rng.choice((None, random_query(self.rng)))
             context = self.mem.context(
                 anchor, query=query, budget=budget, mode=mode, cross_tree=cross_tree,
@@ -489,7 +489,8 @@ class SearchConformance:
             mem.search("杭州", "a2b", k=-1)
         with pytest.raises(NotFoundError, match="nowhere"):
             mem.search("杭州", "nowhere")
-        assert mem.search("杭州", "a2b", k=0) == []
+        with pytest.raises(InvalidInput, match="k"):  # as the service refuses it (api/rules.py)
+            mem.search("杭州", "a2b", k=0)
 
     # -- corrections reach the index ---------------------------------------------------
     def test_withdraw_hides_a_hit_and_restore_brings_it_back(self, hybrid: Memory) -> None:
@@ -546,7 +547,7 @@ class SearchConformance:
         assert "杭州" in context.text and "成都" not in context.text
         assert {r for r, _ in context.items} == {"zh-hangzhou", "en-hangzhou", "tea"}
         assert context.events == ("u1", "a1", "u2b", "a2b")
-        for budget in range(0, 60, 3):
+        for budget in range(1, 60, 3):
             small = mem.context("a2b", query="杭州", budget=budget)
             assert small.tokens == count_tokens(small.text) <= budget
             assert {r for r, _ in small.items} <= {"zh-hangzhou", "en-hangzhou", "tea"}

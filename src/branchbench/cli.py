@@ -34,6 +34,7 @@ from branchbench.scenario import CORPUS_SPLITS, SPLITS, load_file, load_split, s
 from branchbench.score import summarize
 from branchbench.systems import registry
 from branchbench.validate import Problem, keyword_warnings, validate_scenario, validate_split
+from branchmem import __version__
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -41,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="branchbench",
         description="How much each kind of memory leaks an abandoned conversation branch.",
     )
+    parser.add_argument("--version", action="version", version=f"branchbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p_run = sub.add_parser(

@@ -43,6 +43,7 @@ except ImportError as missing:  # the core library has no dependencies; the clie
 from .api.codec import decode, encode_argument
 from .api.operations import Operation, operations
 from .api.protocol import MemoryAPI
+from .api.rules import Keep
 from .errors import (
     BranchmemError,
     ConflictError,
@@ -410,7 +411,11 @@ class Client:
                 else self._request("GET", where, params=query)
             )
         else:
-            body = {name: encode_argument(value) for name, value in arguments.items()}
+            body = {
+                name: encode_argument(value)
+                for name, value in arguments.items()
+                if not isinstance(value, Keep)  # left out: the server's method default
+            }
             repeatable = op.repeatable and not body.get("supersedes")
             data = self._request(op.verb, where, body=body, repeatable=repeatable)
         if op.envelope is not None:

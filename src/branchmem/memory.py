@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from .api.rules import KEEP, Keep, check_bound, check_placement
 from .audit import AuditEntry
 from .engine import (
     conversations,
@@ -48,11 +49,10 @@ from .model import (
 from .retraction import BRANCH, RETRACTION_SCOPES
 from .search.context import Context
 from .search.embedding import Embedder
-from .search.lexical import check_k
-from .search.tokens import DEFAULT_COUNTER, TokenCounter, check_budget
+from .search.tokens import DEFAULT_COUNTER, TokenCounter
 from .store.base import Store
 from .store.inmemory import InMemoryStore
-from .validation import check_id, check_mode, check_optional_str
+from .validation import check_id, check_mode, check_optional_str, check_sources
 from .visibility import View
 
 if TYPE_CHECKING:
@@ -276,11 +276,12 @@ class Memory:
         id: str,
         *,
         content: str,
-        sources: Iterable[str] | None,
+        sources: Iterable[str] | Keep | None = KEEP,
         meta: Mapping[str, Any] | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Record:
-        """Write a new revision under the same id, with its own sources."""
+        """Write a new revision under the same id. Without ``sources`` it keeps the current
+        revision's (pinned as they were): fixing a typo must not move a fact to every branch."""
         with self._write(namespace) as ns:
             return ns.to_record(records.revise(ns, id, content, sources, meta))
 
@@ -309,7 +310,10 @@ class Memory:
         reason: str = "",
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Record:
-        """Write a retraction record; it hides its targets where it acts (SPEC §5)."""
+        """Write a retraction record; it hides its targets where it acts (SPEC §5).
+
+        A branch-scope one acts at and below its sources, so ``sources=[]`` is refused: it
+        would hide nothing that has a source (``scope="tree"`` acts on every branch)."""
         if scope not in RETRACTION_SCOPES:
             raise InvalidInput(f"retraction scope must be one of {RETRACTION_SCOPES}: {scope!r}")
         if isinstance(targets, str):
@@ -321,8 +325,10 @@ class Memory:
             raise InvalidInput("reason must be a string")
         if not target_ids and key is None:
             raise InvalidInput(f"retraction {id!r} needs targets or a key")
+        placed = check_sources(sources, f"retraction {id!r}")
+        check_placement(id, placed, scope)
         with self._write(namespace) as ns:
-            node = corrections.retract(ns, id, sources, target_ids, key, key_scope, scope, reason)
+            node = corrections.retract(ns, id, placed, target_ids, key, key_scope, scope, reason)
             return ns.to_record(node)
 
     # -- corrections -------------------------------------------------------------------
@@ -524,7 +530,7 @@ class Memory:
         """
         if not isinstance(query, str):
             raise InvalidInput(f"query must be a string, got {type(query).__name__}")
-        k = check_k(k)
+        k = check_bound("k", k)
         query_vector = self.embedder.embed([query])[0] if self.embedder is not None else None
         with self._read(namespace) as ns:
             return retrieval.search(
@@ -545,7 +551,7 @@ class Memory:
         """What a prompt at ``anchor`` gets within ``budget`` tokens: the branch's recent
         messages and the visible records (see docs/retrieval.md). With ``session`` the
         delivered (record id, revision) pairs are remembered for ``stale_deliveries``."""
-        budget = check_budget(DEFAULT_BUDGET if budget is None else budget)
+        budget = check_bound("budget", DEFAULT_BUDGET if budget is None else budget)
         if query is not None and not isinstance(query, str):
             raise InvalidInput(f"query must be a string or None, got {type(query).__name__}")
         if session is not None:

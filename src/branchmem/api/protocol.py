@@ -24,6 +24,7 @@ from ..model import (
 )
 from ..search.context import Context
 from .operations import http
+from .rules import KEEP, Keep
 
 if TYPE_CHECKING:
     from ..importers import ImportPlan, ImportSummary, ProgressCallback
@@ -143,11 +144,11 @@ class MemoryAPI(Protocol):
         id: str,
         *,
         content: str,
-        sources: Iterable[str] | None,
+        sources: Iterable[str] | Keep | None = KEEP,
         meta: Mapping[str, Any] | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Record:
-        """A new revision under the same id, with its own sources."""
+        """A new revision under the same id; without sources it keeps the current ones."""
         ...
 
     @http("GET", "/records/{id}")

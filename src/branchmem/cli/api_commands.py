@@ -21,6 +21,7 @@ from typing import Annotated, Any
 import typer
 
 from ..api.operations import REQUIRED, Operation, Param, operations
+from ..api.rules import Keep
 from ..errors import InvalidInput, NotFoundError
 from .render import emit_json, show, warn
 from .target import OPTIONS, SHARED, Target
@@ -38,8 +39,9 @@ SPELLING: dict[str, tuple[tuple[str, ...], str, str | None]] = {
 
 
 def _bare(hint: Any) -> Any:
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    return args[0] if type(None) in typing.get_args(hint) and len(args) == 1 else hint
+    """The hint without None and ``Keep`` (``revise``'s "keep the sources" default)."""
+    args = [a for a in typing.get_args(hint) if a not in (type(None), Keep)]
+    return args[0] if len(args) == 1 and len(typing.get_args(hint)) > 1 else hint
 
 
 def _id_list(hint: Any) -> bool:
@@ -91,15 +93,17 @@ def _parameter(param: Param) -> list[inspect.Parameter]:
             ],
         )
     ]  # fmt: skip
-    if _id_list(param.hint) and type(None) in typing.get_args(param.hint):
-        made.append(
-            inspect.Parameter(
-                "legacy", kind, default=False,
-                annotation=Annotated[
-                    bool, typer.Option("--legacy", help="no provenance at all (sources=None)")
-                ],
-            )
-        )  # fmt: skip
+    if param.name == "sources":  # no default widens the gate: say which, or give -s
+        for name, flag, says in (
+            ("legacy", "--legacy", "no provenance at all (sources=None)"),
+            ("everywhere", "--global", "no sources: visible on every branch (sources=[])"),
+        ):
+            made.append(
+                inspect.Parameter(
+                    name, kind, default=False,
+                    annotation=Annotated[bool, typer.Option(flag, help=says)],
+                )
+            )  # fmt: skip
     return made
 
 
@@ -131,19 +135,55 @@ def parse_meta(meta: str | None) -> dict[str, Any] | None:
     return value
 
 
+# what to pass when a command that must name its sources was given none
+SOURCES_NEEDED: dict[str, str] = {
+    "add_record": "record {id!r} needs its sources: pass -s/--source ID (an event it comes "
+    "from; repeatable), or --global to make it visible on every branch",
+    "retract": "retraction {id!r} needs its sources: pass -s/--source ID (the event it is "
+    "said at), or --global --scope tree to hide its targets on every branch",
+}
+
+
+def sources_choice(op: Operation, param: Param, given: dict[str, Any], named: str) -> Any:
+    """``sources`` as the call takes it: the ``-s`` ids, ``[]`` for ``--global``, None for
+    ``--legacy``; none of them is an error where Python requires the argument (a default of
+    ``[]`` would make the record visible on every branch) and ``KEEP`` for ``revise``."""
+    ids, legacy, everywhere = given.pop("sources"), given.pop("legacy"), given.pop("everywhere")
+    chosen = [flag for flag, on in (("-s", ids), ("--legacy", legacy), ("--global", everywhere))
+              if on]  # fmt: skip
+    if len(chosen) > 1:
+        raise InvalidInput(f"{named!r}: pass only one of {', '.join(chosen)}")
+    if ids:
+        return list(ids)
+    if legacy:
+        return None
+    if everywhere:
+        return []
+    if param.required:
+        needed = SOURCES_NEEDED.get(op.name, "{id!r} needs its sources: pass -s/--source ID "
+                                    "or --global")  # fmt: skip
+        raise InvalidInput(needed.format(id=named))
+    return param.default
+
+
 def call_arguments(op: Operation, given: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
     """The Python call's arguments from what the command was given."""
-    legacy = given.pop("legacy", False)
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     for param in op.params:
-        value = given.pop(param.name)
+        if param.name == "sources":
+            named = next((a for a in args if isinstance(a, str)), op.name)
+            value = sources_choice(op, param, given, named)
+        else:
+            value = given.pop(param.name)
         if param.name in BATCHES:
             value = read_events(value)
         elif param.name == "meta":
             value = parse_meta(value)
-        elif _id_list(param.hint):
-            value = None if legacy else list(value or [])
+        elif _id_list(param.hint) and param.name != "sources":
+            value = list(value or [])
+        if isinstance(value, Keep):
+            continue  # left out: the method's default
         if param.positional:
             args.append(value)
         else:

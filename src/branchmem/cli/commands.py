@@ -10,7 +10,7 @@ import typer
 from rich.tree import Tree
 
 from ..api.codec import encode
-from ..errors import InvalidInput, require
+from ..errors import InvalidInput, StorageError, require
 from .render import emit_json, err, make_table, out
 from .target import Target, missing_store, shared
 
@@ -157,15 +157,25 @@ def serve(
     migrate_store: Annotated[
         bool, typer.Option("--migrate", help="create or upgrade the schema first")
     ] = False,
+    create: Annotated[
+        bool, typer.Option("--create", help="create the SQLite file if it does not exist")
+    ] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
 ) -> int:
-    """Serve the HTTP API and the /ui explorer over a store (several may share a PostgreSQL)."""
+    """Serve the HTTP API and the /ui explorer over a store (several may share a PostgreSQL).
+    A SQLite path that does not exist is refused unless ``--create``: a typo in ``--db``
+    would otherwise serve a new, empty store."""
     if not db:
         raise InvalidInput("serve needs --db URL (or BRANCHMEM_DB)")
     if no_auth and host not in ("127.0.0.1", "localhost", "::1"):
         raise InvalidInput("--no-auth is only allowed on a loopback --host")
     for module in ("fastapi", "uvicorn"):
         require(module, "the service", "server")
+    if not create:
+        try:
+            missing_store(db)
+        except StorageError as error:
+            raise StorageError(f"{error} (pass --create to start a new one)") from None
     import uvicorn
 
     from ..memory import Memory

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from ..api.rules import Keep
 from ..errors import ConflictError, CycleError, ErasedError, InvalidInput, NotFoundError
 from ..model import ERASED, RETRACTION_KIND, REVISED, Record
 from ..provenance import UNKNOWN, RevisionNode, SourceRef, parse_pin
@@ -228,13 +229,18 @@ def next_revision(
     refuse_erased: bool = False,
 ) -> RevisionNode:
     """The revision after ``latest`` with this content and sources, checked and gated (not yet
-    stored); ``refuse_erased``: a source erased meanwhile is an ``ErasedError``."""
-    checked_sources = check_sources(sources, what)
+    stored); ``refuse_erased``: a source erased meanwhile is an ``ErasedError``. ``KEEP``
+    takes ``latest``'s sources with their pins as they stand (a late arrival has already
+    pinned them), so keeping them never re-points a source at a newer revision."""
+    resolution = ns.resolution()
+    if isinstance(sources, Keep):
+        checked_sources, refs = latest.sources, latest.refs
+    else:
+        checked_sources = check_sources(sources, what)
+        refs = resolution.refs(checked_sources)
+        resolution.check_cycle(latest.record_id, refs)
     if not isinstance(content, str):
         raise InvalidInput(f"{what}: content must be a string")
-    resolution = ns.resolution()
-    refs = resolution.refs(checked_sources)
-    resolution.check_cycle(latest.record_id, refs)
     if refuse_erased:
         check_not_built_on_erased(ns, what, refs)
     return replace(

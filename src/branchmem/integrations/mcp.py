@@ -23,6 +23,7 @@ import uuid
 from typing import Any
 
 from .. import __version__
+from ..api.rules import check_bound
 from ..errors import BranchmemError, InvalidInput, NotFoundError
 
 REMEMBER_NEEDS_A_MESSAGE = (
@@ -82,6 +83,7 @@ class Conversation:
         return {"id": record.id, "event": at, "content": record.content, "key": record.key}
 
     def recall(self, query: str = "", k: int = 10, event: str | None = None) -> dict[str, Any]:
+        k = check_bound("k", k)  # before anything moves: the rule search() holds everywhere
         at = self.current(event)
         if query.strip():
             hits = self.memory.search(query, at, k=k, namespace=self.namespace)

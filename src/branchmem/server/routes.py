@@ -25,6 +25,7 @@ from pydantic import Field, TypeAdapter, create_model
 
 from ..api.codec import encode
 from ..api.operations import PREFIX, REQUIRED, Operation, Param, operations
+from ..api.rules import BOUNDS, KEEP_MEANING, Keep
 from ..errors import InvalidInput
 from .auth import ApiKey, IdParam, NamespaceParam, access
 from .problems import Refusal
@@ -133,6 +134,8 @@ def body_model(
             fields[param.name] = (wire, ...)
         elif isinstance(param.default, tuple):
             fields[param.name] = (wire, Field(default_factory=list))
+        elif isinstance(param.default, Keep):  # left out: the method's default (answer())
+            fields[param.name] = (wire, Field(default_factory=_left_out, description=KEEP_MEANING))
         else:
             fields[param.name] = (wire, param.default)
     if not fields:
@@ -141,9 +144,13 @@ def body_model(
     return create_model(name, __base__=Input, **fields)
 
 
+def _left_out() -> None:
+    return None
+
+
 QUERY_CONSTRAINTS: Final[dict[str, dict[str, Any]]] = {
     "query": {"max_length": MAX_QUERY},
-    "k": {"ge": 1, "le": MAX_LIMIT},
+    "k": {"ge": BOUNDS["k"].low, "le": BOUNDS["k"].high},  # the rule every face applies
     "revision": {"ge": 1},
     "anchor": {"min_length": 1, "max_length": MAX_ID, "description": "event id; omitted: none"},
 }
@@ -238,7 +245,9 @@ def answer(
     limit, cursor = given.pop("limit", op.limit), given.pop("cursor", None)
     body = given.pop("body", None)
     if model is not None:
-        given.update((body or model()).model_dump())  # a body of defaults only may be left out
+        sent = body or model()  # a body of defaults only may be left out
+        kept = {p.name for p in op.where("body") if isinstance(p.default, Keep)}
+        given.update(sent.model_dump(exclude=kept - sent.model_fields_set))
     args = [given.pop(p.name) for p in op.params if p.positional]
     with acting(memory, grant) if op.mutates else contextlib.nullcontext():
         result = method(*args, namespace=namespace, **given)

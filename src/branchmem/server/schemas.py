@@ -18,13 +18,13 @@ from typing import Annotated, Any, Final, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
 
+from ..api.rules import BOUNDS
 from ..model import Event, Explanation
 
 MAX_ID: Final = 512
 MAX_BATCH: Final = 10_000
 MAX_SOURCES: Final = 1_000
 MAX_QUERY: Final = 10_000
-MAX_BUDGET: Final = 1_000_000
 
 Id = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID)]
 Ids = Annotated[list[Id], Field(max_length=MAX_SOURCES)]
@@ -37,7 +37,7 @@ ID_FIELDS: Final = frozenset(
 BODY_TYPES: Final[dict[str, Any]] = {
     "role": Annotated[str, StringConstraints(min_length=1, max_length=64)],
     "kind": Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID)],
-    "budget": Annotated[int, Field(ge=1, le=MAX_BUDGET)] | None,
+    "budget": Annotated[int, Field(ge=BOUNDS["budget"].low, le=BOUNDS["budget"].high)] | None,
     "mode": Mode | None,
     "meta": dict[str, Any] | None,
 }

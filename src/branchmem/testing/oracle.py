@@ -247,6 +247,8 @@ class Oracle:
         self, record_id: str, sources: list[str] | None, targets: tuple[str, ...],
         key: str | None, key_scope: str | None, scope: str,
     ) -> None:  # fmt: skip
+        if scope == "branch" and sources == []:  # it would act on no branch: refused
+            raise InvalidInput(record_id)
         for target in targets:
             self.live(target)
             if self.records[target][0].kind == "retraction":
