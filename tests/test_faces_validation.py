@@ -1,6 +1,6 @@
 """One table of invalid inputs, refused alike on every face: Python, HTTP, CLI and MCP.
 
-Each row is one rule (``branchmem/api/rules.py`` holds the bounds; ``Memory`` and the
+Each row is one rule (``branchmem/validation.py`` holds the bounds; ``Memory`` and the
 service's schema apply them) with the call that breaks it on each face. Python and HTTP run
 the same call, on ``Memory`` and on a ``Client`` of a live server; the CLI runs the command
 against a SQLite store; MCP calls the agent's tools in process through the MCP client. A

@@ -248,7 +248,7 @@ class SearchScenario:
         compared = 0
         views = list(self.views())
         for anchor, mode, cross_tree in self.rng.sample(views, min(4, len(views))):
-            budget = self.rng.choice((1, 5, 20, 60, 400, 100_000))  # 0 is refused (api/rules.py)
+            budget = self.rng.choice((1, 5, 20, 60, 400, 100_000))  # 0 is refused (validation.py)
             query = self.rng.choice((None, random_query(self.rng)))
             context = self.mem.context(
                 anchor, query=query, budget=budget, mode=mode, cross_tree=cross_tree,
@@ -489,7 +489,7 @@ class SearchConformance:
             mem.search("杭州", "a2b", k=-1)
         with pytest.raises(NotFoundError, match="nowhere"):
             mem.search("杭州", "nowhere")
-        with pytest.raises(InvalidInput, match="k"):  # as the service refuses it (api/rules.py)
+        with pytest.raises(InvalidInput, match="k"):  # as the service refuses it (validation.py)
             mem.search("杭州", "a2b", k=0)
 
     # -- corrections reach the index ---------------------------------------------------

@@ -279,13 +279,33 @@ def markdown(summary: dict[str, Any]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-GROUPED = (("memory_leak_rate", "Memory leak"), ("memory_retain_rate", "Memory retain"))
+GROUPED = (
+    ("memory_leak_rate", "Memory leak"),
+    ("memory_retain_rate", "Memory retain"),
+    ("context_stale_rate", "Stale"),
+)
+PIPELINE_NOTE = (
+    "What each system's pipeline step reads, is shown and cites (`branchbench.pipeline`): "
+    "under `window`, `consult`, `summary` and `profile` a system's memory leaks a sibling "
+    "only through what its step read and what its output is attributed to."
+)
+
+
+def _specs_table(specs: dict[str, Any]) -> str:
+    rows = [
+        [f"`{name}`", spec.get("window", ""), spec.get("memories", ""), spec.get("attribution", "")]
+        for name, spec in specs.items()
+    ]
+    return _md_table(["system", "messages read", "memories shown", "attributed to"], rows)
 
 
 def _grouped_sections(summary: dict[str, Any]) -> list[str]:
     """Memory leak and retain per pipeline (pipelines across), then per arrival order
     (orders across, first pipeline), each under every extractor."""
     parts: list[str] = []
+    specs = summary.get("pipeline_specs") or {}
+    if specs:
+        parts += ["## Declared pipelines", PIPELINE_NOTE, _specs_table(specs)]
     groupings = [("pipeline", summary.get("by_pipeline") or {})]
     if summary.get("by_arrival"):
         groupings.append(("arrival order", summary["by_arrival"]))

@@ -370,6 +370,7 @@ def summarize(results_dir: Path) -> dict[str, Any]:
         "extractors": extractors,
         "pipeline": pipelines[0],
         "pipelines": pipelines,
+        "pipeline_specs": meta.get("pipeline_specs") or {},
         "limit": limit,
         "truncated": truncated,
         "scenarios_in_split": meta.get("scenarios_in_split"),

@@ -43,7 +43,6 @@ except ImportError as missing:  # the core library has no dependencies; the clie
 from .api.codec import decode, encode_argument
 from .api.operations import Operation, operations
 from .api.protocol import MemoryAPI
-from .api.rules import Keep
 from .errors import (
     BranchmemError,
     ConflictError,
@@ -61,7 +60,7 @@ from .errors import (
     Unavailable,
 )
 from .model import MODES, Event, Explanation
-from .validation import check_id
+from .validation import Keep, check_id
 
 if TYPE_CHECKING:
     from .importers import ImportPlan, ImportSummary, ProgressCallback

@@ -15,7 +15,6 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .api.rules import KEEP, Keep, check_bound, check_placement
 from .audit import AuditEntry
 from .engine import (
     conversations,
@@ -52,7 +51,16 @@ from .search.embedding import Embedder
 from .search.tokens import DEFAULT_COUNTER, TokenCounter
 from .store.base import Store
 from .store.inmemory import InMemoryStore
-from .validation import check_id, check_mode, check_optional_str, check_sources
+from .validation import (
+    KEEP,
+    Keep,
+    check_bound,
+    check_id,
+    check_mode,
+    check_optional_str,
+    check_placement,
+    check_sources,
+)
 from .visibility import View
 
 if TYPE_CHECKING:

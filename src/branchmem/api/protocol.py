@@ -23,8 +23,8 @@ from ..model import (
     StaleDelivery,
 )
 from ..search.context import Context
+from ..validation import KEEP, Keep
 from .operations import http
-from .rules import KEEP, Keep
 
 if TYPE_CHECKING:
     from ..importers import ImportPlan, ImportSummary, ProgressCallback

@@ -21,8 +21,8 @@ from typing import Annotated, Any
 import typer
 
 from ..api.operations import REQUIRED, Operation, Param, operations
-from ..api.rules import Keep
 from ..errors import InvalidInput, NotFoundError
+from ..validation import Keep
 from .render import emit_json, show, warn
 from .target import OPTIONS, SHARED, Target
 

@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..api.rules import Keep
 from ..errors import ConflictError, CycleError, ErasedError, InvalidInput, NotFoundError
 from ..model import ERASED, RETRACTION_KIND, REVISED, Record
 from ..provenance import UNKNOWN, RevisionNode, SourceRef, parse_pin
 from ..validation import (
+    Keep,
     check_batch_item,
     check_id,
     check_meta,

@@ -25,8 +25,8 @@ from pydantic import Field, TypeAdapter, create_model
 
 from ..api.codec import encode
 from ..api.operations import PREFIX, REQUIRED, Operation, Param, operations
-from ..api.rules import BOUNDS, KEEP_MEANING, Keep
 from ..errors import InvalidInput
+from ..validation import BOUNDS, KEEP_MEANING, Keep
 from .auth import ApiKey, IdParam, NamespaceParam, access
 from .problems import Refusal
 from .schemas import (

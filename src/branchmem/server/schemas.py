@@ -18,8 +18,8 @@ from typing import Annotated, Any, Final, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
 
-from ..api.rules import BOUNDS
 from ..model import Event, Explanation
+from ..validation import BOUNDS
 
 MAX_ID: Final = 512
 MAX_BATCH: Final = 10_000
