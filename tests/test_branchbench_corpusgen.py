@@ -28,6 +28,7 @@ from branchbench.corpusgen import (
     substitute,
 )
 from branchbench.errors import ScenarioError
+from branchbench.pipeline import PIPELINES
 from branchbench.runner import RunConfig, context_rows, run
 from branchbench.scenario import (
     CORPUS_SPLITS,
@@ -168,7 +169,10 @@ def test_every_core_system_runs_on_the_corpus_split(
     out = run(config, tmp_path / "out")
     rows = [json.loads(line) for line in (out / "contexts.jsonl").read_text().splitlines()]
     probes = sum(len(s.probes) for s in scenarios)
-    assert len(rows) == probes * len(CORE_SYSTEMS) * 2
+    assert len(rows) == probes * len(CORE_SYSTEMS) * 2 * len(PIPELINES)
+    # provenance under its own pipeline: the counterfactual never reaches branchmem's memory
+    gated = [r for r in rows if r["system"] == "branchmem" and r["type"] == "leak"]
+    assert gated and not any(k in r["memory"] for r in gated for k in r["forbidden"])
     assert {r["arrival"] for r in rows} == set(ORDERS)
     assert all(r["split"] == split for r in rows)
     # the benchmark's own bounds hold on real text: the current branch alone never leaks

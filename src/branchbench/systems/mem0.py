@@ -175,9 +175,12 @@ class Mem0Branchmem(_Mem0Base):
 
     def _events(self, message: Message, facts: Sequence[Fact]) -> list[str]:
         """The events the call derives from: every message the pipeline read, and the
-        sources of every memory it was shown (BranchMem0 cites events)."""
+        sources of every memory it was shown, as that memory stood where it was shown
+        (its visible revision: a later UPDATE on a sibling does not count). BranchMem0
+        cites events only."""
         events: dict[str, None] = {}
         pending = [s for f in facts for s in f.sources]
+        shown: dict[str, tuple[str, ...]] | None = None
         seen: set[str] = set()
         while pending:
             source = pending.pop()
@@ -187,8 +190,12 @@ class Mem0Branchmem(_Mem0Base):
             if source in self.conversation.messages:
                 events[source] = None
                 continue
+            if shown is None:
+                at = message.parent
+                visible = self.store.visible(at) if at is not None else []
+                shown = {r.id: tuple(r.sources or ()) for r in visible}
             record_id = source if source.startswith("mem0:") else record_id_for(source)
-            pending.extend(self.store.get_record(record_id.split("@")[0]).sources or ())
+            pending.extend(shown.get(record_id.split("@")[0], ()))
         events.pop(message.id, None)
         return [*events, message.id]  # the deepest last: the write's anchor
 
