@@ -1,7 +1,9 @@
 """How much an import may read and store, so a small hostile file cannot exhaust memory.
 
 A zip of a few hundred kilobytes can hold gigabytes of JSON, and one JSON value (a
-conversation) is held in memory whole while it is parsed. Every limit is checked while
+conversation) is held in memory whole while it is parsed. What it costs once parsed
+depends on its shape more than on its bytes (``{},`` is 3 bytes of text and 72 of
+objects), so both its bytes and its JSON values are capped. Every limit is checked while
 the bytes arrive, before the memory they would need is taken.
 """
 
@@ -20,6 +22,9 @@ MIB = 1 << 20
 GIB = 1 << 30
 
 SERVICE_CONVERSATION_BYTES = 16 * MIB
+SERVICE_CONVERSATION_VALUES = 250_000
+# A parsed JSON value costs at most about 105 bytes of Python objects (measured over
+# shapes such as ``{"k1":{}}``, ``[[]]`` and distinct short strings; ``{}`` is 72).
 
 _UNITS = {"": 1, "k": KIB, "kib": KIB, "m": MIB, "mib": MIB, "g": GIB, "gib": GIB}  # binary
 
@@ -36,6 +41,11 @@ class ImportLimits:
     # One top-level JSON value (a conversation; a whole JSON-lines chat), held in memory
     # while it is parsed: bytes read without the value ending.
     max_conversation_bytes: int = 64 * MIB
+    # JSON values (objects, arrays, strings, keys included, numbers, literals) of one
+    # top-level value, counted by a scan before it is decoded: what parsing it builds.
+    max_conversation_values: int = 1_000_000
+    # JSON values of the whole export, counted the same way as it is read.
+    max_export_values: int = 250_000_000
     # One message's text, in characters (Python ``len``).
     max_message_chars: int = 4 * MIB
     # Entries of a zip archive, read from its directory before the directory is loaded.
@@ -57,16 +67,20 @@ class ImportLimits:
 
         A JSON export zips about 5-15 times, so an archive at the upload limit may hold
         16 times as much JSON. A shared server holds several uploads at once, so one
-        conversation may take at most 16 MiB (about 60 MiB of peak memory per upload),
-        and no more than an unzipped upload could; a message may be as long as one
-        ordinary request may be.
+        conversation may take at most 16 MiB and 250,000 JSON values (about 60 MiB of
+        text and 26 MiB of parsed objects at the very worst, whatever its shape), and no
+        more than an unzipped upload could; an upload at most one value per 8 bytes of
+        the JSON it may expand to; a message may be as long as one ordinary request may be.
         """
         return cls(
             max_export_bytes=16 * max_upload,
             max_conversation_bytes=min(SERVICE_CONVERSATION_BYTES, max_upload),
+            max_conversation_values=SERVICE_CONVERSATION_VALUES,
+            max_export_values=max(SERVICE_CONVERSATION_VALUES, 2 * max_upload),
             max_message_chars=max_message_chars,
             how_to_raise="this server's operator sets it with `branchmem serve --max-import` "
-            "(and --max-body for one message)",
+            "(and --max-body for one message), or any limit with "
+            "server.Limits(imports=ImportLimits({limit}=...))",
         )
 
     @classmethod

@@ -20,7 +20,7 @@ from typing import IO, Any
 from .errors import ImportFormatError, ImportTooLarge
 from .formats import FORMATS, PARSERS, detect
 from .jsonpath import Cursor
-from .jsonstream import JsonReader, iter_array, loads
+from .jsonstream import JsonReader, count_values, iter_array, loads, marks_bound
 from .limits import ImportLimits
 from .plan import ConversationPlan, ImportPlan, Producer
 from .sillytavern import FORMAT as SILLYTAVERN
@@ -420,6 +420,9 @@ def _produce_object(export: ExportFile, format: str, name: str) -> Producer:
                 text = raw.decode("utf-8-sig")
             except UnicodeDecodeError as error:
                 raise ImportFormatError(f"not UTF-8 text near byte {error.start}") from None
+            allowed = _values_allowed(limits)
+            if marks_bound(text) > allowed:  # else it cannot hold more values than allowed
+                _check_values(export, count_values(text, allowed), "$")
             value = loads(text)
         except ImportTooLarge:
             raise
@@ -439,7 +442,7 @@ def _produce_lines(export: ExportFile, format: str, name: str) -> Producer:
 
     def produce() -> Iterator[tuple[ConversationPlan, int]]:
         lines: list[Any] = []
-        done = 0
+        done = values = 0
         try:
             with export.open() as stream:
                 while True:
@@ -461,6 +464,8 @@ def _produce_lines(export: ExportFile, format: str, name: str) -> Producer:
                             text = raw.decode("utf-8-sig")
                         except UnicodeDecodeError:
                             raise ImportFormatError("not UTF-8 text", path=where) from None
+                        values += count_values(text, _values_allowed(limits) - values)
+                        _check_values(export, values, where)
                         lines.append(loads(text, path=where))
         except ImportTooLarge:
             raise
@@ -470,3 +475,26 @@ def _produce_lines(export: ExportFile, format: str, name: str) -> Producer:
         yield _parse_one(format, Cursor(lines, "$"), 0, name, limits), done
 
     return produce
+
+
+def _values_allowed(limits: ImportLimits) -> int:
+    return min(limits.max_conversation_values, limits.max_export_values)
+
+
+def _check_values(export: ExportFile, values: int, path: str) -> None:
+    """Refuse a conversation read whole (one object, a JSON-lines chat) with more JSON
+    values than the limits allow, before it is decoded."""
+    limits = export.limits
+    if values <= _values_allowed(limits):
+        return
+    name = (
+        "max_conversation_values"
+        if limits.max_conversation_values <= limits.max_export_values
+        else "max_export_values"
+    )
+    raise limits.refuse(
+        name,
+        f"{export.label} is one conversation of more than {getattr(limits, name):,} JSON "
+        "values (each becomes a Python object when parsed)",
+        path=path,
+    )
