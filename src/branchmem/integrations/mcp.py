@@ -24,7 +24,7 @@ from typing import Any
 
 from .. import __version__
 from ..api.rules import check_bound
-from ..errors import BranchmemError, InvalidInput, NotFoundError
+from ..errors import BranchmemError, InvalidInput, NotFoundError, require
 
 REMEMBER_NEEDS_A_MESSAGE = (
     "remember needs `message` (the user's words the fact comes from) or `event` (the id of "
@@ -128,6 +128,7 @@ class Conversation:
 
 def build_server(conversation: Conversation) -> Any:
     """The MCP server exposing ``conversation``'s four tools."""
+    require("mcp", "the MCP server (branchmem.integrations.mcp)", "mcp")
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
