@@ -25,8 +25,8 @@ NO_COMMAND = {
     "finish_cleanup": "opening a store resumes a pending erase cleanup: every command does it",
 }
 OTHER_COMMANDS = [
-    "import", "tree", "migrate", "serve", "mcp", "demo", "keys create", "keys list",
-    "keys delete",
+    "import", "tree", "namespaces", "migrate", "serve", "mcp", "demo", "keys create",
+    "keys list", "keys delete",
 ]  # fmt: skip
 COMMANDS = [name.replace("_", "-") for name in operations()] + OTHER_COMMANDS
 

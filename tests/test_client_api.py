@@ -35,6 +35,8 @@ NOT_ROUTED = {
     "import_": "applies a parsed plan through add_events and set_head (Client.import_file "
     "uploads the file instead)",
     "is_visible": "explain(...).visible",
+    "namespaces": "lists namespaces rather than acting in one: GET /v1/namespaces, outside "
+    "/v1/ns/{namespace}, answers the names the key may read",
 }
 
 

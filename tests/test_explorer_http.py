@@ -110,6 +110,10 @@ def test_docs_load_only_local_assets(memory: Memory) -> None:
             loaded = http.get(asset)
             assert loaded.status_code == 200 and len(loaded.content) > 1000, asset
     assert http.get("/docs/assets/swagger-ui.css").headers["content-type"].startswith("text/css")
+    redoc = http.get("/docs/assets/redoc.standalone.js")  # its footer logo came from a CDN
+    assert redoc.headers["content-type"].startswith("text/javascript")
+    assert len(redoc.content) > 100_000 and b"https://cdn." not in redoc.content
+    assert '"validatorUrl": null' in http.get("/docs").text  # no badge from validator.swagger.io
     assert http.get("/docs/assets/../app.py").status_code == 404
     assert http.get("/openapi.json").json()["info"]["title"] == "branchmem"
 

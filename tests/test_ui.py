@@ -27,7 +27,7 @@ if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service as ChromeService  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 from branchmem import Memory  # noqa: E402
 from branchmem.server import create_app  # noqa: E402
@@ -143,9 +143,14 @@ def test_the_served_link_opens_the_explorer_and_another_branch_changes_the_recor
     assert set(at_head) == {"f-chengdu", "f-hangzhou", "f-planning"}  # no f-kyoto, f-legacy
     assert at_head["f-hangzhou"] == ("true", "visible")
     assert at_head["f-chengdu"] == ("false", "off_path")
-    assert why(browser, "f-chengdu") == (
-        "Hidden: it was built from u2, which is on another branch; the branches part at a1."
+    assert why(browser, "f-chengdu") == (  # messages named by their words, ids on hover
+        "Hidden: it was built from “I'm moving to Chengdu next month.”, which is on another "
+        "branch; the branches part at “Sure! Where are you moving?”."
     )
+    named = browser.find_elements(By.CSS_SELECTOR, '#records tr[data-record="f-chengdu"] .why a')
+    assert [(a.get_attribute("title"), a.get_attribute("data-event")) for a in named] == [
+        ("u2", "u2"), ("a1", "a1"),
+    ]  # fmt: skip
     assert (marks(browser, "u2"), marks(browser, "u2b"), marks(browser, "u1")) == (
         ["f-chengdu"], ["f-hangzhou"], ["f-planning"],
     )  # fmt: skip
@@ -162,7 +167,9 @@ def test_the_served_link_opens_the_explorer_and_another_branch_changes_the_recor
     assert at_a2["f-chengdu"] == ("true", "visible")
     assert at_a2["f-hangzhou"] == ("false", "off_path")
     assert at_a2["f-planning"] == at_head["f-planning"] == ("true", "visible")
-    assert why(browser, "f-hangzhou").startswith("Hidden: it was built from u2b, which is on")
+    assert why(browser, "f-hangzhou").startswith(
+        "Hidden: it was built from “I'm moving to Hangzhou next month.”, which is on"
+    )
     assert why(browser, "f-chengdu").startswith("Shown: every message it was built from")
     highlighted = browser.find_elements(By.CSS_SELECTOR, "#tree .event.on-path")
     assert [e.get_attribute("data-event") for e in highlighted] == ["u1", "a1", "u2", "a2"]
@@ -194,3 +201,57 @@ def test_without_a_valid_token_the_page_says_how_to_get_one(
     )
     assert "unauthorized" in status and "branchmem serve" in status
     assert browser.find_elements(By.CSS_SELECTOR, "#conversations li") == []
+
+
+@pytest.fixture(scope="module")
+def imported_as_alice() -> Iterator[tuple[str, LocalSession]]:
+    """A store whose data was imported with ``-n alice``: nothing is in ``default``."""
+    memory = Memory()
+    memory.add_event("k1", role="user", content=KYOTO_MESSAGE, meta={"title": "Trip to Kyoto"},
+                     namespace="alice")  # fmt: skip
+    memory.add_record("f-kyoto", sources=["k1"], content="trip to Kyoto", namespace="alice")
+    memory.add_event("n1", role="user", content="notes", namespace="notes")
+    local = LocalSession()
+    live = LiveService(create_app(memory, local=local)).start()
+    yield live.url, local
+    live.stop()
+    memory.close()
+
+
+def open_fresh(browser: webdriver.Chrome, url: str, token: str, namespace: str | None) -> None:
+    """Open the served link in a tab that last showed ``namespace`` (None: a new tab)."""
+    browser.get(url + "/ui")
+    browser.execute_script("sessionStorage.clear()")
+    if namespace is not None:
+        browser.execute_script("sessionStorage.setItem('branchmem.namespace', arguments[0])",
+                               namespace)  # fmt: skip
+    browser.get("about:blank")
+    browser.get(url + "/ui#token=" + token)
+
+
+def test_the_explorer_opens_where_the_data_is_and_lists_the_namespaces(
+    imported_as_alice: tuple[str, LocalSession], browser: webdriver.Chrome
+) -> None:
+    url, local = imported_as_alice
+    wait = WebDriverWait(browser, 20)
+    open_fresh(browser, url, local.token, None)
+    wait.until(anchor_is("k1"))  # "default" holds nothing: the first namespace with data
+    picker = browser.find_element(By.ID, "namespace")
+    options = [o.get_attribute("value") for o in picker.find_elements(By.TAG_NAME, "option")]
+    assert (options, picker.get_attribute("value")) == (["alice", "notes"], "alice")
+    assert browser.find_element(By.ID, "status").text == "1 conversation(s) in alice"
+
+    # a tab that last showed "default" says where the data is, and links there
+    open_fresh(browser, url, local.token, "default")
+    status = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#status .elsewhere"))
+    assert status.text == "No conversation in namespace default. Data is in alice, notes."
+    assert browser.find_elements(By.CSS_SELECTOR, "#conversations li") == []
+    status.find_element(By.CSS_SELECTOR, 'a[data-namespace="alice"]').click()
+    wait.until(anchor_is("k1"))
+    assert browser.find_element(By.ID, "namespace").get_attribute("value") == "alice"
+
+    # picking another namespace in the list loads it
+    Select(browser.find_element(By.ID, "namespace")).select_by_value("notes")
+    wait.until(anchor_is("n1"))
+    titles = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "#conversations .title")]
+    assert titles == ["n1"]

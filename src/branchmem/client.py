@@ -456,6 +456,12 @@ class Client:
     def is_visible(self, record_id: str, anchor: str | None, **options: Any) -> bool:
         return self.explain(record_id, anchor, **options).visible
 
+    def namespaces(self) -> list[str]:
+        """Every namespace something was written to, by name (a client: those its key may
+        read). Not under one namespace, so not in the operation table: ``GET /v1/namespaces``."""
+        names: list[str] = self._request("GET", "/v1/namespaces")["namespaces"]
+        return names
+
     # -- what only the client has ------------------------------------------------------
     def import_(
         self,

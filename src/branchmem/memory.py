@@ -225,6 +225,12 @@ class Memory:
         with self._read(namespace) as ns:
             return self._store.heads(ns.name)
 
+    def namespaces(self) -> list[str]:
+        """Every namespace something was written to, by name: where the data is when
+        ``default`` shows nothing (an import with ``-n alice`` went to ``alice``)."""
+        with self._lock, self._store.reading(DEFAULT_NAMESPACE):
+            return self._store.namespaces()
+
     def conversations(self, *, namespace: str = DEFAULT_NAMESPACE) -> list[Conversation]:
         """One entry per tree (root, head, title, size), most recently active first."""
         with self._read(namespace) as ns:

@@ -100,6 +100,11 @@ class MemoryAPI(Protocol):
         """Every tree's current node."""
         ...
 
+    def namespaces(self) -> list[str]:
+        """Every namespace something was written to, by name (a client: those its key may
+        read). Not under one namespace, so not in the operation table: ``GET /v1/namespaces``."""
+        ...
+
     @http("GET", "/conversations")
     def conversations(self, *, namespace: str = DEFAULT_NAMESPACE) -> list[Conversation]:
         """Every conversation (tree) with its root, head and title, newest first."""

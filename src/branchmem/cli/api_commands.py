@@ -220,12 +220,25 @@ def unknown_sources(memory: Any, namespace: str, record: Any) -> None:
             )
 
 
+def data_elsewhere(memory: Any, namespace: str, found: Any) -> None:
+    """No conversation here: say which namespaces hold data (an import's ``-n alice``)."""
+    if found:
+        return
+    others = [name for name in memory.namespaces() if name != namespace]
+    if others:
+        warn(
+            f"namespace {namespace!r} has no conversations; data is in "
+            f"{', '.join(repr(name) for name in others)} (pass -n NAME; see branchmem namespaces)"
+        )
+
+
 CHECKS: dict[str, Callable[[Any, str, Any], None]] = {
     "add_event": lambda memory, ns, event: unknown_parents(memory, ns, [event]),
     "add_events": unknown_parents,
     "add_record": unknown_sources,
     "revise": unknown_sources,
     "retract": unknown_sources,
+    "conversations": data_elsewhere,
 }
 
 

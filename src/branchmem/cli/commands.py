@@ -287,6 +287,22 @@ def keys_delete(
     return 0
 
 
+# -- where the data is ------------------------------------------------------------------------
+@shared
+def namespaces(target: Target) -> int:
+    """Memory.namespaces: every namespace holding data, one per line (--namespace is not
+    used: an import with -n alice went to alice, and every other command takes -n)."""
+    with target.open(reading=True) as memory:
+        names = memory.namespaces()
+    if target.as_json:
+        emit_json(names)
+    elif not names:
+        err.print("no namespace holds data yet", markup=False)
+    for name in [] if target.as_json else names:
+        out.print(name, markup=False, highlight=False, soft_wrap=True)
+    return 0
+
+
 # -- the tree ---------------------------------------------------------------------------------
 @shared
 def tree(

@@ -53,6 +53,7 @@ def root(
 register(app)
 app.command("import")(commands.import_)
 app.command()(commands.tree)
+app.command()(commands.namespaces)
 app.command()(commands.migrate)
 app.command()(commands.serve)
 app.command()(commands.mcp)

@@ -23,7 +23,7 @@ import uuid
 from typing import Any
 
 from .. import __version__
-from ..errors import BranchmemError, InvalidInput, NotFoundError
+from ..errors import BranchmemError, InvalidInput, NotFoundError, require
 from ..validation import check_bound
 
 REMEMBER_NEEDS_A_MESSAGE = (
@@ -128,6 +128,7 @@ class Conversation:
 
 def build_server(conversation: Conversation) -> Any:
     """The MCP server exposing ``conversation``'s four tools."""
+    require("mcp", "the MCP server (branchmem.integrations.mcp)", "mcp")
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 

@@ -14,7 +14,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Final
 
-from fastapi import FastAPI
+from ..errors import MissingExtra
+
+try:
+    from fastapi import FastAPI
+except ImportError as missing:  # the core library has no dependencies; the service has some
+    raise MissingExtra("the service (branchmem.server)", "server", missing.name) from missing
 
 from .. import __version__
 from ..memory import Memory

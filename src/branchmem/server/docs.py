@@ -8,12 +8,13 @@ distributions (Apache-2.0 and MIT) and is part of the ``server`` extra.
 
 from __future__ import annotations
 
+import functools
 from importlib import resources
 from typing import Final
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse, Response
 
 from .problems import Refusal
 
@@ -25,6 +26,12 @@ ASSETS: Final = {
     "favicon.png": "image/png",
 }
 BUNDLE: Final = "fastapi_offline"
+# ReDoc's sidebar footer ("API docs by Redocly") loads its logo from this CDN address, with
+# no option to turn it off. The bundle is served with the address replaced by an empty
+# ``data:`` URL: the image fails to decode, ReDoc's onError drops it, and the page asks
+# nothing of any other host.
+REDOC_LOGO: Final = b"https://cdn.redoc.ly/redoc/logo-mini.svg"
+NO_IMAGE: Final = b"data:,"
 
 
 def install_offline_docs(app: FastAPI) -> None:
@@ -41,6 +48,7 @@ def install_offline_docs(app: FastAPI) -> None:
             swagger_js_url=f"{ASSETS_PATH}/swagger-ui-bundle.js",
             swagger_css_url=f"{ASSETS_PATH}/swagger-ui.css",
             swagger_favicon_url=favicon,
+            swagger_ui_parameters={"validatorUrl": None},  # no badge from validator.swagger.io
         )
 
     @app.get("/redoc", include_in_schema=False)
@@ -54,7 +62,7 @@ def install_offline_docs(app: FastAPI) -> None:
         )
 
     @app.get(ASSETS_PATH + "/{name}", include_in_schema=False)
-    def asset(name: str) -> FileResponse:
+    def asset(name: str) -> Response:
         if name not in ASSETS:
             raise Refusal("not_found", f"no docs asset {name!r}")
         try:
@@ -65,4 +73,13 @@ def install_offline_docs(app: FastAPI) -> None:
                 f"the docs assets come with the server extra ({missing.name} is missing): "
                 'pip install "branchmem[server]"',
             ) from missing
+        if name == "redoc.standalone.js":
+            return Response(redoc_bundle(str(folder / name)), media_type=ASSETS[name])
         return FileResponse(str(folder / name), media_type=ASSETS[name])
+
+
+@functools.cache
+def redoc_bundle(path: str) -> bytes:
+    """ReDoc's script without its one request to a CDN (read once: about 1 MB)."""
+    with open(path, "rb") as handle:
+        return handle.read().replace(REDOC_LOGO, NO_IMAGE)

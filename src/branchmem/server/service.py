@@ -10,6 +10,7 @@ from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, RedirectResponse
+from pydantic import BaseModel
 
 from .. import __version__
 from ..api.codec import encode
@@ -72,6 +73,19 @@ def whoami(grant: Caller) -> dict[str, Any]:
     if grant is None:
         return {"key_id": None, "tenant": None, "namespaces": ["*"]}
     return {"key_id": grant.key_id, "tenant": grant.tenant, "namespaces": grant.namespaces}
+
+
+class NamespacesOut(BaseModel):
+    namespaces: list[str]
+
+
+@pages.get("/v1/namespaces", response_model=NamespacesOut, tags=["service"])
+def namespaces(request: Request, grant: Caller) -> dict[str, Any]:
+    """``Memory.namespaces``: the namespaces holding data that this key may read."""
+    names = request.app.state.memory.namespaces()
+    if grant is not None:
+        names = [name for name in names if grant.allows(name)]
+    return {"namespaces": names}
 
 
 @namespaced.post(

@@ -1,7 +1,8 @@
 """The one storage protocol every backend implements.
 
 The engine (``branchmem.memory``) composes these primitives; a backend only stores and
-indexes. Every method is namespace-bound: no call can read or write across namespaces.
+indexes. Every method is namespace-bound: no call can read or write across namespaces,
+except ``namespaces()``, which lists their names and nothing in them.
 The public ``Memory`` method owns the transaction; these primitives run inside it.
 """
 
@@ -127,6 +128,10 @@ class Store(ABC):
     @abstractmethod
     def heads(self, namespace: str) -> dict[str, str]:
         """Tree id -> head event id."""
+
+    @abstractmethod
+    def namespaces(self) -> list[str]:
+        """The namespaces anything was written to (an arrival number drawn), by name."""
 
     # -- records -----------------------------------------------------------------------
     @abstractmethod

@@ -199,6 +199,10 @@ class InMemoryStore(Store, KeyStore):
     def heads(self, namespace: str) -> dict[str, str]:
         return dict(self._space(namespace).heads)
 
+    def namespaces(self) -> list[str]:
+        # a read makes an empty _Namespace too: only a drawn arrival number marks a write
+        return sorted(name for name, space in self._spaces.items() if space.seq > 0)
+
     # -- records -----------------------------------------------------------------------
     def get_revisions(self, namespace: str, record_id: str) -> list[RevisionNode]:
         return list(self._space(namespace).revisions.get(record_id, ()))

@@ -233,6 +233,10 @@ class SQLStore(SQLLedger, Store, KeyStore):
         rows = self._all("SELECT tree, event_id FROM heads WHERE namespace = ?", (namespace,))
         return {tree: event_id for tree, event_id in rows}
 
+    def namespaces(self) -> list[str]:
+        rows = self._all("SELECT namespace FROM namespaces WHERE seq > 0 ORDER BY namespace")
+        return [row[0] for row in rows]
+
     # -- records -----------------------------------------------------------------------
     def get_revisions(self, namespace: str, record_id: str) -> list[RevisionNode]:
         key = (namespace, record_id)

@@ -640,6 +640,15 @@ class BackendConformance:
             mem.get_event("a2b", namespace="other")
         assert mem.audit(namespace="other")[0].ids == ("u1",)
 
+    def test_namespaces_names_where_something_was_written(self, mem: Memory) -> None:
+        assert mem.namespaces() == []
+        mem.add_event("u1", namespace="alice")
+        assert mem.heads(namespace="bob") == {}  # a read writes nothing
+        with pytest.raises(NotFoundError):
+            mem.set_head("nowhere", namespace="carol")  # a refused write leaves nothing
+        chengdu(mem)
+        assert mem.namespaces() == ["alice", "default"]
+
     def test_no_public_method_reads_across_namespaces(self, mem: Memory) -> None:
         chengdu(mem)
         mem.set_head("a2b")

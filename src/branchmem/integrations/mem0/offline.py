@@ -43,13 +43,16 @@ if "MEM0_DIR" not in os.environ:
 if logging.getLogger("mem0").level == logging.NOTSET:
     logging.getLogger("mem0").setLevel(logging.ERROR)
 
-# mem0 ships no type information, and the type-checking venv may not have it installed.
-import mem0  # type: ignore[import-untyped, import-not-found, unused-ignore]
-from mem0.embeddings.base import EmbeddingBase  # type: ignore[import-untyped, import-not-found, unused-ignore]
-from mem0.llms.base import LLMBase  # type: ignore[import-untyped, import-not-found, unused-ignore]
-from mem0.utils.factory import EmbedderFactory, LlmFactory  # type: ignore[import-untyped, import-not-found, unused-ignore]
+from branchmem.errors import InvalidInput, MissingExtra
 
-from branchmem.errors import InvalidInput
+# mem0 ships no type information, and the type-checking venv may not have it installed.
+try:
+    import mem0  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    from mem0.embeddings.base import EmbeddingBase  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    from mem0.llms.base import LLMBase  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    from mem0.utils.factory import EmbedderFactory, LlmFactory  # type: ignore[import-untyped, import-not-found, unused-ignore]
+except ImportError as missing:
+    raise MissingExtra("branchmem.integrations.mem0.offline", "mem0", missing.name) from missing
 
 __all__ = [
     "DEFAULT_DIMS",

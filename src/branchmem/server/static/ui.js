@@ -2,11 +2,17 @@
 // Pick a conversation and an anchor; see the path to the anchor, the records built from the
 // conversation marked on the messages they came from, and for each record whether it is
 // visible at the anchor and why, in words. Text from the store only ever goes in as text.
+// Messages are named by their text (shortened), their id on hover: a person reads the words.
 "use strict";
 
-const state = { namespace: "default", tree: null, events: [], head: null, anchor: null, views: [] };
+const state = {
+  namespace: "default", names: [], tree: null, events: [], head: null, anchor: null, views: [],
+  messages: new Map(),  // event id -> its text, for naming messages in sentences
+  unknown: new Set(),  // event ids the store could not give (never received)
+};
 const $ = (id) => document.getElementById(id);
 const CLIP = 160;  // characters of a message or record shown before "more"
+const SHORT = 48;  // characters of a message named inside a sentence
 
 // -- talking to the service -----------------------------------------------------------------
 function headers() {
@@ -50,7 +56,7 @@ async function allPages(path) {
 }
 
 function status(text, isError) {
-  $("status").textContent = text;
+  $("status").replaceChildren(text);
   $("status").className = isError ? "error" : "";
 }
 
@@ -71,8 +77,20 @@ function el(tag, className, text) {
   return node;
 }
 
+// A message as a person knows it: its words, shortened; the id only on hover.
+function shortText(text) {
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length <= SHORT ? line : line.slice(0, SHORT - 1) + "…";
+}
+
+function messageName(id) {
+  const text = state.messages.get(id);
+  return text ? "“" + shortText(text) + "”" : id;
+}
+
 function eventLink(id) {
-  const link = el("a", "event-link", id);
+  const link = el("a", "event-link", messageName(id));
+  link.title = id;
   link.href = "#event-" + encodeURIComponent(id);
   link.dataset.event = id;
   link.addEventListener("click", (click) => {
@@ -157,6 +175,66 @@ function why(view) {
   return out;
 }
 
+// -- namespaces -----------------------------------------------------------------------------
+async function namespaceList() {
+  try {
+    return (await api("/v1/namespaces")).namespaces;
+  } catch (error) {
+    if (error.status !== 404) throw error;
+    const who = await api("/v1/whoami");  // a server without the listing: the key's bindings
+    return who.namespaces.filter((n) => !n.endsWith("*"));
+  }
+}
+
+// The picker lists the namespaces holding data, and the one shown even when it holds none.
+function fillPicker() {
+  const names = state.names.includes(state.namespace)
+    ? state.names : [...state.names, state.namespace];
+  $("namespace").replaceChildren(...names.map((name) => {
+    const option = el("option", null, state.names.includes(name) ? name : name + " (no data)");
+    option.value = name;
+    return option;
+  }));
+  $("namespace").value = state.namespace;
+}
+
+// An empty namespace says where the data is (an import with -n alice went to alice).
+function dataElsewhere() {
+  const out = el("span", "elsewhere", "No conversation in namespace " + state.namespace + ".");
+  const others = state.names.filter((name) => name !== state.namespace);
+  if (!others.length) {
+    out.append(" No namespace holds data yet: `branchmem import FILE -n NAME` adds some.");
+    return out;
+  }
+  out.append(" Data is in ");
+  others.forEach((name, index) => {
+    if (index) out.append(", ");
+    const link = el("a", "namespace-link", name);
+    link.href = "#";
+    link.dataset.namespace = name;
+    link.addEventListener("click", (click) => {
+      click.preventDefault();
+      loadConversations(name);
+    });
+    out.append(link);
+  });
+  out.append(".");
+  return out;
+}
+
+function clearConversation() {
+  state.messages = new Map();  // ids are per namespace
+  state.unknown = new Set();
+  state.tree = null;
+  state.events = [];
+  state.views = [];
+  $("tree").replaceChildren();
+  $("anchor-label").textContent = "";
+  $("records").tBodies[0].replaceChildren();
+  $("records-note").textContent = "";
+  delete document.body.dataset.anchor;
+}
+
 // -- conversations --------------------------------------------------------------------------
 async function conversationList() {
   try {
@@ -168,17 +246,18 @@ async function conversationList() {
   }
 }
 
-async function loadConversations() {
-  state.namespace = $("namespace").value.trim() || "default";
+// ``picked``: the namespace asked for; else the one this tab last showed; else "default"
+// when it holds data, or the first namespace that does.
+async function loadConversations(picked) {
   sessionStorage.setItem("branchmem.key", $("api-key").value);
-  sessionStorage.setItem("branchmem.namespace", state.namespace);
   try {
-    const who = await api("/v1/whoami");
-    $("namespaces").replaceChildren(...who.namespaces.filter((n) => !n.endsWith("*")).map((n) => {
-      const option = document.createElement("option");
-      option.value = n;
-      return option;
-    }));
+    state.names = await namespaceList();
+    const fallback = state.names.includes("default") || !state.names.length
+      ? "default" : state.names[0];
+    state.namespace = picked || sessionStorage.getItem("branchmem.namespace") || fallback;
+    sessionStorage.setItem("branchmem.namespace", state.namespace);
+    fillPicker();
+    clearConversation();
     const conversations = await conversationList();
     $("conversations").replaceChildren(...conversations.map((c) => {
       const item = el("li", "conversation");
@@ -191,8 +270,13 @@ async function loadConversations() {
       item.addEventListener("keydown", (key) => { if (key.key === "Enter") loadTree(c.tree); });
       return item;
     }));
+    if (!conversations.length) {
+      $("status").replaceChildren(dataElsewhere());
+      $("status").className = "";
+      return;
+    }
     status(conversations.length + " conversation(s) in " + state.namespace);
-    if (conversations.length) await loadTree(conversations[0].tree);
+    await loadTree(conversations[0].tree);
   } catch (error) {
     explainFailure(error);
   }
@@ -204,6 +288,9 @@ async function loadTree(tree) {
     state.tree = tree;
     state.events = data.events;
     state.head = data.head;
+    for (const event of data.events) {
+      if (event.content) state.messages.set(event.id, event.content);
+    }
     for (const item of $("conversations").children) {
       item.classList.toggle("selected", item.dataset.tree === tree);
     }
@@ -267,7 +354,8 @@ function renderTree() {
     return list;
   };
   $("tree").replaceChildren(build(null));
-  $("anchor-label").textContent = "anchor: " + state.anchor;
+  $("anchor-label").textContent = "anchor: " + messageName(state.anchor);
+  $("anchor-label").title = state.anchor;
 }
 
 async function setAnchor(anchor) {
@@ -278,6 +366,7 @@ async function setAnchor(anchor) {
     renderTree();
     renderRecords();
     document.body.dataset.anchor = anchor;  // the records shown are for this anchor
+    nameOtherMessages();
   } catch (error) {
     renderTree();
     explainFailure(error);
@@ -317,8 +406,33 @@ function renderRecords() {
   const shown = state.views.filter((v) => v.explanation.visible).length;
   $("records-note").textContent = state.views.length
     ? state.views.length + " record(s) built from this conversation, " + shown +
-      " visible at " + state.anchor + ". Records of other conversations are not listed."
+      " visible at " + messageName(state.anchor) + ". Records of other conversations are not listed."
     : "No record is built from this conversation.";
+}
+
+// A sentence may name a message of another conversation: fetch its text once, then rename
+// its links. One the store never received keeps its id.
+async function nameOtherMessages() {
+  const wanted = new Set();
+  for (const link of document.querySelectorAll("a.event-link")) {
+    const id = link.dataset.event;
+    if (!state.messages.has(id) && !state.unknown.has(id)) wanted.add(id);
+  }
+  const namespace = state.namespace;
+  for (const id of wanted) {
+    try {
+      const event = await api(nsPath("/events/" + encodeURIComponent(id)));
+      if (state.namespace !== namespace) return;  // the page moved on meanwhile
+      if (event.content) state.messages.set(id, event.content);
+      else state.unknown.add(id);
+    } catch (error) {
+      state.unknown.add(id);  // not received (404), or not readable: the id stays
+      continue;
+    }
+    for (const link of document.querySelectorAll("a.event-link")) {
+      if (link.dataset.event === id) link.textContent = messageName(id);
+    }
+  }
 }
 
 function flash(node) {
@@ -361,10 +475,10 @@ function takeTokenFromLink() {
 
 $("connect").addEventListener("submit", (event) => {
   event.preventDefault();
-  loadConversations();
+  loadConversations($("namespace").value || null);
 });
+$("namespace").addEventListener("change", () => loadConversations($("namespace").value));
 $("api-key").value = sessionStorage.getItem("branchmem.key") || "";
-$("namespace").value = sessionStorage.getItem("branchmem.namespace") || "default";
 takeTokenFromLink();
 loadConversations();
 window.addEventListener("hashchange", () => { if (takeTokenFromLink()) loadConversations(); });
