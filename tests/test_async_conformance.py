@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -33,7 +34,7 @@ class Awaited:
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         method = getattr(self.face, name)
-        if not asyncio.iscoroutinefunction(method):
+        if not inspect.iscoroutinefunction(method):
             return method  # type: ignore[no-any-return]
 
         def call(*args: Any, **kwargs: Any) -> Any:
