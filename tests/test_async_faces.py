@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
+import subprocess
+import sys
 import threading
 import typing
 from collections.abc import Iterable
@@ -316,3 +319,29 @@ def test_open_keeps_what_was_written(tmp_path: Path) -> None:
     asyncio.run(main())
     with Memory.open(path) as mem:
         assert mem.current("city", "u1").content == "moving to Chengdu"  # type: ignore[union-attr]
+
+
+def test_without_httpx_async_memory_works_and_async_client_says_how_to_install_it() -> None:
+    script = (
+        "import sys, asyncio\n"
+        "sys.modules['httpx'] = None\n"
+        "from branchmem import AsyncMemory\n"
+        "from branchmem.errors import MissingExtra\n"
+        "async def main():\n"
+        "    async with AsyncMemory() as mem:\n"
+        "        print((await mem.add_event('u1')).id)\n"
+        "asyncio.run(main())\n"
+        "try:\n    from branchmem import AsyncClient\n"
+        "except MissingExtra as error:\n    print(error)\n"
+    )
+    source = str(Path(__file__).parent.parent / "src")
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": source},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "u1",
+        "branchmem.AsyncClient needs 'httpx', which is not installed: "
+        'pip install "branchmem[client]"',
+    ]
