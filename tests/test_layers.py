@@ -30,6 +30,8 @@ ALLOWED: dict[str, set[str]] = {
     "importers": {"core", "memory"},
     "api": {"core", "search", "memory", "importers"},
     "client": {"core", "search", "api", "importers", "package"},
+    "async_client": {"core", "search", "api", "importers", "client", "package"},
+    "async_memory": {"core", "search", "api", "memory", "importers"},
     "server": {"core", "search", "api", "memory", "importers", "store", "package"},
     "integrations": {"core", "search", "memory", "client", "package"},
     "testing": {"core", "search", "engine", "memory", "store", "package"},
@@ -47,7 +49,7 @@ ALLOWED: dict[str, set[str]] = {
         "package",
     },
     "demo": {"package"},
-    "package": {"core", "search", "memory", "client"},
+    "package": {"core", "search", "memory", "client", "async_client", "async_memory"},
 }
 
 

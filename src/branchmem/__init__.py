@@ -4,6 +4,8 @@ A derived memory is visible only when every one of its source events lies on the
 path of the current anchor.
 """
 
+from typing import TYPE_CHECKING
+
 from .errors import (
     BranchmemError,
     ConflictError,
@@ -27,7 +29,13 @@ from .model import (
 )
 from .search.context import Context
 
+if TYPE_CHECKING:  # imported on first use at run time (``__getattr__``); typed here
+    from .async_client import AsyncClient
+    from .async_memory import AsyncMemory
+
 __all__ = [
+    "AsyncClient",
+    "AsyncMemory",
     "BranchmemError",
     "Client",
     "ConflictError",
@@ -63,9 +71,18 @@ __version__ = _version()
 
 
 def __getattr__(name: str) -> object:
-    """``branchmem.Client`` needs httpx (the ``client`` extra): import it on first use."""
+    """``branchmem.Client`` and ``AsyncClient`` need httpx (the ``client`` extra), and
+    ``AsyncMemory`` brings in asyncio: each is imported on first use."""
     if name == "Client":
         from .client import Client
 
         return Client
+    if name == "AsyncClient":
+        from .async_client import AsyncClient
+
+        return AsyncClient
+    if name == "AsyncMemory":
+        from .async_memory import AsyncMemory
+
+        return AsyncMemory
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
