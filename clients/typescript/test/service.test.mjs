@@ -2,6 +2,7 @@
 // typed errors. tests/test_ts_client.py starts the server and sets BRANCHMEM_URL,
 // BRANCHMEM_API_KEY and BRANCHMEM_NAMESPACE (a namespace the key is bound to, and only it).
 import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
 import { test } from "node:test";
 
 import {
@@ -116,6 +117,54 @@ test("problems become typed errors", { skip }, async () => {
   const down = await nobody.heads().catch((e) => e);
   assert.ok(down instanceof Unavailable, String(down));
   assert.equal(down.code, "unavailable");
+});
+
+test("every other method answers in the documented shape", { skip }, async () => {
+  const ns = mem.withNamespace(namespace); // the same server and key
+  await ns.addEvents([
+    { id: "h1", content: "I like tea." },
+    { id: "h2", parent: "h1", content: "Actually, coffee." },
+    { id: "h2b", parent: "h1", content: "Actually, green tea." },
+  ]);
+  await ns.addRecords([
+    { id: "drink-1", sources: ["h2"], content: "likes coffee", key: "drink" },
+    { id: "drink-2", sources: ["h2"], content: "likes strong coffee", key: "drink" },
+  ]);
+  await ns.supersede("drink-2", "drink-1");
+  assert.deepEqual((await ns.visible("h2", { key: "drink" })).map((r) => r.id), ["drink-2"]);
+  assert.deepEqual(
+    (await ns.visible("h2", { key: "drink", include_superseded: true })).map((r) => r.id).sort(),
+    ["drink-1", "drink-2"],
+  );
+  await ns.retract({ id: "no-drink", sources: ["h2"], targets: ["drink-2"], reason: "test" });
+  assert.deepEqual((await ns.visible("h2", { key: "drink" })).map((r) => r.id), []);
+  await ns.withdraw("no-drink", "changed my mind");
+  assert.deepEqual((await ns.visible("h2", { key: "drink" })).map((r) => r.id), ["drink-2"]);
+  await ns.restore("no-drink");
+  assert.deepEqual((await ns.visible("h2", { key: "drink" })).map((r) => r.id), []);
+
+  await ns.setHead("h2b");
+  assert.equal(await ns.head("h1"), "h2b");
+  assert.equal((await ns.heads()).h1, "h2b");
+  assert.ok((await ns.conversations()).some((c) => c.tree === "h1" && c.head === "h2b"));
+  assert.ok((await ns.trees()).some((t) => t.tree === "h1"));
+  assert.deepEqual((await ns.tree("h1")).events.map((e) => e.id).sort(), ["h1", "h2", "h2b"]);
+  const views = await ns.explanations("h2b", { tree: "h1" });
+  assert.ok(views.some((v) => v.explanation.record_id === "drink-2" && !v.explanation.visible));
+
+  assert.deepEqual(await ns.dependents("h2"), ["drink-1", "drink-2", "no-drink"]);
+  await ns.context("h2", { session: "s1" });
+  assert.equal((await ns.deliveries("s1")).length, 1);
+  assert.ok(Array.isArray(await ns.staleDeliveries("s1", "h2b")));
+  assert.ok(Array.isArray(await ns.stale("h2")));
+  assert.ok(Array.isArray(await ns.repairQueue()));
+  assert.ok((await ns.audit({ id: "drink-2" })).some((a) => a.op === "supersede"), "audit");
+  assert.equal(typeof (await ns.report()), "object");
+
+  const bytes = await readFile(new URL("../../../tests/fixtures/importers/chatgpt-conversations.json", import.meta.url));
+  const summary = await ns.importData(bytes, { filename: "conversations.json" });
+  assert.equal(summary.format, "chatgpt");
+  assert.ok(summary.imported >= 1 && summary.failed === 0, JSON.stringify(summary));
 });
 
 test("healthz and whoami", { skip }, async () => {
