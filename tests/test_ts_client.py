@@ -5,8 +5,9 @@ route and operation of the OpenAPI document, the wrapper must call every route, 
 problem codes must be the service's. The rest need Node and ``npm ci`` in the folder
 (.ci/run does both): they regenerate the schema with the pinned generator and compare it byte
 for byte, compile the wrapper against it (``tsc`` refuses a route or field the schema lacks)
-and run ``test/service.test.mjs`` against a running ``branchmem serve`` on the README's
-Chengdu story. Without Node they skip, unless ``BRANCHMEM_REQUIRE_NODE=1`` (CI).
+and run ``node --test`` on ``test/``: the typed errors offline, then the client against a
+running ``branchmem serve`` on the README's Chengdu story. Without Node they skip, unless
+``BRANCHMEM_REQUIRE_NODE=1`` (CI).
 """
 
 from __future__ import annotations
@@ -188,5 +189,5 @@ def test_the_client_against_a_running_server_on_the_chengdu_story(tmp_path: Path
         serve.wait(timeout=20)
     summary = dict(re.findall(r"^# (pass|fail|skipped) (\d+)$", done.stdout, re.M))
     assert summary.get("fail") == "0" and summary.get("skipped") == "0", done.stdout[-2000:]
-    written = (PACKAGE / "test" / "service.test.mjs").read_text("utf-8")
-    assert int(summary.get("pass", "0")) == len(re.findall(r"^test\(", written, re.M)) >= 7
+    written = "".join(p.read_text("utf-8") for p in (PACKAGE / "test").glob("*.test.mjs"))
+    assert int(summary.get("pass", "0")) == len(re.findall(r"^test\(", written, re.M)) >= 10
