@@ -72,17 +72,20 @@ const PAGE = 1000;
 
 /**
  * One path segment, percent-encoded (ids like `a/b`, `搬家` and `100%` are ids like any
- * other). `.` and `..` cannot be sent: fetch parses every URL by the WHATWG rules, which fold
- * such a segment (`%2E` included) into the path, so the request would reach another route.
- * They are refused before sending; the Python client and curl can still address them.
+ * other). `.` and `..` cannot be sent: fetch parses every URL by the WHATWG rules, which
+ * fold such a segment into the path (`%2E` too, so encoding cannot help) and the request
+ * would reach another route. They are refused before sending; the Python client and curl
+ * can still address them.
  */
 export function segment(value: string, field = "id"): string {
-  if (/^(\.|%2e){1,2}$/i.test(value)) {
+  if (value === "." || value === "..") {
     throw new InvalidInput({
       type: "https://branchmem.dev/problems/invalid_input",
       title: "invalid input",
       status: 422,
-      detail: `${field} ${JSON.stringify(value)} cannot be sent as a URL path segment from JavaScript (fetch folds '.' and '..' segments); use the Python client for it`,
+      detail:
+        `${field} ${JSON.stringify(value)} cannot be sent as a URL path segment from ` +
+        "JavaScript (fetch folds '.' and '..' segments); use the Python client for it",
       code: "invalid_input",
     });
   }
@@ -159,7 +162,9 @@ export class Client {
   }
 
   /** Every item of a paged list, one request per 1,000. */
-  private async pages<T>(page: (cursor: string | undefined) => Promise<Answer<Page<T>>>): Promise<T[]> {
+  private async pages<T>(
+    page: (cursor: string | undefined) => Promise<Answer<Page<T>>>,
+  ): Promise<T[]> {
     const items: T[] = [];
     let cursor: string | undefined;
     for (;;) {

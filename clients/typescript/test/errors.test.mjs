@@ -21,7 +21,13 @@ function answering(status, body, type = "application/problem+json") {
 
 test("each problem code becomes its own class", () => {
   for (const [code, status] of Object.entries(PROBLEM_STATUS)) {
-    const error = problemError(status, { code, detail: `a ${code}`, status, title: code, type: "t" });
+    const error = problemError(status, {
+      code,
+      detail: `a ${code}`,
+      status,
+      title: code,
+      type: "t",
+    });
     assert.ok(error instanceof ERROR_CLASSES[code], code);
     assert.ok(error instanceof BranchmemError);
     assert.equal(error.code, code);
@@ -33,7 +39,9 @@ test("each problem code becomes its own class", () => {
 });
 
 test("an answer that is no problem is still a typed error", async () => {
-  const proxy = new Client("http://proxy.invalid", { fetch: answering(502, "<html>bad gateway</html>", "text/html") });
+  const proxy = new Client("http://proxy.invalid", {
+    fetch: answering(502, "<html>bad gateway</html>", "text/html"),
+  });
   const error = await proxy.visible("u1").catch((e) => e);
   assert.ok(error instanceof ServiceError, String(error));
   assert.equal(error.code, "internal");
@@ -41,7 +49,10 @@ test("an answer that is no problem is still a typed error", async () => {
   assert.equal(error.message, "HTTP 502");
 
   const newer = new Client("http://x.invalid", {
-    fetch: answering(418, JSON.stringify({ code: "teapot", detail: "a newer server's code", extra: 1 })),
+    fetch: answering(
+      418,
+      JSON.stringify({ code: "teapot", detail: "a newer server's code", extra: 1 }),
+    ),
   });
   const unknown = await newer.heads().catch((e) => e);
   assert.ok(unknown instanceof ServiceError && unknown.code === "teapot", String(unknown));
@@ -49,13 +60,21 @@ test("an answer that is no problem is still a typed error", async () => {
 });
 
 test("the problem's own fields reach the caller", async () => {
-  const body = { type: "https://branchmem.dev/problems/too_large", title: "too large", status: 413, detail: "body over 1 MiB", code: "too_large" };
+  const body = {
+    type: "https://branchmem.dev/problems/too_large",
+    title: "too large",
+    status: 413,
+    detail: "body over 1 MiB",
+    code: "too_large",
+  };
   const server = new Client("http://x.invalid", { fetch: answering(413, JSON.stringify(body)) });
   const error = await server.addEvents([]).catch((e) => e);
   assert.ok(error instanceof TooLarge, String(error));
   assert.deepEqual(error.problem, body);
   const old = await new Client("http://x.invalid", {
     fetch: answering(503, JSON.stringify({ code: "schema_version", detail: "store is schema 9" })),
-  }).report().catch((e) => e);
+  })
+    .report()
+    .catch((e) => e);
   assert.ok(old instanceof SchemaVersionError && old.detail === "store is schema 9");
 });
