@@ -4,7 +4,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-pytest_plugins = ["pg"]  # the PostgreSQL server fixture (pg_dsn) for every test module
+# the PostgreSQL server fixture (pg_dsn) for every test module; the count of Mem0's own
+# tests that reached a BranchMem0 method
+pytest_plugins = ["pg", "mem0_peer_calls"]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

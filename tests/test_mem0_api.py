@@ -143,7 +143,7 @@ def test_update_is_a_revision_that_holds_below_the_call_only(chat: Chat) -> None
     assert "User lives in Lyon" in chat.texts("moved")
     assert "User lives in Paris" not in chat.texts("moved")
     assert "User lives in Paris" in chat.texts("tea")  # archived text, still this branch's
-    rows = chat.wrapped.history(paris)
+    rows = chat.wrapped.history(paris, provenance=True)
     assert [(r["event"], r["new_memory"]) for r in rows] == [
         ("ADD", "User lives in Paris"),
         ("UPDATE", "User lives in Lyon"),

@@ -15,6 +15,7 @@ import mem0.memory.main
 
 from branchmem import Memory
 from branchmem.integrations.mem0 import AsyncBranchMem0, BranchMem0
+from mem0_peer_calls import API, note
 
 TREE = "peer-chat"
 STOCK_MEMORY = mem0.memory.main.Memory
@@ -39,9 +40,13 @@ class _Delegating:
         inner = self._inner()
         if inner is None:
             raise AttributeError(name)
+        if name.startswith("_") and not name.startswith("__"):
+            note(f"private:{name}")  # the test reaches past the wrapper
         return getattr(inner, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
+        if name in API:
+            note(f"mocked:{name}")  # the test replaces a wrapper method on the instance
         inner = self._inner()
         if inner is not None and name not in self.__dict__ and hasattr(inner, name):
             setattr(inner, name, value)

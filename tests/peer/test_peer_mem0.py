@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from peer_adapter import PEER, export, load, needs_peer
+
+from mem0_peer_calls import counting, folder, record
 
 pytestmark = needs_peer
 
@@ -57,3 +61,14 @@ if PEER is not None and importlib.util.find_spec("mem0") is not None:
         for module in (mem0, mem0.memory.main):
             monkeypatch.setattr(module, "Memory", BranchedMemory)
             monkeypatch.setattr(module, "AsyncMemory", BranchedAsyncMemory)
+
+    @pytest.fixture(autouse=True)
+    def _wrapper_calls(
+        request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    ) -> Iterator[None]:
+        """Count what reached the wrapper (printed at the end of the session: a test that
+        mocks the method it calls, or calls Mem0's private helpers, reaches none of it)."""
+        with counting() as calls:
+            yield
+        where = folder(request.config, Path(tmp_path_factory.getbasetemp()))
+        record(where, request.node.nodeid, calls)

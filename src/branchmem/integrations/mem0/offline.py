@@ -59,6 +59,7 @@ __all__ = [
     "AnnotatedFact",
     "HashEmbedder",
     "ScriptedLLM",
+    "offline_async_memory",
     "offline_memory",
     "openai_compatible_llm",
 ]
@@ -284,6 +285,21 @@ def offline_memory(
     is what branchbench wants for one fresh Mem0 per scenario and system). ``llm`` replaces
     the scripted LLM with a Mem0 LLM section (e.g. ``openai_compatible_llm(url, model)``).
     """
+    return _offline(mem0.Memory, directory, dims, llm)
+
+
+def offline_async_memory(
+    directory: str | Path | None = None,
+    *,
+    dims: int = DEFAULT_DIMS,
+    llm: dict[str, Any] | None = None,
+) -> Any:
+    """``offline_memory`` as a ``mem0.AsyncMemory`` (the same LLM, embedder and stores), so
+    the async API can be checked against the wrapper offline too."""
+    return _offline(mem0.AsyncMemory, directory, dims, llm)
+
+
+def _offline(cls: Any, directory: str | Path | None, dims: int, llm: dict[str, Any] | None) -> Any:
     store: dict[str, Any] = {"collection_name": "memories", "embedding_model_dims": dims}
     if directory is None:
         from qdrant_client import QdrantClient  # type: ignore[import-not-found, unused-ignore]
@@ -304,7 +320,7 @@ def offline_memory(
     with _offline_providers(), warnings.catch_warnings():
         # local Qdrant says payload indexes have no effect; Mem0 creates them anyway
         warnings.simplefilter("ignore", UserWarning)
-        return mem0.Memory.from_config(config)
+        return cls.from_config(config)
 
 
 def openai_compatible_llm(endpoint: str, model: str, api_key: str | None = None) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from .reads import (
     mem0_search,
     scored_archived,
 )
+from .rows import history_rows
 
 if TYPE_CHECKING:
     from branchmem import Explanation, Memory, Record
@@ -357,44 +358,13 @@ class BranchMem0:
             self._retract(targets, sources, scope, "mem0 delete_all")
         return {"message": "Memories deleted successfully!"}
 
-    def history(self, memory_id: str) -> list[dict[str, Any]]:
-        """Mem0's ``history`` from branchmem's: one row per revision and retraction, oldest
-        first, with Mem0's fields (``old_memory``, ``new_memory``, ``event``) and where it
-        holds (``sources``); every branch's changes are listed."""
-        record_id = record_id_for(str(memory_id))
-        try:
-            entries = self.store.history(record_id, namespace=self.namespace)
-        except NotFoundError:
-            raise MemoryNotVisible(f"memory {memory_id!r} is not known") from None
-        rows: list[dict[str, Any]] = []
-        previous: str | None = None
-        for entry in entries:
-            happened = entry["happened"]
-            revision = entry["revision"]
-            if happened in ("added", "revised") and revision is not None:
-                held = self.store.get_record(record_id, revision=revision, namespace=self.namespace)
-                event = "ADD" if happened == "added" else "UPDATE"
-                old, new = previous, held.content
-                previous = held.content
-                sources = list(held.sources or ())
-            elif happened == "retracted":
-                event, old, new, sources = "DELETE", previous, None, []
-            else:
-                continue
-            rows.append(
-                {
-                    "id": f"{record_id}:{entry['seq']}",
-                    "memory_id": str(memory_id),
-                    "old_memory": old,
-                    "new_memory": new,
-                    "event": event,
-                    "created_at": entry["time"],
-                    "revision": revision,
-                    "sources": sources,
-                    "is_deleted": event == "DELETE",
-                }
-            )
-        return rows
+    def history(self, memory_id: str, *, provenance: bool = False) -> list[dict[str, Any]]:
+        """Mem0's ``history``: one row per change, oldest first, with exactly the keys of
+        Mem0's rows (``rows.HISTORY_KEYS``: UUID ``id``, ISO ``created_at``/``updated_at``,
+        ``actor_id``, ``role``...); every branch's changes are listed, and a change Mem0
+        logged too has Mem0's row id. ``provenance=True`` adds each row's branchmem
+        ``revision`` and ``sources`` (where it holds). An unknown id has no rows."""
+        return history_rows(self, str(memory_id), provenance)
 
     def reset(self) -> None:
         """Mem0's ``reset``, and every memory's record withdrawn (hidden in every view,
