@@ -39,11 +39,10 @@ except ImportError as missing:  # the core library has no dependencies; the clie
 from .api.codec import decode, encode_argument
 from .api.operations import Operation, operations
 from .api.protocol import MemoryAPI
-from .api.rules import Keep
 from .client import PAGE, _error_classes, _flag, _query_value, _segment
 from .errors import BranchmemError, InvalidInput, ServiceError, Unavailable
 from .model import MODES, Event, Explanation
-from .validation import check_id
+from .validation import Keep, check_id
 
 if TYPE_CHECKING:
     from .importers import ImportPlan, ImportSummary, ProgressCallback
@@ -285,6 +284,12 @@ class AsyncClient:
 
     async def is_visible(self, record_id: str, anchor: str | None, **options: Any) -> bool:
         return (await self.explain(record_id, anchor, **options)).visible
+
+    async def namespaces(self) -> list[str]:
+        """Every namespace something was written to, by name (those the key may read). Not
+        under one namespace, so not in the operation table: ``GET /v1/namespaces``."""
+        names: list[str] = (await self._request("GET", "/v1/namespaces"))["namespaces"]
+        return names
 
     # -- what only the clients have ----------------------------------------------------
     async def import_(

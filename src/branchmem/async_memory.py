@@ -166,6 +166,7 @@ class AsyncMemory:
     context = offloaded(MemoryAPI.context)
     deliveries = offloaded(MemoryAPI.deliveries)
     stale_deliveries = offloaded(MemoryAPI.stale_deliveries)
+    namespaces = offloaded(MemoryAPI.namespaces)
 
     async def is_visible(self, record_id: str, anchor: str | None, **options: Any) -> bool:
         return (await self.explain(record_id, anchor, **options)).visible

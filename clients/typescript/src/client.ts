@@ -187,6 +187,12 @@ export class Client {
     return this.call(this.http.GET("/v1/whoami"));
   }
 
+  /** `GET /v1/namespaces`: every namespace something was written to that the key may read. */
+  async namespaces(): Promise<string[]> {
+    const data = await this.call(this.http.GET("/v1/namespaces"));
+    return data.namespaces;
+  }
+
   // -- events and heads ---------------------------------------------------------------
 
   /** `Memory.add_event`: a child may arrive before its parent (it stays detached). */
