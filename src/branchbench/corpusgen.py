@@ -89,12 +89,12 @@ class Pin:
 # upstream commits named; a change to the generator or the corpora means changing these.
 PINNED = {
     "locomo": Pin(
-        "55e3320822166039ef5eceda5f4f55737143a728b85963c234b04634dc38b947",
+        "449262de1a959893236a64ab036470253a6e8c7a44e357a149152ba7b530f1e7",
         LOCOMO_DIR,
         LOCOMO_UPSTREAM,
     ),
     "beam": Pin(
-        "72e7430ca3b77c99246b49eb32e16fbb34c8d4495b3c35a491124b196b0101d3",
+        "17465b9253cf8362d16a233908d3b6d20307ff875803b2492966ddd2418874d3",
         BEAM_DIR,
         BEAM_UPSTREAM,
     ),
@@ -377,7 +377,14 @@ def _build_fork(
             answer=(value.text,),
             forbidden=(swapped,),
             notes=f"{value.kind} in {turns[fork_at].id}; the abandoned copy says {swapped!r}",
-        )
+        ),
+        Probe(
+            id="retain",
+            type="retain",
+            question=question,
+            answer=(value.text,),
+            notes=f"the corpus's gold answer, said in {turns[fork_at].id} on the kept branch",
+        ),
     ]
     if original is not None:
         at = next(i for i, m in enumerate(prefix) if m.id == turns[original[0]].id)
