@@ -137,6 +137,19 @@ def test_the_cli_prints_one_line_naming_the_cause(
     assert elapsed < BOUND_S, f"{case}: {elapsed:.1f} s"
 
 
+def test_a_server_that_never_answers_is_given_up_after_the_connect_timeout() -> None:
+    pytest.importorskip("psycopg")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel completes the handshake; nobody ever replies
+        port = int(silent.getsockname()[1])
+        started = time.monotonic()
+        with pytest.raises(StorageError, match="connection timeout expired"):
+            Memory.open(f"postgresql://postgres@127.0.0.1:{port}/postgres")
+        elapsed = time.monotonic() - started
+    assert elapsed < BOUND_S, f"{elapsed:.1f} s"  # the default connect_timeout: 5 s
+
+
 BASE_INSTALL = """
 import sys
 sys.modules["psycopg"] = None  # as on an install without branchmem[postgres]
