@@ -2,7 +2,8 @@
 
 Connections come from a ``psycopg_pool.ConnectionPool`` and run in autocommit mode, so the
 shared SQL layer's own ``BEGIN``/``SAVEPOINT``/``COMMIT`` statements delimit transactions.
-One public ``Memory`` call holds one connection for its duration.
+One public ``Memory`` call holds one connection for its duration. Opening connects once
+before the pool does, so a connection that cannot succeed fails at once with libpq's reason.
 
 Concurrency: a write transaction takes a transaction-scoped advisory lock keyed on its
 namespace before its first read, so the writers of one namespace run one at a time across
