@@ -2,7 +2,8 @@
 
 Connections come from a ``psycopg_pool.ConnectionPool`` and run in autocommit mode, so the
 shared SQL layer's own ``BEGIN``/``SAVEPOINT``/``COMMIT`` statements delimit transactions.
-One public ``Memory`` call holds one connection for its duration.
+One public ``Memory`` call holds one connection for its duration. Opening connects once
+before the pool does, so a connection that cannot succeed fails at once with libpq's reason.
 
 Concurrency: a write transaction takes a transaction-scoped advisory lock keyed on its
 namespace before its first read, so the writers of one namespace run one at a time across
@@ -30,7 +31,7 @@ from contextlib import contextmanager, suppress
 from functools import lru_cache
 from typing import Any
 
-from ..errors import ConflictError, InvalidInput, StorageError
+from ..errors import ConflictError, InvalidInput, MissingExtra, StorageError
 from . import codec
 from .sql import SQLStore
 
@@ -39,11 +40,8 @@ try:
     from psycopg import errors as pg_errors
     from psycopg.conninfo import conninfo_to_dict
     from psycopg_pool import ConnectionPool, PoolTimeout
-except ImportError as missing:  # pragma: no cover - depends on the installation
-    raise ImportError(
-        "PostgreSQL support needs the optional extra: pip install 'branchmem[postgres]' "
-        f"({missing})"
-    ) from missing
+except ImportError as missing:  # the base install: one line naming the extra, no traceback
+    raise MissingExtra("PostgreSQL support", "postgres", missing.name) from missing
 
 NUL_REFUSED = "PostgreSQL text cannot hold NUL (0x00) characters"
 ATTEMPTS = 5  # tries to start a transaction before giving up
@@ -62,13 +60,22 @@ PLANNER_SETTINGS = {
     "enable_hashjoin": "off",
     "enable_mergejoin": "off",
 }
-ANALYZE_AFTER = 1_000  # rows a table gains by bulk writes before this store first analyzes it
+CONNECT_TIMEOUT_S = 5  # libpq's connect_timeout unless the URL sets one: a silent host fails fast
+ANALYZE_AFTER = 1_000  # rows a table gains by writes before this store first analyzes it
 ANALYZE_GROWTH = 4  # then again each time the table has grown this many times over
 # An INSERT of many rows becomes one statement, ``INSERT ... SELECT * FROM unnest(?::text[],
 # ...) [ON CONFLICT ...]`` over one array per column: one executor run for the whole batch,
 # sent with the call's next statement. Outside a transaction, rows that must all be new go by
 # ``COPY`` (which a pipeline cannot carry).
 MULTI_ROW_INSERT = re.compile(r"INSERT INTO (\w+) \(([^)]*)\) VALUES \((?:\?, )*\?\)(.*)", re.S)
+INSERT_INTO = re.compile(r"\s*INSERT INTO (\w+)")
+
+
+@lru_cache(maxsize=1024)
+def _inserted_table(text: str) -> str | None:
+    """The table an ``INSERT`` statement grows, or None for any other statement."""
+    match = INSERT_INTO.match(text)
+    return match.group(1) if match else None
 
 
 def namespace_lock(namespace: str) -> int:
@@ -197,6 +204,24 @@ def describe(url: str) -> str:
     return f"postgresql://{host}:{port}/{params.get('dbname') or ''}"
 
 
+def connect_failure(error: BaseException) -> str:
+    """Why libpq could not connect, on one line: the server's reason (``password
+    authentication failed for user "alice"``, ``database "x" does not exist``) or the
+    network's (``Connection refused``), without the host prefix, hints and repeats."""
+    reasons: list[str] = []
+    for line in str(error).splitlines():
+        reason = line.strip()
+        if " failed: " in reason:  # 'connection to server at "h", port p failed: WHY'
+            reason = reason.rsplit(" failed: ", 1)[1]
+        reason = " ".join(re.sub(r"^(?:FATAL|ERROR):\s*", "", reason).split())
+        if reason and not reason.startswith(NOT_REASONS) and reason not in reasons:
+            reasons.append(reason)
+    return "; ".join(reasons) or type(error).__name__
+
+
+NOT_REASONS = ("Is the server running", "Multiple connection attempts", "- host:")
+
+
 def _retryable(error: Exception, connection: psycopg.Connection[Any] | None) -> bool:
     if isinstance(error, pg_errors.SerializationFailure | pg_errors.DeadlockDetected):
         return True
@@ -233,25 +258,30 @@ class PostgresStore(SQLStore):
         max_size: int = 4,
         timeout: float = 30.0,
         prepare_threshold: int | None = 5,
+        analyze_after: int = ANALYZE_AFTER,
     ) -> None:
         """``min_size``/``max_size``: the pool; ``timeout``: seconds to wait for a connection;
         ``prepare_threshold=None`` turns server-side prepared statements off (for a pooler
-        that cannot carry them)."""
+        that cannot carry them); ``analyze_after``: rows a table gains before this store
+        first analyzes it (see ``_after_commit``)."""
         super().__init__()
         self.url = url
         self.timeout = timeout
+        self.analyze_after = analyze_after
         self._types: dict[str, dict[str, str]] = {}
-        self._grown: dict[str, int] = {}  # rows bulk-written per table since its last ANALYZE
+        self._grown: dict[str, int] = {}  # rows inserted per table since its last ANALYZE
         self._analyzed: dict[str, float] = {}  # rows per table at that ANALYZE
         self._conn: psycopg.Connection[Any] | None = None
         self._queued: list[tuple[str, list[tuple[Any, ...]]]] = []  # writes not sent yet
         self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
+        kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": prepare_threshold}
+        self._probe(url, kwargs)
         try:
             self._pool = ConnectionPool(
                 url,
                 min_size=min_size,
                 max_size=max(max_size, min_size, 1),
-                kwargs={"autocommit": True, "prepare_threshold": prepare_threshold},
+                kwargs=kwargs,
                 configure=self._configure,
                 open=False,
                 timeout=timeout,
@@ -268,6 +298,26 @@ class PostgresStore(SQLStore):
         except BaseException:
             self.close()
             raise
+
+    @staticmethod
+    def _probe(url: str, kwargs: dict[str, Any]) -> None:
+        """Connect once before the pool does, so a wrong password, a missing database or a
+        closed port fails at once with libpq's reason (the pool would retry it in the
+        background, logging each failure, until its timeout: 30 s and a dozen warnings).
+        Sets ``connect_timeout`` in ``kwargs`` when the URL has none."""
+        try:
+            given = conninfo_to_dict(url)
+        except psycopg.Error as error:
+            why = str(error).split(' in URI: "')[0]  # the URI itself may hold a password
+            raise InvalidInput(f"not a valid PostgreSQL URL: {why}") from error
+        if given.get("connect_timeout") is None:
+            kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
+        try:
+            psycopg.connect(url, **kwargs).close()
+        except psycopg.Error as error:
+            raise StorageError(
+                f"cannot connect to {describe(url)}: {connect_failure(error)}"
+            ) from error
 
     @staticmethod
     def _configure(connection: psycopg.Connection[Any]) -> None:
@@ -396,6 +446,7 @@ class PostgresStore(SQLStore):
 
     def _run(self, text: str, params: Sequence[Any] = ()) -> Any:
         text, params = self._arrays(text, params)
+        self._count_growth(text, 1)
         if self._conn is not None:
             if self._held:
                 self._release()
@@ -515,16 +566,25 @@ class PostgresStore(SQLStore):
                 self._copy(table, columns, rows)
             else:
                 self._insert_arrays(table, columns, rest, rows)
-            self._grown[table] = self._grown.get(table, 0) + len(rows)
         elif len(rows) == 1:
             self._connection().execute(self._sql(text), rows[0])
         else:
             with self._connection().cursor() as cursor:
                 cursor.executemany(self._sql(text), rows)
+        self._count_growth(text, len(rows))
+
+    def _count_growth(self, text: str, rows: int) -> None:
+        """Count rows an ``INSERT`` adds towards the table's next ANALYZE, whatever the path
+        (a batch, a held row, one statement): an agent writing one event per call grows
+        its tables as surely as a bulk import. An upsert that only updates counts too; the
+        next ANALYZE measures the table anew."""
+        table = _inserted_table(text)
+        if table is not None:
+            self._grown[table] = self._grown.get(table, 0) + rows
 
     def _after_commit(self) -> None:
-        """ANALYZE a table this store has grown by bulk writes past the size it had at its
-        last ANALYZE (at first: by ``ANALYZE_AFTER`` rows).
+        """ANALYZE a table this store has grown past the size it had at its last ANALYZE
+        (at first: by ``analyze_after`` rows), counting rows from every write path.
 
         Without statistics the planner guesses that ``namespace = ?`` keeps 0.5% of a table,
         so right after a bulk load it plans a view's lookups as scans of tables it believes
@@ -535,10 +595,11 @@ class PostgresStore(SQLStore):
         ~20% of PostgreSQL's work while building 10,000 records; five per table on the way to a
         million rows, each reading a fixed sample. A role that does not own the tables gets a
         warning from the server and no statistics (see docs/scaling.md)."""
+        first, analyzed = self.analyze_after, self._analyzed
         due = [
             table
             for table, rows in self._grown.items()
-            if rows >= max(ANALYZE_AFTER, (ANALYZE_GROWTH - 1) * self._analyzed.get(table, 0.0))
+            if rows >= max(first, (ANALYZE_GROWTH - 1) * analyzed.get(table, 0.0))
         ]
         if not due:
             return
