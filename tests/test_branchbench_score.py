@@ -244,3 +244,12 @@ def test_without_matplotlib_no_chart_of_an_earlier_scoring_survives(
     assert main(["score", str(out)]) == 0
     assert not (out / "leak_by_operation.png").exists()
     assert not (out / "measured_by_pipeline.png").exists()
+
+
+def test_a_declared_memory_that_is_empty_is_measured_not_na() -> None:
+    # label_based on one arrival order: its memory section held nothing at any probe
+    empty = [row("label_based", f"s{i}", "retain", has_memory=True) for i in range(3)]
+    rates = context_rates(empty)
+    assert rates["has_memory"] and rates["memory_retain_rate"] == 0.0
+    raw = [row("raw_current_branch", f"s{i}", "retain", has_memory=False) for i in range(3)]
+    assert context_rates(raw)["memory_retain_rate"] is None

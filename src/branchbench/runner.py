@@ -176,6 +176,7 @@ def context_rows(
                             "extractor": extractor,
                             "pipeline": pipeline,
                             "system": name,
+                            "has_memory": feed.spec.memories != "none",
                             "probe": probe.id,
                             "type": probe.type,
                             "anchor": anchor,

@@ -168,7 +168,9 @@ def context_rates(rows: Sequence[Row]) -> Rates:
     """Model-free rates over one system's context rows."""
     leak, retain = _of(rows, "leak"), _of(rows, "retain")
     stale, retracted = _of(rows, "stale"), _of(rows, "retracted")
-    has_memory = any(r["memory"] for r in rows)
+    # a system has a memory section when it declares one (an empty memory in every row of
+    # one group is a measurement, not n/a); older rows only tell by their text
+    has_memory = any(r.get("has_memory") or r["memory"] for r in rows)
     beyond = [r for r in retain if not r.get("path_in_transcript", True)]
     t = _Tally()
     t.add("context_leak_rate", leak, lambda r: _any(r, "context"))
