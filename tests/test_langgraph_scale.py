@@ -8,6 +8,7 @@ import asyncio
 import time
 import uuid
 from collections import Counter
+from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
@@ -241,3 +242,49 @@ def test_the_checkpointer_has_no_capability_the_saver_lacks(saver: str) -> None:
     for name in ("aget_tuple", "alist", "aput", "aput_writes", "delete_thread", "adelete_thread"):
         lacks = getattr(Saver, name) is getattr(BaseCheckpointSaver, name)
         assert (getattr(wrapper, name) is getattr(BaseCheckpointSaver, name)) == lacks, name
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("cross_tree", [False, True])
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_currents_is_current_of_every_key(
+    seed: int, cross_tree: bool, backend: str, tmp_path: Path
+) -> None:
+    """``Memory.currents`` (what search reads) against ``current`` key by key, on random
+    forked trees with heads, rewrites, retractions and supersedes, at every event."""
+    import random
+
+    rng = random.Random(seed)
+    memory = Memory() if backend == "memory" else Memory.open(tmp_path / "m.db")
+    events: list[str] = []
+    for tree in range(3):
+        root = f"r{tree}"
+        memory.add_event(root)
+        events.append(root)
+        for i in range(12):
+            event = f"e{tree}.{i}"
+            memory.add_event(event, rng.choice([e for e in events if e[1:2] == root[1:]]))
+            events.append(event)
+        memory.set_head(rng.choice([e for e in events if e[1:2] == root[1:]]))
+    records: list[str] = []
+    for i in range(40):
+        source, key = rng.choice(events), f"k{rng.randrange(6)}"
+        roll = rng.random()
+        if roll < 0.15 and records:
+            memory.retract(f"x{i}", sources=[source], targets=[rng.choice(records)])
+        elif roll < 0.25:
+            memory.retract(f"x{i}", sources=[source], key=key)
+        elif roll < 0.3 and len(records) > 1:
+            memory.supersede(records[-1], rng.choice(records[:-1]))
+        else:
+            memory.add_record(f"w{i}", sources=[source], content=str(i), key=key)
+            records.append(f"w{i}")
+    shown = 0
+    for anchor in events:
+        found = memory.currents(anchor, prefix="k", cross_tree=cross_tree)
+        assert found is not None
+        expected = [memory.current(f"k{k}", anchor, cross_tree=cross_tree) for k in range(6)]
+        assert [r.id for r in found] == [r.id for r in expected if r is not None], anchor
+        shown += len(found)
+    memory.close()
+    assert shown > len(events)  # not a comparison of empty answers
