@@ -288,3 +288,14 @@ def test_currents_is_current_of_every_key(
         shown += len(found)
     memory.close()
     assert shown > len(events)  # not a comparison of empty answers
+
+
+def test_uncached_reads_hide_expired_items(tmp_path: Path) -> None:
+    """Over SQLite (no read cache) an expired item was still found by search."""
+    memory = Memory.open(tmp_path / "m.db")
+    store = BranchStore(memory).at(thread_head(memory, "a"))
+    store.put(NS, "k", {"v": 1}, ttl=0.001)  # 60 ms
+    assert len(store.search(NS)) == 1
+    time.sleep(0.1)
+    assert store.search(NS) == [] and store.get(NS, "k") is None
+    memory.close()

@@ -436,10 +436,12 @@ class BranchStore(BaseStore):
     # -- reads over every visible item -------------------------------------------------
     def _visible_items(self, place: _Place, prefix: tuple[str, ...] = ()) -> list[_Found]:
         """The live items under the namespace ``prefix`` where ``place`` stands."""
-        if place.anchor is None:
-            return [] if self.mode == "strict" else self._read_items(None, prefix)
+        if place.anchor is None and self.mode == "strict":
+            return []
         if not self._cached(place):
-            return self._read_items(place.anchor, prefix)
+            found = self._read_items(place.anchor, prefix)
+            return [f for f in found if not self._expired(f.record)]
+        assert place.anchor is not None
         live = self._live(place.anchor, prefix)
         return [
             found
