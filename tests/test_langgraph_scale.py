@@ -25,6 +25,7 @@ from branchmem import InvalidInput, Memory
 from branchmem.integrations.langgraph import BranchCheckpointer, BranchStore
 from branchmem.integrations.langgraph.mapping import thread_event_id
 from branchmem.store.inmemory import InMemoryStore as InMemoryBackend
+from branchmem.testing.differential import index_reads
 
 NS = ("agent", "u1")
 
@@ -251,7 +252,8 @@ def test_currents_is_current_of_every_key(
     seed: int, cross_tree: bool, backend: str, tmp_path: Path
 ) -> None:
     """``Memory.currents`` (what search reads) against ``current`` key by key, on random
-    forked trees with heads, rewrites, retractions and supersedes, at every event."""
+    forked trees with heads, rewrites, retractions and supersedes, at every event; and
+    None (read the whole view) at a shallow anchor with more keys than path events."""
     import random
 
     rng = random.Random(seed)
@@ -281,11 +283,13 @@ def test_currents_is_current_of_every_key(
             records.append(f"w{i}")
     shown = 0
     for anchor in events:
-        found = memory.currents(anchor, prefix="k", cross_tree=cross_tree)
+        with index_reads(0):  # whenever the anchor allows, however shallow
+            found = memory.currents(anchor, prefix="k", cross_tree=cross_tree)
         assert found is not None
         expected = [memory.current(f"k{k}", anchor, cross_tree=cross_tree) for k in range(6)]
         assert [r.id for r in found] == [r.id for r in expected if r is not None], anchor
         shown += len(found)
+    assert memory.currents("r0", prefix="k", cross_tree=cross_tree) is None
     memory.close()
     assert shown > len(events)  # not a comparison of empty answers
 

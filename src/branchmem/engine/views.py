@@ -218,7 +218,9 @@ def currents(
     """The current value of every key ``wanted`` accepts, at ``anchor``: what ``current``
     returns for each, read through the trees' key index (``Store.tree_index``) at the cost
     of the keys, not of the path or of their superseded history. None where that index or
-    a keyed read does not apply (a detached anchor or head, a backend without the index):
+    a keyed read does not apply (a detached anchor or head, a backend without the index),
+    or where the keys outnumber the paths' events by ``PATH_EVENTS_PER_ENTRY`` (a shallow
+    anchor with many keys: walking the paths is cheaper, as ``indexed_visible`` decides):
     the caller reads the whole view instead."""
     node = ns.event_node(anchor)
     if not node.attached or node.tree is None:
@@ -237,6 +239,10 @@ def currents(
         if index is None:
             return None
         keys.update(key for key, _ in index.groups if wanted(key))
+    steps = PATH_EVENTS_PER_ENTRY
+    events = sum((n.depth or 0) + 1 for n in (node, *heads.values()))
+    if steps is None or (steps and len(keys) > events // steps):
+        return None
     chosen_mode = ns.mode if mode is None else check_mode(mode)
     keyed = KeyedView(ns.store, ns.name, node, chosen_mode, heads if cross_tree else None)
     keyed.learn_keys(keys)
