@@ -90,6 +90,7 @@ class Memory:
         self._lock = threading.RLock()
         self._counts: dict[str, Counter[str]] = {}
         self._actor = threading.local()
+        self._generation = 0
 
     @classmethod
     def open(
@@ -110,6 +111,12 @@ class Memory:
 
         store = open_store(os.fspath(url), migrate=migrate)
         return cls(mode, store=store, embedder=embedder, counter=counter)
+
+    @property
+    def generation(self) -> int:
+        """How many write calls this Memory has made: reads cached through it stay right
+        while this is unchanged and nothing else writes its store (another process)."""
+        return self._generation
 
     @contextmanager
     def acting_as(self, actor: str) -> Iterator[None]:
@@ -158,8 +165,11 @@ class Memory:
     def _write(self, namespace: str | Namespace) -> Iterator[Namespace]:
         """One all-or-nothing write transaction (a savepoint when nested)."""
         ns = namespace if isinstance(namespace, Namespace) else self._namespace(namespace)
-        with self._lock, self._store.transaction(ns.name):
-            yield ns
+        try:
+            with self._lock, self._store.transaction(ns.name):
+                yield ns
+        finally:
+            self._generation += 1
 
     @contextmanager
     def _read(self, namespace: str | Namespace) -> Iterator[Namespace]:
@@ -429,6 +439,23 @@ class Memory:
         """The value of ``(scope, key)`` that holds at ``anchor``, or None."""
         with self._read(namespace) as ns:
             return views.current(ns, key, anchor, scope, cross_tree, mode)
+
+    def currents(
+        self,
+        anchor: str,
+        *,
+        prefix: str = "",
+        cross_tree: bool = False,
+        mode: str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> list[Record] | None:
+        """``current(key, anchor)`` of every key starting with ``prefix`` that has a value
+        there, by key, at the cost of the keys rather than of the history; None when only
+        the whole view can answer (a detached anchor or head, a backend without a key
+        index): then use ``visible``."""
+        with self._read(namespace) as ns:
+            check_id(anchor, "anchor")
+            return views.currents(ns, anchor, cross_tree, mode, lambda key: key.startswith(prefix))
 
     def stale(
         self,

@@ -15,7 +15,7 @@ pytestmark = needs_peer
 EXPECTED: dict[str, str] = {
     "test_no_running_loop": (
         "BranchStore, like InMemoryStore, is a sync and async store: outside a run "
-        "nothing waits, so sync calls work on the event loop; inside a run they raise "
+        "nothing waits, so sync calls work on the event loop; inside an async run they raise "
         "InvalidStateError (tests/test_langgraph_contract.py)"
     ),
 }

@@ -8,7 +8,7 @@ call, filters and orders its decisions, and tallies what was asked about.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from ..errors import NotFoundError
@@ -206,6 +206,49 @@ def current(
         return None if revision is None else ns.to_record(revision)
     found = visible(ns, anchor, cross_tree, mode, None, key, scope, False, False)
     return found[-1] if found else None
+
+
+def currents(
+    ns: Namespace,
+    anchor: str,
+    cross_tree: bool,
+    mode: str | None,
+    wanted: Callable[[str], bool],
+) -> list[Record] | None:
+    """The current value of every key ``wanted`` accepts, at ``anchor``: what ``current``
+    returns for each, read through the trees' key index (``Store.tree_index``) at the cost
+    of the keys, not of the path or of their superseded history. None where that index or
+    a keyed read does not apply (a detached anchor or head, a backend without the index),
+    or where the keys outnumber the paths' events by ``PATH_EVENTS_PER_ENTRY`` (a shallow
+    anchor with many keys: walking the paths is cheaper, as ``indexed_visible`` decides):
+    the caller reads the whole view instead."""
+    node = ns.event_node(anchor)
+    if not node.attached or node.tree is None:
+        return None
+    heads: dict[str, EventNode] = {}
+    if cross_tree:
+        for tree, head_id in ns.store.heads(ns.name).items():
+            head = ns.store.get_event(ns.name, head_id)
+            if tree != node.tree and head is not None:
+                if not head.attached:
+                    return None
+                heads[tree] = head
+    keys: set[str] = set()
+    for tree in (node.tree, *sorted(heads)):
+        index = ns.store.tree_index(ns.name, tree, sys.maxsize)
+        if index is None:
+            return None
+        keys.update(key for key, _ in index.groups if wanted(key))
+    steps = PATH_EVENTS_PER_ENTRY
+    events = sum((n.depth or 0) + 1 for n in (node, *heads.values()))
+    if steps is None or (steps and len(keys) > events // steps):
+        return None
+    chosen_mode = ns.mode if mode is None else check_mode(mode)
+    keyed = KeyedView(ns.store, ns.name, node, chosen_mode, heads if cross_tree else None)
+    keyed.learn_keys(keys)
+    found = [revision for key in sorted(keys) if (revision := keyed.current(key, None))]
+    ns.counts.update(keyed.counts)
+    return [ns.to_record(revision) for revision in found]
 
 
 def explain(

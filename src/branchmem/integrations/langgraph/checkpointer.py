@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any, Final
 
@@ -38,6 +39,11 @@ LATEST_ONLY_SAVERS: Final = frozenset({"ShallowPostgresSaver", "AsyncShallowPost
 # checkpoints from worker threads while nodes read and write the store on others. The
 # condition wakes readers that wait for a checkpoint to be mirrored (see ``wait_mirrored``).
 MIRRORED: Final = threading.Condition(threading.RLock())
+# Whether the run in this context is async (its checkpoints saved on its event loop): set
+# when a run reads its thread. A sync run may be started on a thread whose event loop is
+# running (a notebook); its checkpoints are saved by worker threads, so a store call there
+# may wait for one without blocking anything the save needs. Unknown counts as async.
+ASYNC_RUN: Final[ContextVar[bool]] = ContextVar("branchmem_langgraph_async_run", default=True)
 
 
 class UnsupportedSaver(InvalidInput):
@@ -46,9 +52,16 @@ class UnsupportedSaver(InvalidInput):
     code = "unsupported_saver"
 
 
-# Optional saver methods: the wrapper has each only when the wrapped saver's class does,
-# since LangGraph (and its conformance suite) detects a capability by override.
+# Saver methods the wrapper has only when the wrapped saver's class does, since LangGraph
+# (and its conformance suite) detects a capability by override: the optional ones, and the
+# sync or async half a saver may lack (PostgresSaver has no async methods, SqliteSaver no
+# aput_writes or adelete_thread): the wrapper then keeps BaseCheckpointSaver's default.
 OPTIONAL_METHODS: Final = (
+    ("get_tuple", "aget_tuple"),
+    ("list", "alist"),
+    ("put", "aput"),
+    ("put_writes", "aput_writes"),
+    ("delete_thread", "adelete_thread"),
     ("delete_for_runs", "adelete_for_runs"),
     ("copy_thread", "acopy_thread"),
     ("prune", "aprune"),
@@ -261,6 +274,7 @@ class BranchCheckpointer(BaseCheckpointSaver[Any]):
         return list(self.saver.config_specs)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        ASYNC_RUN.set(False)  # a sync run starts here (its loop reads the thread first)
         return self.saver.get_tuple(config)
 
     def list(
@@ -310,6 +324,7 @@ class BranchCheckpointer(BaseCheckpointSaver[Any]):
         self.saver.prune(thread_ids, strategy=strategy)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        ASYNC_RUN.set(True)  # an async run starts here: its nodes' tasks copy the context
         return await self.saver.aget_tuple(config)
 
     async def alist(

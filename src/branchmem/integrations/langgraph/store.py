@@ -40,7 +40,8 @@ from ...errors import BranchmemError, InvalidInput, NotFoundError
 from ...memory import Memory
 from ...model import Record
 from ...search.lexical import rank
-from .checkpointer import MIRRORED, BranchCheckpointer, step_event
+from ...store.inmemory import InMemoryStore as InMemoryBackend
+from .checkpointer import ASYNC_RUN, MIRRORED, BranchCheckpointer, step_event
 from .mapping import (
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_DURABILITY,
@@ -77,14 +78,52 @@ class _Place:
     events: list[dict[str, Any]] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Found:
     """A visible item with the record revision that holds it."""
 
     item: Item
-    record_id: str
-    revision: int
-    index: object  # the put's ``index`` argument: None (config fields), False, or paths
+    record: Record
+    words: str | None = None  # the value's text for BM25, once a query asked for it
+
+    @property
+    def text(self) -> str:
+        if self.words is None:
+            self.words = _text_of(self.item.value)
+        return self.words
+
+    @property
+    def record_id(self) -> str:
+        return self.record.id
+
+    @property
+    def revision(self) -> int:
+        return self.record.revision
+
+    @property
+    def index(self) -> object:
+        """The put's ``index`` argument: None (config fields), False, or paths."""
+        return self.record.meta.get("index")
+
+
+class _Cache:
+    """Answers of one Memory generation (``Memory.generation``): each thread's head and the
+    live items seen from each anchor, by namespace. Any write through the Memory starts a
+    new generation and empties it, so it holds at most what reads met since the last write.
+    Used only over branchmem's in-memory store, which no other process can write."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.generation = -1
+        self.heads: dict[str, str | None] = {}
+        self.items: dict[str, dict[tuple[str, ...], dict[str, _Found]]] = {}
+
+    def fresh(self, generation: int) -> None:
+        """Forget everything if the Memory has been written since it was filled."""
+        if generation != self.generation:
+            self.generation = generation
+            self.heads = {}
+            self.items = {}
 
 
 class _Index:
@@ -105,6 +144,12 @@ class _Index:
         options: Mapping[str, Any] = config
         fields: list[str] = options.get("fields") or options.get("text_fields") or ["$"]
         self.fields = [_path(p) for p in fields]
+        distance = str(options.get("distance_type", "cosine"))
+        if distance not in _SIMILARITY:
+            raise InvalidInput(
+                f"index distance_type {distance!r}: expected one of {sorted(_SIMILARITY)}"
+            )
+        self.similarity = _SIMILARITY[distance]
         self.vectors: dict[tuple[str, int], list[list[float]]] = {}
         self.lock = threading.Lock()
 
@@ -149,7 +194,8 @@ class BranchStore(BaseStore):
     Items written on other threads count as seen from those threads' heads
     (``cross_thread=True``), so long-term memory still crosses threads but never from an
     abandoned branch. ``index`` is LangGraph's ``IndexConfig`` (``dims``, ``embed``,
-    ``fields``): with it ``search(query=...)`` ranks by cosine, as ``InMemoryStore`` does;
+    ``fields``, ``distance_type``): with it ``search(query=...)`` ranks by similarity (cosine
+    unless ``distance_type`` is ``l2`` or ``inner_product``, scored as ``PostgresStore`` does);
     without it by BM25 over the values' text. ``ttl`` is LangGraph's ``TTLConfig``.
     """
 
@@ -179,9 +225,12 @@ class BranchStore(BaseStore):
         self.ttl_config = ttl
         # (record id, revision) -> expiry refreshed by a read; in this process only
         self._refreshed: dict[tuple[str, int], float] = {}
+        # reads are cached only where nothing but this Memory writes the store
+        self._cache = _Cache() if isinstance(memory.store, InMemoryBackend) else None
         if config is not None:
             thread_of(config)
         self._anchor_config = config
+        self._anchor: tuple[str, str | None] | None = None  # _anchor_of(config), once read
 
     @property
     def embeddings(self) -> Embeddings | None:
@@ -198,6 +247,7 @@ class BranchStore(BaseStore):
         view = BranchStore.__new__(type(self))
         view.__dict__.update(self.__dict__)
         view._anchor_config = config
+        view._anchor = None
         return view
 
     # -- BaseStore ---------------------------------------------------------------------
@@ -216,9 +266,10 @@ class BranchStore(BaseStore):
         return await asyncio.to_thread(self.batch, list(ops))
 
     def _refuse_on_event_loop(self) -> None:
-        """A sync call on the event loop inside a run would block the loop while it waits
-        for the step's checkpoint, which that same loop is saving: refuse at once, as
-        LangGraph's async stores do. Outside a run nothing waits, so it is allowed."""
+        """A sync call on the event loop inside an async run would block the loop while it
+        waits for the step's checkpoint, which that same loop is saving: refuse at once, as
+        LangGraph's async stores do. Outside a run nothing waits, and a sync run started on
+        a thread with a running loop (a notebook) saves in worker threads: both allowed."""
         if self._anchor_config is not None:
             return
         try:
@@ -229,7 +280,7 @@ class BranchStore(BaseStore):
             config = get_config()
         except RuntimeError:
             return
-        if running_checkpoint(config) is not None:
+        if running_checkpoint(config) is not None and ASYNC_RUN.get():
             raise asyncio.InvalidStateError(
                 "synchronous BranchStore calls are not allowed on the event loop inside a "
                 "run: use the async methods (aget, aput, asearch, ...) in async nodes"
@@ -271,20 +322,12 @@ class BranchStore(BaseStore):
         return _Place(anchor=step, source=step, events=[step_event(thread_id, checkpoint_id)])
 
     def _explicit_place(self, config: RunnableConfig) -> _Place:
-        conf = configurable(config)
-        thread_id = thread_of(config)
-        namespace = conf.get("checkpoint_ns", ROOT_NS) or ROOT_NS
-        if namespace != ROOT_NS:
-            raise InvalidInput(
-                f"checkpoint_ns {namespace!r}: anchor at the root graph's checkpoint; a "
-                "subgraph's memory belongs to the parent step it runs in"
-            )
-        checkpoint_id = conf.get("checkpoint_id")
+        if self._anchor is None:
+            self._anchor = _anchor_of(config)
+        thread_id, checkpoint_id = self._anchor
         if not checkpoint_id:
-            with MIRRORED:
-                head = self.memory.head(thread_event_id(thread_id), namespace=self.namespace)
-            return _Place(anchor=head, source=head)
-        anchor = checkpoint_event_id(thread_id, str(checkpoint_id))
+            return _Place(anchor=(head := self._head(thread_id)), source=head)
+        anchor = checkpoint_event_id(thread_id, checkpoint_id)
         with MIRRORED:
             try:
                 self.memory.get_event(anchor, namespace=self.namespace)
@@ -295,6 +338,23 @@ class BranchStore(BaseStore):
                 ) from None
         return _Place(anchor=anchor, source=anchor)
 
+    def _head(self, thread_id: str) -> str | None:
+        """The event of the thread's latest mirrored checkpoint (cached per generation)."""
+        cache = self._cache
+        if cache is not None:
+            generation = self.memory.generation
+            with cache.lock:
+                cache.fresh(generation)
+                if thread_id in cache.heads:
+                    return cache.heads[thread_id]
+        with MIRRORED:
+            head = self.memory.head(thread_event_id(thread_id), namespace=self.namespace)
+        if cache is not None:
+            with cache.lock:
+                if cache.generation == generation:
+                    cache.heads[thread_id] = head
+        return head
+
     def _shares_memory(self, checkpointer: BranchCheckpointer) -> bool:
         return checkpointer.memory is self.memory and checkpointer.namespace == self.namespace
 
@@ -302,9 +362,9 @@ class BranchStore(BaseStore):
     def _run_all(self, ops: list[Op], place: _Place) -> list[Result]:
         """Reads see the store as it was before the batch, then the puts apply in order,
         the last put of a (namespace, key) winning, as in LangGraph's own stores."""
-        for op in ops:
-            if isinstance(op, PutOp):
-                _check_put(op)
+        puts = [op for op in ops if isinstance(op, PutOp)]
+        for put in puts:
+            _check_put(put)
         results: list[Result] = []
         for op in ops:
             if isinstance(op, GetOp):
@@ -318,10 +378,9 @@ class BranchStore(BaseStore):
             else:
                 raise InvalidInput(f"unknown store operation {type(op).__name__}")
         last: dict[tuple[tuple[str, ...], str], PutOp] = {}
-        for op in ops:
-            if isinstance(op, PutOp):
-                last.pop((op.namespace, op.key), None)
-                last[(op.namespace, op.key)] = op
+        for put in puts:
+            last.pop((put.namespace, put.key), None)
+            last[(put.namespace, put.key)] = put
         for put in last.values():
             self._put(put, place)
         return results
@@ -340,6 +399,14 @@ class BranchStore(BaseStore):
         return record
 
     def _get(self, op: GetOp, place: _Place) -> Item | None:
+        if self._cached(place):
+            assert place.anchor is not None
+            live = self._live(place.anchor, ()).get(tuple(op.namespace), {})
+            found = live.get(op.key)
+            if found is None or self._expired(found.record):
+                return None
+            self._refresh(found.record, op.refresh_ttl)
+            return found.item
         record = self._record(op.namespace, op.key, place)
         if record is None or self._expired(record):
             return None
@@ -359,37 +426,93 @@ class BranchStore(BaseStore):
         return expires is not None and expires <= time.time()
 
     def _refresh(self, record: Record, wanted: bool) -> None:
+        if not wanted:
+            return
         ttl = record.meta.get("ttl_minutes")
         refresh = (self.ttl_config or {}).get("refresh_on_read", True)
-        if wanted and refresh and isinstance(ttl, int | float):
+        if refresh and isinstance(ttl, int | float):
             self._refreshed[(record.id, record.revision)] = time.time() + 60.0 * float(ttl)
 
     # -- reads over every visible item -------------------------------------------------
-    def _visible_items(self, place: _Place) -> list[_Found]:
-        records = self.memory.visible(
-            place.anchor,
-            kind=ITEM_KIND,
-            cross_tree=self.cross_thread,
-            mode=self.mode,
-            namespace=self.namespace,
-        )
+    def _visible_items(self, place: _Place, prefix: tuple[str, ...] = ()) -> list[_Found]:
+        """The live items under the namespace ``prefix`` where ``place`` stands."""
+        if place.anchor is None and self.mode == "strict":
+            return []
+        if not self._cached(place):
+            found = self._read_items(place.anchor, prefix)
+            return [f for f in found if not self._expired(f.record)]
+        assert place.anchor is not None
+        live = self._live(place.anchor, prefix)
+        return [
+            found
+            for namespace, items in live.items()
+            if namespace[: len(prefix)] == prefix
+            for found in items.values()
+            if not self._expired(found.record)
+        ]
+
+    def _cached(self, place: _Place) -> bool:
+        """Whether reads at ``place`` go through the cache: outside a run, where reads
+        repeat between writes (a step in a run writes its event first, so every batch of a
+        run would start a new generation and the whole read would be wasted)."""
+        return self._cache is not None and place.anchor is not None and not place.events
+
+    def _live(
+        self, anchor: str, prefix: tuple[str, ...]
+    ) -> dict[tuple[str, ...], dict[str, _Found]]:
+        """Every live item seen from ``anchor``, by namespace and key, from the cache (filled
+        with every item, whatever ``prefix`` asked, so that later reads find it there)."""
+        cache = self._cache
+        assert cache is not None
+        generation = self.memory.generation
+        with cache.lock:
+            cache.fresh(generation)
+            live = cache.items.get(anchor)
+        if live is not None:
+            return live
+        live = {}
+        for found in self._read_items(anchor, ()):
+            live.setdefault(found.item.namespace, {})[found.item.key] = found
+        with cache.lock:
+            if cache.generation == generation:
+                cache.items[anchor] = live
+        return live
+
+    def _read_items(self, anchor: str | None, prefix: tuple[str, ...]) -> list[_Found]:
+        """The live items under ``prefix`` read from the Memory: through the key index (the
+        cost of the live keys), or the whole view where only it can answer. Expired ones
+        are kept: expiry is decided when they are returned."""
+        records: list[Record] | None = None
+        if anchor is not None:
+            records = self.memory.currents(
+                anchor,
+                prefix=_key_prefix(prefix),
+                cross_tree=self.cross_thread,
+                mode=self.mode,
+                namespace=self.namespace,
+            )
+        if records is None:
+            records = self.memory.visible(
+                anchor,
+                kind=ITEM_KIND,
+                cross_tree=self.cross_thread,
+                mode=self.mode,
+                namespace=self.namespace,
+            )
         out = []
         for record in records:
-            if self._expired(record):
+            if record.kind != ITEM_KIND:
                 continue
             item = _item(record)
-            if item is not None:
-                index = record.meta.get("index")
-                out.append(_Found(item, record.id, record.revision, index))
+            if item is not None and item.namespace[: len(prefix)] == prefix:
+                out.append(_Found(item, record))
         return out
 
     def _search(self, op: SearchOp, place: _Place) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
-        found = [
-            f
-            for f in self._visible_items(place)
-            if f.item.namespace[: len(prefix)] == prefix and _matches(f.item.value, op.filter)
-        ]
+        found = self._visible_items(place, prefix)
+        if op.filter:
+            found = [f for f in found if _matches(f.item.value, op.filter)]
         found.sort(key=lambda f: (f.item.updated_at, f.item.namespace, f.item.key), reverse=True)
         if not op.query:
             scored: list[tuple[float | None, _Found]] = [(None, f) for f in found]
@@ -398,6 +521,8 @@ class BranchStore(BaseStore):
         else:
             scored = _by_words(op.query, found)
         page = scored[op.offset : op.offset + op.limit]
+        for _, found_item in page:  # as LangGraph's stores do: the items returned
+            self._refresh(found_item.record, op.refresh_ttl)
         return [
             SearchItem(
                 namespace=f.item.namespace,
@@ -411,7 +536,8 @@ class BranchStore(BaseStore):
         ]
 
     def _by_vector(self, query: str, found: list[_Found]) -> list[tuple[float | None, _Found]]:
-        """Cosine of the query against each item's field vectors, the best field counting
+        """The query's similarity (``distance_type``: cosine, -l2 distance or inner product,
+        as PostgresStore scores them) to each item's field vectors, the best field counting
         (LangGraph's max pooling); items with nothing embedded follow, unscored."""
         assert self._index is not None
         query_vector = self._index.embeddings.embed_query(query)
@@ -421,7 +547,7 @@ class BranchStore(BaseStore):
         for f in found:
             own = vectors[(f.record_id, f.revision)]
             if own:
-                scored.append((max(_cosine(query_vector, v) for v in own), f))
+                scored.append((max(self._index.similarity(query_vector, v) for v in own), f))
             else:
                 unscored.append((None, f))
         scored.sort(key=lambda pair: pair[0], reverse=True)
@@ -485,9 +611,30 @@ class BranchStore(BaseStore):
         return ordered[op.offset : op.offset + op.limit]
 
 
+def _anchor_of(config: RunnableConfig) -> tuple[str, str | None]:
+    """The thread and checkpoint (None: the head) an explicit config names."""
+    conf = configurable(config)
+    thread_id = thread_of(config)
+    namespace = conf.get("checkpoint_ns", ROOT_NS) or ROOT_NS
+    if namespace != ROOT_NS:
+        raise InvalidInput(
+            f"checkpoint_ns {namespace!r}: anchor at the root graph's checkpoint; a "
+            "subgraph's memory belongs to the parent step it runs in"
+        )
+    checkpoint_id = conf.get("checkpoint_id")
+    return thread_id, str(checkpoint_id) if checkpoint_id else None
+
+
 def item_key(namespace: Sequence[str], key: str) -> str:
     """The record key an item's (namespace, key) competes under: one per store slot."""
     return "langgraph:" + json.dumps([*namespace, key], ensure_ascii=False)
+
+
+def _key_prefix(prefix: Sequence[str]) -> str:
+    """What every ``item_key`` under the namespace ``prefix`` starts with."""
+    if not prefix:
+        return "langgraph:["
+    return "langgraph:" + json.dumps(list(prefix), ensure_ascii=False)[:-1] + ", "
 
 
 def _check_put(op: PutOp) -> None:
@@ -538,7 +685,7 @@ def _item(record: Record) -> Item | None:
 def _by_words(query: str, found: list[_Found]) -> list[tuple[float | None, _Found]]:
     """BM25 (branchmem's lexical ranking) over the candidates' values; the candidates that
     share no word with the query follow, unscored, so no item is dropped by a query."""
-    documents = {str(i): _text_of(f.item.value) for i, f in enumerate(found)}
+    documents = {str(i): f.text for i, f in enumerate(found)}
     hits = rank(query, documents, max(1, len(documents)))
     matched = {hit.doc_id for hit in hits}
     ranked: list[tuple[float | None, _Found]] = [
@@ -560,6 +707,22 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=False))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return dot / norm if norm else 0.0
+
+
+def _inner_product(a: Sequence[float], b: Sequence[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=False))
+
+
+def _negative_l2(a: Sequence[float], b: Sequence[float]) -> float:
+    """Minus the Euclidean distance: higher is closer, as PostgresStore's l2 score."""
+    return -math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b, strict=False)))
+
+
+_SIMILARITY: Final[dict[str, Callable[[Sequence[float], Sequence[float]], float]]] = {
+    "cosine": _cosine,
+    "l2": _negative_l2,
+    "inner_product": _inner_product,
+}
 
 
 def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:

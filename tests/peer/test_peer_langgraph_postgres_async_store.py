@@ -1,0 +1,65 @@
+"""LangGraph's ``AsyncPostgresStore`` tests, run against ``BranchStore`` over branchmem's
+PostgreSQL backend (docs/langgraph.md)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from peer_adapter import PEER, export, needs_peer
+
+pytestmark = [needs_peer, pytest.mark.usefixtures("peer_pg_memory")]
+
+# test name -> why it contradicts branch gating by design (strict xfail)
+EXPECTED: dict[str, str] = {
+    "test_no_running_loop": (
+        "BranchStore, like InMemoryStore, is a sync and async store: outside a run "
+        "nothing waits, so sync calls work on the event loop; inside an async run they "
+        "raise InvalidStateError (tests/test_langgraph_contract.py)"
+    ),
+    "test_omit_expired_disabled_preserves_expired_rows": (
+        "BranchStore hides an item from the moment it expires (PostgresStore's "
+        "omit_expired=True): it has no sweeper whose lag would show expired items"
+    ),
+}
+# test name -> why it does not concern a store's behaviour (PostgresStore's SQL internals),
+# or why it cannot run yet
+NOT_A_STORE: dict[str, str] = {
+    "test_abatch_uses_single_pool_checkout": "AsyncPostgresStore's connection pool",
+    "test_omit_expired_search_pagination": "backdates updated_at in PostgresStore's table",
+    # not an internal: a known gap (issue 25). 10k searches and list_namespaces over up to
+    # 2,000 deleted keys each read the whole view on PostgreSQL (~30 ms each at 200 keys,
+    # growing with the keys): hours, where stock takes seconds
+    "test_large_batches_async": "too slow on PostgreSQL: every search reads the whole view",
+}
+
+if PEER is not None:
+    from peer_postgres import TTL_CONFIG, async_store, async_suite, peer_pg_memory
+
+    export(async_suite(), globals(), expected=EXPECTED, skipped=NOT_A_STORE)
+    __all__ = ["peer_pg_memory"]
+
+    @pytest_asyncio.fixture
+    async def store() -> AsyncIterator[Any]:
+        """The suite's ``store`` fixture (its connection modes are AsyncPostgresStore's)."""
+        yield async_store(ttl=dict(TTL_CONFIG))
+
+    @pytest.fixture
+    def fake_embeddings() -> Any:
+        return async_suite().CharacterEmbeddings(dims=500)
+
+    @pytest_asyncio.fixture(
+        params=[
+            (vector, distance)
+            for vector in async_suite().VECTOR_TYPES
+            for distance in ("l2", "inner_product", "cosine")
+        ],
+        ids=lambda p: f"{p[0]}_{p[1]}",
+    )
+    async def vector_store(request: pytest.FixtureRequest, fake_embeddings: Any) -> Any:
+        """The suite's async ``vector_store`` fixture (same parameters), on BranchStore."""
+        vector, distance = request.param
+        async with async_suite()._create_vector_store(vector, distance, fake_embeddings) as s:
+            yield s
