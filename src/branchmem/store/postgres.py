@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from functools import lru_cache
-from typing import Any
+from typing import Any, Final
 
 from ..errors import ConflictError, InvalidInput, StorageError
 from . import codec
@@ -62,6 +62,12 @@ PLANNER_SETTINGS = {
     "enable_hashjoin": "off",
     "enable_mergejoin": "off",
 }
+# The tables whose rows (or index entries) can hold text an erase removes: content, role,
+# kind, meta, keys and scopes, reasons, vectors (derived from text).
+TEXT_TABLES: Final = (
+    "events", "revisions", "vectors", "repairs", "retractions", "audit", "key_frontiers",
+    "tree_keys",
+)  # fmt: skip
 ANALYZE_AFTER = 1_000  # rows a table gains by bulk writes before this store first analyzes it
 ANALYZE_GROWTH = 4  # then again each time the table has grown this many times over
 # An INSERT of many rows becomes one statement, ``INSERT ... SELECT * FROM unnest(?::text[],
@@ -639,9 +645,19 @@ class PostgresStore(SQLStore):
     def _clean_files(self) -> str | None:
         """Erased rows were updated or deleted in place, but their old versions stay in the
         table files as dead tuples until VACUUM reclaims them: run it on the tables that held
-        text. What VACUUM cannot reach (WAL segments, tuples an older snapshot still sees,
-        free space in pages, backups) is the operator's: see docs/propagation.md."""
-        self._run("VACUUM events, revisions, vectors, repairs, retractions, audit")
+        text, index entries included (a few dead rows would otherwise skip index cleanup).
+
+        The planner's statistics (``pg_statistic``: most common values, histogram bounds)
+        are samples of the rows as they were at the last ANALYZE, and an erased sentence can
+        be one of them: ANALYZE the same tables now that no row holds it, then VACUUM
+        ``pg_statistic``, whose replaced rows are dead tuples too (that needs the database
+        owner; another role gets a warning and autovacuum reclaims them later). ANALYZE
+        takes the lock autovacuum's ANALYZE takes, so one that sampled the old rows finishes
+        (or is cancelled) before it. What VACUUM cannot reach (WAL segments, tuples an older
+        snapshot still sees, free space in pages, backups) is the operator's: see
+        docs/semantics.md (16) and docs/propagation.md."""
+        self._run(f"VACUUM (ANALYZE, INDEX_CLEANUP ON) {', '.join(TEXT_TABLES)}")
+        self._run("VACUUM pg_catalog.pg_statistic")
         return None
 
     # -- orders SQL cannot promise under every collation ---------------------------------
