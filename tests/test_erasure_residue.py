@@ -10,6 +10,9 @@ scope, meta, and the erase call's own reason.
 from __future__ import annotations
 
 import gc
+import sqlite3
+import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,7 @@ from typing import Any
 import pytest
 
 from branchmem import Memory
+from branchmem.store import CleanupPending
 from branchmem.testing import chengdu
 
 MARKER = "QX-erased-7c1d"
@@ -136,3 +140,39 @@ def test_postgres_rows_and_statistics_hold_no_erased_text(pg_url: str) -> None:
         assert pg_hits(pg_url, MARKER) == {}
         assert mem.get_event("s").role == "erased"
         assert mem.get_event("x3").content == "another line 3"
+
+
+# -- the service: a cleanup a reader held up is finished without a caller -------------------
+def test_the_service_empties_the_wal_once_a_reader_lets_go(tmp_path: Path) -> None:
+    pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
+    from fastapi.testclient import TestClient
+
+    from branchmem.server import create_app
+
+    path = tmp_path / "served.db"
+    mem = Memory.open(path)
+    app = create_app(mem, auth=False)
+    try:
+        with TestClient(app) as http:  # runs the app's startup and shutdown
+            write_marked(mem)
+            for i in range(20):  # copies of the marker's pages in many WAL frames
+                mem.add_record(f"other{i}", sources=["u2"], content=f"filler {i}")
+            reader = sqlite3.connect(path, isolation_level=None)  # another process's reader
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM revisions").fetchone()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", CleanupPending)  # the erase reports it
+                answer = http.post("/v1/ns/default/items/s/erase", json={"reason": MARKER})
+            assert answer.status_code == 200, answer.text
+            assert file_hits(path, MARKER)["served.db-wal"] > 0  # what the reader pins
+            reader.execute("COMMIT")
+            reader.close()
+            deadline = time.monotonic() + 10
+            while sum(file_hits(path, MARKER).values()) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert file_hits(path, MARKER) == {
+                "served.db": 0, "served.db-wal": 0, "served.db-shm": 0,
+            }  # fmt: skip
+            assert app.state.cleanup.pending is None
+    finally:
+        mem.close()
