@@ -644,8 +644,9 @@ class PostgresStore(SQLStore):
     # -- what only PostgreSQL has ------------------------------------------------------
     def _clean_files(self) -> str | None:
         """Erased rows were updated or deleted in place, but their old versions stay in the
-        table files as dead tuples until VACUUM reclaims them: run it on the tables that held
-        text, index entries included (a few dead rows would otherwise skip index cleanup).
+        table files as dead tuples until VACUUM reclaims them: run it on the tables that can
+        hold text. (Not ``INDEX_CLEANUP ON``: it would read every index whole on each erase,
+        and a removed index entry's bytes may stay in its page's free space, as a tuple's do.)
 
         The planner's statistics (``pg_statistic``: most common values, histogram bounds)
         are samples of the rows as they were at the last ANALYZE, and an erased sentence can
@@ -656,7 +657,7 @@ class PostgresStore(SQLStore):
         (or is cancelled) before it. What VACUUM cannot reach (WAL segments, tuples an older
         snapshot still sees, free space in pages, backups) is the operator's: see
         docs/semantics.md (16) and docs/propagation.md."""
-        self._run(f"VACUUM (ANALYZE, INDEX_CLEANUP ON) {', '.join(TEXT_TABLES)}")
+        self._run(f"VACUUM (ANALYZE) {', '.join(TEXT_TABLES)}")
         self._run("VACUUM pg_catalog.pg_statistic")
         return None
 
