@@ -165,14 +165,18 @@ def test_the_service_empties_the_wal_once_a_reader_lets_go(tmp_path: Path) -> No
                 answer = http.post("/v1/ns/default/items/s/erase", json={"reason": MARKER})
             assert answer.status_code == 200, answer.text
             assert file_hits(path, MARKER)["served.db-wal"] > 0  # what the reader pins
+            cleanup = app.state.cleanup
+            deadline = time.monotonic() + 5
+            while cleanup.pending is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert "read transaction" in (cleanup.pending or ""), cleanup.pending  # retrying
             reader.execute("COMMIT")
             reader.close()
             deadline = time.monotonic() + 10
-            while sum(file_hits(path, MARKER).values()) and time.monotonic() < deadline:
+            while cleanup.pending is not None and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert file_hits(path, MARKER) == {
                 "served.db": 0, "served.db-wal": 0, "served.db-shm": 0,
             }  # fmt: skip
-            assert app.state.cleanup.pending is None
     finally:
         mem.close()
