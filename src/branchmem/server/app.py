@@ -23,6 +23,7 @@ except ImportError as missing:  # the core library has no dependencies; the serv
 
 from .. import __version__
 from ..memory import Memory
+from .cleanup import FileCleanup
 from .direct import DirectReads
 from .docs import install_offline_docs
 from .explorer import LocalSession
@@ -64,7 +65,9 @@ def create_app(
     server); otherwise every ``/v1`` request needs ``Authorization: Bearer <key>``.
     ``direct_reads=False`` sends every read through its FastAPI route (``direct.py``: the
     reference the direct path is tested against)."""
+    cleanup = FileCleanup(memory)
     app = FastAPI(
+        lifespan=cleanup.lifespan,
         title="branchmem",
         version=__version__,
         description=(
@@ -87,6 +90,7 @@ def create_app(
     app.state.memory = memory
     app.state.keys = keys if keys is not None else (KeyRing(memory) if auth else None)
     app.state.local = local  # the explorer's read-only token (branchmem serve, loopback)
+    app.state.cleanup = cleanup  # erased bytes a reader pinned (cleanup.py)
     app.include_router(pages)
     app.include_router(api_router())
     app.include_router(namespaced)

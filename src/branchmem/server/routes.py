@@ -28,6 +28,7 @@ from ..api.operations import PREFIX, REQUIRED, Operation, Param, operations
 from ..errors import InvalidInput
 from ..validation import BOUNDS, KEEP_MEANING, Keep
 from .auth import ApiKey, IdParam, NamespaceParam, access
+from .cleanup import CLEANING_OPERATIONS
 from .problems import Refusal
 from .schemas import (
     BODY_TYPES,
@@ -298,9 +299,12 @@ def endpoint(op: Operation, model: type[Input] | None) -> Callable[..., Any]:
         ]
 
     def route(**given: Any) -> Any:
-        memory = given.pop("request").app.state.memory
+        state = given.pop("request").app.state
         namespace, grant = given.pop("namespace"), given.pop("grant")
-        return answer(op, model, documented, memory, namespace, grant, given)
+        response = answer(op, model, documented, state.memory, namespace, grant, given)
+        if op.name in CLEANING_OPERATIONS and getattr(state, "cleanup", None) is not None:
+            state.cleanup.request()  # the erase may have left a cleanup pending (cleanup.py)
+        return response
 
     route.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     route.__name__ = op.name

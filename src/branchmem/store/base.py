@@ -12,17 +12,21 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import NamedTuple, Protocol
+from typing import Final, NamedTuple, Protocol
 
 from ..audit import AuditEntry
 from ..keyed import KeyedFacts, TreeIndex
-from ..model import Delivery, RepairItem
+from ..model import ERASED, Delivery, RepairItem
 from ..provenance import RevisionNode
 from ..resolution import RevisionKey
 from ..retraction import RetractionNode
 from ..topology import EventNode
 
-__all__ = ["CleanupPending", "MessageRow", "PathMessage", "RevisionKey", "Store"]
+__all__ = ["TOMBSTONE", "CleanupPending", "MessageRow", "PathMessage", "RevisionKey", "Store"]
+
+# The role of an erased event and the kind of an erased record: both were the caller's text
+# (SPEC §6: a tombstone keeps ids only), so an erase overwrites them with this fixed value.
+TOMBSTONE: Final = ERASED
 
 
 class PathMessage(Protocol):
@@ -286,8 +290,9 @@ class Store(ABC):
         self, namespace: str, event_ids: Collection[str], record_ids: Collection[str]
     ) -> None:
         """Blank the text of these events and of every revision of these records: content,
-        meta, key and scope; delete their vectors and repair entries. Ids, parents and
-        sources (ids too) stay as the tombstone.
+        meta, key and scope, and an event's role and a record's kind (both become
+        ``TOMBSTONE``); delete their vectors and repair entries. Ids, parents and sources
+        (ids too) stay as the tombstone.
 
         Text elsewhere that is about them goes too: the reason and detail of a retraction
         that targets them or retracts one of their keys, such a retraction's key when no

@@ -17,7 +17,7 @@ from ..provenance import RevisionNode
 from ..retraction import TREE, RetractionNode
 from ..topology import EventNode
 from ..validation import check_text
-from .base import MessageRow, PathMessage, RevisionKey, Store
+from .base import TOMBSTONE, MessageRow, PathMessage, RevisionKey, Store
 from .keys import ApiKeyRow, KeyStore
 
 
@@ -433,8 +433,9 @@ class InMemoryStore(Store, KeyStore):
         for event_id in event_ids:
             node = space.events.get(event_id)
             if node is not None:
-                self._dict_set(space.events, event_id, replace(node, content="", meta={}))
-        self._blank_records(namespace, record_ids)
+                blank = replace(node, role=TOMBSTONE, content="", meta={})
+                self._dict_set(space.events, event_id, blank)
+        self._blank_records(namespace, record_ids, kind=TOMBSTONE)
         for record_id in record_ids:
             self.remove_repairs(namespace, record_id=record_id)
         erased = {*event_ids, *record_ids}
@@ -454,11 +455,15 @@ class InMemoryStore(Store, KeyStore):
             if entry.reason and touched.intersection(entry.ids):
                 self._list_set(space.audit, position, replace(entry, reason=""))
 
-    def _blank_records(self, namespace: str, record_ids: Collection[str]) -> None:
+    def _blank_records(
+        self, namespace: str, record_ids: Collection[str], *, kind: str | None = None
+    ) -> None:
+        """Blank the records' text; ``kind``: their kind too (see ``SQLStore``)."""
         space = self._space(namespace)
         for record_id in record_ids:
             for revision in list(space.revisions.get(record_id, ())):
                 blank = replace(revision, content="", meta={}, key=None, scope=None)
+                blank = blank if kind is None else replace(blank, kind=kind)
                 self.put_revision(namespace, blank)
                 self._dict_pop(space.vectors, (record_id, revision.revision))
 

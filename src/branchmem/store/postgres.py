@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from functools import lru_cache
-from typing import Any
+from typing import Any, Final
 
 from ..errors import ConflictError, InvalidInput, MissingExtra, StorageError
 from . import codec
@@ -62,6 +62,12 @@ PLANNER_SETTINGS = {
 }
 CONNECT_TIMEOUT_S = 5  # libpq's connect_timeout unless the URL sets one: a silent host fails fast
 ANALYZE_AFTER = 1_000  # rows a table gains by writes before this store first analyzes it
+# The tables whose rows (or index entries) can hold text an erase removes: content, role,
+# kind, meta, keys and scopes, reasons, vectors (derived from text).
+TEXT_TABLES: Final = (
+    "events", "revisions", "vectors", "repairs", "retractions", "audit", "key_frontiers",
+    "tree_keys",
+)  # fmt: skip
 ANALYZE_GROWTH = 4  # then again each time the table has grown this many times over
 # An INSERT of many rows becomes one statement, ``INSERT ... SELECT * FROM unnest(?::text[],
 # ...) [ON CONFLICT ...]`` over one array per column: one executor run for the whole batch,
@@ -699,10 +705,21 @@ class PostgresStore(SQLStore):
     # -- what only PostgreSQL has ------------------------------------------------------
     def _clean_files(self) -> str | None:
         """Erased rows were updated or deleted in place, but their old versions stay in the
-        table files as dead tuples until VACUUM reclaims them: run it on the tables that held
-        text. What VACUUM cannot reach (WAL segments, tuples an older snapshot still sees,
-        free space in pages, backups) is the operator's: see docs/propagation.md."""
-        self._run("VACUUM events, revisions, vectors, repairs, retractions, audit")
+        table files as dead tuples until VACUUM reclaims them: run it on the tables that can
+        hold text. (Not ``INDEX_CLEANUP ON``: it would read every index whole on each erase,
+        and a removed index entry's bytes may stay in its page's free space, as a tuple's do.)
+
+        The planner's statistics (``pg_statistic``: most common values, histogram bounds)
+        are samples of the rows as they were at the last ANALYZE, and an erased sentence can
+        be one of them: ANALYZE the same tables now that no row holds it, then VACUUM
+        ``pg_statistic``, whose replaced rows are dead tuples too (that needs the database
+        owner; another role gets a warning and autovacuum reclaims them later). ANALYZE
+        takes the lock autovacuum's ANALYZE takes, so one that sampled the old rows finishes
+        (or is cancelled) before it. What VACUUM cannot reach (WAL segments, tuples an older
+        snapshot still sees, free space in pages, backups) is the operator's: see
+        docs/semantics.md (16) and docs/propagation.md."""
+        self._run(f"VACUUM (ANALYZE) {', '.join(TEXT_TABLES)}")
+        self._run("VACUUM pg_catalog.pg_statistic")
         return None
 
     # -- orders SQL cannot promise under every collation ---------------------------------

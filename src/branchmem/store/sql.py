@@ -16,7 +16,7 @@ from ..retraction import TREE, RetractionNode
 from ..topology import EventNode
 from ..validation import check_text
 from . import codec
-from .base import MessageRow, PathMessage, RevisionKey, Store
+from .base import TOMBSTONE, MessageRow, PathMessage, RevisionKey, Store
 from .keys import KeyStore
 from .schema import COMPACT_STORAGE_VERSION
 from .sqlledger import SQLLedger
@@ -891,11 +891,11 @@ class SQLStore(SQLLedger, Store, KeyStore):
         keys = self._keys_of(namespace, record_ids)
         for chunk in self._chunks(event_ids):
             self._run(
-                "UPDATE events SET content = '', meta = '{}' WHERE namespace = ? "
+                "UPDATE events SET role = ?, content = '', meta = '{}' WHERE namespace = ? "
                 f"AND id IN ({self._marks(len(chunk))})",
-                (namespace, *chunk),
+                (TOMBSTONE, namespace, *chunk),
             )
-        self._blank_records(namespace, record_ids)
+        self._blank_records(namespace, record_ids, kind=TOMBSTONE)
         for chunk in self._chunks(record_ids):
             self._run(
                 f"DELETE FROM repairs WHERE namespace = ? AND record_id IN "
@@ -921,8 +921,14 @@ class SQLStore(SQLLedger, Store, KeyStore):
         self._forget()
         codec.forget()
 
-    def _blank_records(self, namespace: str, record_ids: Collection[str]) -> None:
+    def _blank_records(
+        self, namespace: str, record_ids: Collection[str], *, kind: str | None = None
+    ) -> None:
+        """Blank the records' text; ``kind``: their kind too (an erased record's kind is
+        caller text; a retraction blanked for naming the erased keeps acting, so keeps its)."""
         keys = self._keys_of(namespace, record_ids)
+        kind_set = "" if kind is None else "kind = ?, "
+        kind_arg = () if kind is None else (kind,)
         for chunk in self._chunks(record_ids):
             marks = self._marks(len(chunk))
             stored = [  # as ranked, before the key goes: key_frontiers holds the key's text
@@ -934,9 +940,9 @@ class SQLStore(SQLLedger, Store, KeyStore):
                 )
             ]
             self._run(
-                "UPDATE revisions SET content = '', meta = '{}', key_name = NULL, "
+                f"UPDATE revisions SET {kind_set}content = '', meta = '{{}}', key_name = NULL, "
                 f"key_scope = NULL WHERE namespace = ? AND record_id IN ({marks})",
-                (namespace, *chunk),
+                (*kind_arg, namespace, *chunk),
             )
             self._run(
                 f"DELETE FROM vectors WHERE namespace = ? AND record_id IN ({marks})",

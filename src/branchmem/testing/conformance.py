@@ -556,14 +556,25 @@ class BackendConformance:
         mem.retract("r-target", sources=["a2"], targets=["f-health"], reason="asthma is private")
         mem.retract("r-key", sources=["a2"], key="asthma", reason="never mention asthma")
         mem.withdraw("f-planning", reason="plans changed")  # unrelated: its reason stays
-        mem.erase("f-health", reason="user asked")
+        mem.erase("f-health", reason="user asked to forget the asthma")
         for retraction in ("r-target", "r-key"):
             record = mem.get_record(retraction)  # still a retraction, still there
             assert record.kind == "retraction" and "asthma" not in repr(record), record
-        assert "asthma" not in repr(mem.audit())
-        assert {e.reason for e in mem.audit()} >= {"plans changed", "user asked"}
+        assert "asthma" not in repr(mem.audit())  # the erase's own reason is not kept either
+        assert "plans changed" in {e.reason for e in mem.audit()}
+        assert [e.reason for e in mem.audit(op="erase")] == [""]
         mem.add_record("f-again", sources=["u2"], content="a new fact", key="asthma")
         assert "f-again" in ids(mem.visible("a2"))  # the forgotten key retracts nothing now
+
+    def test_an_erased_event_keeps_no_role_and_the_erase_no_reason(self, mem: Memory) -> None:
+        chengdu(mem)
+        mem.add_event("s", "a2", role="QX-role", content="QX-content")
+        mem.add_record("f-s", sources=["s"], content="QX-fact", kind="QX-kind")
+        assert mem.erase("s", reason="QX-reason") == {"s", "f-s"}
+        event = mem.get_event("s")
+        assert (event.role, event.content, event.meta) == ("erased", "", {})
+        assert [e.role for e in mem.path("s")][-1] == "erased"
+        assert "QX" not in repr(mem.audit()) + repr(mem.history("f-s"))
 
     def test_a_retraction_keeps_a_key_that_other_records_still_hold(self, mem: Memory) -> None:
         chengdu(mem)
