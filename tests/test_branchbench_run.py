@@ -99,7 +99,8 @@ def test_long_split_needs_derived_memory(tmp_path: Path) -> None:
         shutil.copy(path, root / "long" / path.name)
     out = tmp_path / "long"
     systems = ["raw_current_branch", "branchmem"]
-    args = ["run", "--split", "long", "--scenarios", str(root), "--out", str(out), "--quiet"]
+    args = ["run", "--split", "long", "--scenarios", str(root), "--out", str(out), "--quiet",
+            "--pipeline", "one_message", "--pipeline", "summary"]  # fmt: skip
     assert main([*args, "--systems", *systems]) == 0
     entry = json.loads((out / "summary.json").read_text(encoding="utf-8"))["systems"]
     assert (
@@ -107,6 +108,10 @@ def test_long_split_needs_derived_memory(tmp_path: Path) -> None:
         > entry["raw_current_branch"]["context_retain_rate"]
     )
     assert entry["branchmem"]["context_leak_rate"] == 0.0
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    # rolling summaries over a long path: the summary pipeline keeps the gate too
+    under_summaries = summary["by_pipeline"]["summary"]["oracle"]["systems"]["branchmem"]
+    assert under_summaries["context_leak_rate"] == 0.0
 
 
 def test_invalidation_split_honours_retractions_and_scopes(tmp_path: Path) -> None:

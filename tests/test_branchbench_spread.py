@@ -49,7 +49,7 @@ def curve(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     out = tmp_path_factory.mktemp("curve")
     status = main(["curve", "--split", "spread", "--scenarios", str(root), "--out", str(out),
                    "--budgets", "500", "6000", "--quiet", "--systems", "raw_current_branch",
-                   "extract_retrieve", "branchmem"])  # fmt: skip
+                   "extract_retrieve", "branchmem", "--pipeline", "one_message"])  # fmt: skip
     assert status == 0
     data: dict[str, object] = json.loads((out / "curves.json").read_text(encoding="utf-8"))
     data["out"] = str(out)

@@ -245,9 +245,11 @@ class Oracle:
 
     def retract(
         self, record_id: str, sources: list[str] | None, targets: tuple[str, ...],
-        key: str | None, key_scope: str | None, scope: str,
+        key: str | None, key_scope: str | None, scope: str, refuse_unplaced: bool = True,
     ) -> None:  # fmt: skip
-        if scope == "branch" and sources == []:  # it would act on no branch: refused
+        """``refuse_unplaced=False`` replays one written before a branch-scope retraction
+        needed sources (stored data stays valid; only new ones are refused)."""
+        if refuse_unplaced and scope == "branch" and sources == []:  # acts on no branch
             raise InvalidInput(record_id)
         for target in targets:
             self.live(target)
