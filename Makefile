@@ -65,6 +65,8 @@ bench: $(STAMP)
 	$(PY) bench/disk.py
 	$(PY) bench/service.py
 	$(PY) bench/context.py
+	$(PY) bench/langgraph_store.py
+	$(PY) bench/corpus_retrieval.py
 	$(PY) bench/figures.py
 
 propagation-report: $(STAMP)
