@@ -22,6 +22,7 @@ NO_COMMAND = {
     "repair": "takes a Python function (the deriver)",
     "is_visible": "explain prints visible/hidden (--json: .visible)",
     "mode": "an attribute, not a call",
+    "write_generation": "an attribute: this process's write count, for in-process caches",
     "finish_cleanup": "opening a store resumes a pending erase cleanup: every command does it",
 }
 OTHER_COMMANDS = [

@@ -28,6 +28,7 @@ EMBEDDED_ONLY = {
     "acting_as": "the server names the actor: the API key of each request",
     "mode": "an attribute: the decision mode of this Memory (Client(mode=...) likewise)",
     "finish_cleanup": "the store's own files: the server's next erase or restart finishes it",
+    "write_generation": "an attribute: this process's write count, for in-process caches",
 }
 # declared in MemoryAPI without a route of their own, and why
 NOT_ROUTED = {

@@ -100,7 +100,16 @@ class AsyncMemory:
             target = functools.partial(self._acting, actor, method, *args, **kwargs)
         else:
             target = functools.partial(method, *args, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(self._worker, target)
+        task = asyncio.current_task()
+
+        def unless_cancelled() -> R:
+            # Task.cancel() marks the task at once, but the loop may deliver it only after
+            # the worker reached this call: a call not started when cancelled never runs
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError
+            return target()
+
+        return await asyncio.get_running_loop().run_in_executor(self._worker, unless_cancelled)
 
     def _acting(self, actor: str, method: Callable[..., R], *args: Any, **kwargs: Any) -> R:
         with self.memory.acting_as(actor):

@@ -113,9 +113,10 @@ class Memory:
         return cls(mode, store=store, embedder=embedder, counter=counter)
 
     @property
-    def generation(self) -> int:
+    def write_generation(self) -> int:
         """How many write calls this Memory has made: reads cached through it stay right
-        while this is unchanged and nothing else writes its store (another process)."""
+        while this is unchanged and nothing else writes its store (another process). For
+        integrations that cache (LangGraph's store); not part of ``MemoryAPI``."""
         return self._generation
 
     @contextmanager
@@ -440,7 +441,7 @@ class Memory:
         with self._read(namespace) as ns:
             return views.current(ns, key, anchor, scope, cross_tree, mode)
 
-    def currents(
+    def _currents(
         self,
         anchor: str,
         *,

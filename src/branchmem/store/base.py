@@ -12,7 +12,7 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Final, NamedTuple, Protocol
+from typing import ClassVar, Final, NamedTuple, Protocol
 
 from ..audit import AuditEntry
 from ..keyed import KeyedFacts, TreeIndex
@@ -59,6 +59,10 @@ class CleanupPending(UserWarning):
 
 class Store(ABC):
     """Storage primitives for events, revisions, relations, statuses and the audit log."""
+
+    # True when no other process can write this store (it lives in this process): a
+    # reader may then cache what it read until its own Memory writes again.
+    process_local: ClassVar[bool] = False
 
     # -- lifecycle ---------------------------------------------------------------------
     @abstractmethod

@@ -63,6 +63,8 @@ def group_order(group: tuple[str, str | None]) -> tuple[str, bool, str]:
 class InMemoryStore(Store, KeyStore):
     """Process-local storage. Every mutation logs its inverse so a failed call rolls back."""
 
+    process_local = True
+
     def __init__(self) -> None:
         self._spaces: dict[str, _Namespace] = {}
         self._api_keys: dict[str, ApiKeyRow] = {}

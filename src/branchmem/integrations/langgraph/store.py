@@ -40,7 +40,6 @@ from ...errors import BranchmemError, InvalidInput, NotFoundError
 from ...memory import Memory
 from ...model import Record
 from ...search.lexical import rank
-from ...store.inmemory import InMemoryStore as InMemoryBackend
 from .checkpointer import ASYNC_RUN, MIRRORED, BranchCheckpointer, step_event
 from .mapping import (
     CONFIG_KEY_CHECKPOINTER,
@@ -107,7 +106,7 @@ class _Found:
 
 
 class _Cache:
-    """Answers of one Memory generation (``Memory.generation``): each thread's head and the
+    """Answers of one Memory generation (``Memory.write_generation``): each thread's head and the
     live items seen from each anchor, by namespace. Any write through the Memory starts a
     new generation and empties it, so it holds at most what reads met since the last write.
     Used only over branchmem's in-memory store, which no other process can write."""
@@ -226,7 +225,7 @@ class BranchStore(BaseStore):
         # (record id, revision) -> expiry refreshed by a read; in this process only
         self._refreshed: dict[tuple[str, int], float] = {}
         # reads are cached only where nothing but this Memory writes the store
-        self._cache = _Cache() if isinstance(memory.store, InMemoryBackend) else None
+        self._cache = _Cache() if memory.store.process_local else None
         if config is not None:
             thread_of(config)
         self._anchor_config = config
@@ -342,7 +341,7 @@ class BranchStore(BaseStore):
         """The event of the thread's latest mirrored checkpoint (cached per generation)."""
         cache = self._cache
         if cache is not None:
-            generation = self.memory.generation
+            generation = self.memory.write_generation
             with cache.lock:
                 cache.fresh(generation)
                 if thread_id in cache.heads:
@@ -464,7 +463,7 @@ class BranchStore(BaseStore):
         with every item, whatever ``prefix`` asked, so that later reads find it there)."""
         cache = self._cache
         assert cache is not None
-        generation = self.memory.generation
+        generation = self.memory.write_generation
         with cache.lock:
             cache.fresh(generation)
             live = cache.items.get(anchor)
@@ -484,7 +483,7 @@ class BranchStore(BaseStore):
         are kept: expiry is decided when they are returned."""
         records: list[Record] | None = None
         if anchor is not None:
-            records = self.memory.currents(
+            records = self.memory._currents(
                 anchor,
                 prefix=_key_prefix(prefix),
                 cross_tree=self.cross_thread,
