@@ -185,3 +185,13 @@ def test_context_rows_carry_the_arrival_order() -> None:
     extracted = {m.id: m.facts for m in s.messages}
     rows = context_rows(s, "raw_current_branch", CORE_SYSTEMS["raw_current_branch"], extracted, 500)
     assert [r["arrival"] for r in rows] == ["abandoned_last"]
+
+
+def test_validate_checks_a_corpus_split(
+    root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from branchbench.cli import main
+
+    monkeypatch.setenv(ENV_ROOT, str(root))
+    assert main(["validate", "--split", "locomo", "--split", "beam"]) == 0
+    assert "locomo, beam: every check passed" in capsys.readouterr().out
