@@ -242,7 +242,7 @@ smoke() {
     server)
       local port pid
       port=$("$PY" "$WORK/snippets/smoke_free_port.py")
-      (cd "$data" && exec "$BIN/branchmem" serve --db "$data/served.db" --host 127.0.0.1 --port "$port" --log-level warning) \
+      (cd "$data" && exec "$BIN/branchmem" serve --db "$data/served.db" --create --host 127.0.0.1 --port "$port" --log-level warning) \
         >"$log/serve.out" 2>&1 </dev/null &
       pid=$!
       check "serve: /healthz answers, /docs is offline" 0 "$PY" "$WORK/snippets/smoke_healthz.py" "http://127.0.0.1:$port"
