@@ -166,11 +166,14 @@ class Memory:
     def _write(self, namespace: str | Namespace) -> Iterator[Namespace]:
         """One all-or-nothing write transaction (a savepoint when nested)."""
         ns = namespace if isinstance(namespace, Namespace) else self._namespace(namespace)
-        try:
-            with self._lock, self._store.transaction(ns.name):
-                yield ns
-        finally:
-            self._generation += 1
+        with self._lock:
+            try:
+                with self._store.transaction(ns.name):
+                    yield ns
+            finally:
+                # bumped under the lock, after the commit: concurrent writers never lose a
+                # bump, and a reader that saw the old count re-reads at its next call
+                self._generation += 1
 
     @contextmanager
     def _read(self, namespace: str | Namespace) -> Iterator[Namespace]:
