@@ -189,7 +189,7 @@ def test_import_plans_and_files_go_through_the_service() -> None:
             heads = await client.heads(namespace="plan")
             assert heads == await client.heads(namespace="file") and heads
             tree, head = next(iter(heads.items()))
-            assert head in [e.id for e in await client.tree_events(tree, namespace="plan")]
+            assert head in [e.id for e in (await client.tree_events(tree, namespace="plan")).events]
 
     asyncio.run(main())
     assert served.conversations(namespace="plan") == served.conversations(namespace="file")

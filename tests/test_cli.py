@@ -24,6 +24,9 @@ NO_COMMAND = {
     "mode": "an attribute, not a call",
     "write_generation": "an attribute: this process's write count, for in-process caches",
     "finish_cleanup": "opening a store resumes a pending erase cleanup: every command does it",
+    "process_local": "an attribute: whether only this process writes the store",
+    "schema_version": "branchmem migrate URL prints it",
+    "api_keys": "branchmem keys create/list/delete",
 }
 OTHER_COMMANDS = [
     "import", "tree", "namespaces", "migrate", "serve", "mcp", "demo", "keys create",

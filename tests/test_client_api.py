@@ -29,6 +29,9 @@ EMBEDDED_ONLY = {
     "mode": "an attribute: the decision mode of this Memory (Client(mode=...) likewise)",
     "finish_cleanup": "the store's own files: the server's next erase or restart finishes it",
     "write_generation": "an attribute: this process's write count, for in-process caches",
+    "process_local": "an attribute: whether only this process writes the store",
+    "schema_version": "the store's schema, what branchmem migrate reports",
+    "api_keys": "the service's keys, kept in its store: branchmem keys and the server use it",
 }
 # declared in MemoryAPI without a route of their own, and why
 NOT_ROUTED = {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,8 @@ CORE = (
 )  # fmt: skip
 
 # part -> the parts it may import (itself always). Mirrors the table in docs/architecture.md.
+# The service and the command line reach a store only through ``Memory`` (``Memory.open``,
+# ``api_keys``, ``schema_version``): neither imports ``branchmem.store``.
 ALLOWED: dict[str, set[str]] = {
     "core": set(),
     "search": {"core"},
@@ -32,7 +35,7 @@ ALLOWED: dict[str, set[str]] = {
     "client": {"core", "search", "api", "importers", "package"},
     "async_client": {"core", "search", "api", "importers", "client", "package"},
     "async_memory": {"core", "search", "api", "memory", "importers"},
-    "server": {"core", "search", "api", "memory", "importers", "store", "package"},
+    "server": {"core", "search", "api", "memory", "importers", "package"},
     "integrations": {"core", "search", "memory", "client", "package"},
     "testing": {"core", "search", "engine", "memory", "store", "package"},
     "cli": {
@@ -41,7 +44,6 @@ ALLOWED: dict[str, set[str]] = {
         "api",
         "memory",
         "importers",
-        "store",
         "client",
         "server",
         "integrations",
@@ -129,3 +131,94 @@ def test_nothing_imports_the_command_line_or_the_benchmark() -> None:
             assert not any(n.split(".")[0] == "branchbench" for n in names), (
                 f"{path}:{node.lineno} imports branchbench: the library never needs its benchmark"
             )
+
+
+# -- one door into Memory ------------------------------------------------------------------------
+# What only memory.py and engine/ may touch of a Memory: its transactions, its lock, its store.
+INSIDES = frozenset({"_read", "_write", "_lock", "_store", "_namespace", "store"})
+# Transaction scopes are Memory's alone whatever the receiver is called (``self`` excepted).
+SCOPES = frozenset({"_read", "_write"})
+# A receiver with one of these names holds a Memory (the names the package uses for one).
+MEMORY_NAMES = frozenset({"mem", "memory", "_memory"})
+# module -> the insides it may touch, and why. The differential harness compares every
+# decision of a view with the oracle inside one snapshot, as one public call would.
+DOCUMENTED: dict[str, frozenset[str]] = {"testing/differential.py": frozenset({"_read"})}
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    line: int
+    receiver: str
+    attribute: str
+
+
+def receiver_name(node: ast.expr) -> str | None:
+    """``memory`` of ``memory.store``, ``memory`` of ``self.memory._read``, else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def insides_reached(source: str) -> Iterator[Reach]:
+    """Every ``<a Memory>.<inside>`` in ``source``: an inside attribute read on a receiver
+    named like a Memory, or a transaction scope on anything but ``self``."""
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Attribute) or node.attr not in INSIDES:
+            continue
+        name = receiver_name(node.value)
+        if name in MEMORY_NAMES or (node.attr in SCOPES and name not in ("self", "cls")):
+            yield Reach(node.lineno, name or "?", node.attr)
+
+
+def behind_the_door(path: Path) -> bool:
+    relative = path.relative_to(PACKAGE)
+    return relative.parts[0] == "engine" or relative.as_posix() == "memory.py"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in MODULES if not behind_the_door(p)],
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_nothing_but_memory_and_the_engine_reaches_inside_a_memory(path: Path) -> None:
+    allowed = DOCUMENTED.get(path.relative_to(PACKAGE).as_posix(), frozenset())
+    for reach in insides_reached(path.read_text()):
+        assert reach.attribute in allowed, (
+            f"{path.relative_to(PACKAGE)}:{reach.line} reads {reach.receiver}.{reach.attribute}: "
+            "go through the public API (docs/architecture.md, the door)"
+        )
+
+
+def test_the_command_line_does_not_tell_memory_from_client() -> None:
+    """``Memory`` and ``Client`` offer the same API: a command asks neither what it is."""
+    for path in sorted((PACKAGE / "cli").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                asked = node.args[0] if node.args else None
+                if node.func.id in ("hasattr", "isinstance") and asked is not None:
+                    assert receiver_name(asked) not in MEMORY_NAMES, (
+                        f"{path.relative_to(PACKAGE)}:{node.lineno} asks what a memory is"
+                    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "with memory._read(ns):\n    pass",
+        "memory.store.heads('default')",
+        "self.memory._lock",
+        "keys = mem._store",
+        "with wrapper._write(ns):\n    pass",
+    ],
+)
+def test_the_door_check_sees_a_reach_inside(source: str) -> None:
+    assert list(insides_reached(source))
+
+
+@pytest.mark.parametrize(
+    "source", ["self._read = 0", "wrapper.store.visible(None)", "memory.visible(None)"]
+)
+def test_the_door_check_lets_the_api_through(source: str) -> None:
+    assert not list(insides_reached(source))

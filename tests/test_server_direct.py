@@ -95,6 +95,10 @@ PLAIN: list[tuple[str, dict[str, str]]] = [
     ("/report", {}),
     ("/conversations", {}),
     ("/records/f-chengdu/history", {}),
+    ("/trees", {}),
+    ("/trees/u1", {}),
+    ("/explanations", {"anchor": "a2", "tree": "u1"}),
+    ("/explanations", {"anchor": "a2b", "cross_tree": "true", "limit": "2"}),
     ("/events/nope", {}),  # the library refuses: the same problem document
     ("/visible", {"anchor": "nope"}),
 ]  # fmt: skip

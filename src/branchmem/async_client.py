@@ -39,9 +39,9 @@ except ImportError as missing:  # the core library has no dependencies; the clie
 from .api.codec import decode, encode_argument
 from .api.operations import Operation, operations
 from .api.protocol import MemoryAPI
-from .client import PAGE, _error_classes, _flag, _query_value, _segment
+from .client import PAGE, _error_classes, _query_value, _segment
 from .errors import BranchmemError, InvalidInput, ServiceError, Unavailable
-from .model import MODES, Event, Explanation
+from .model import MODES, Explanation
 from .validation import Keep, check_id
 
 if TYPE_CHECKING:
@@ -259,6 +259,9 @@ class AsyncClient:
     head = remote(MemoryAPI.head)
     heads = remote(MemoryAPI.heads)
     conversations = remote(MemoryAPI.conversations)
+    trees = remote(MemoryAPI.trees)
+    tree_events = remote(MemoryAPI.tree_events)
+    record_views = remote(MemoryAPI.record_views)
     add_record = remote(MemoryAPI.add_record)
     add_records = remote(MemoryAPI.add_records)
     revise = remote(MemoryAPI.revise)
@@ -343,39 +346,12 @@ class AsyncClient:
         include_stale: bool = False,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[Explanation]:
-        """``explain`` for every record of the namespace at once (what ``/ui`` shows)."""
+        """``explain`` for every record of the namespace at once (``record_views``' part)."""
         views = await self.record_views(
             anchor, cross_tree=cross_tree, mode=mode, include_superseded=include_superseded,
             include_stale=include_stale, namespace=namespace,
         )  # fmt: skip
-        return [view[0] for view in views]
-
-    async def record_views(
-        self,
-        anchor: str | None,
-        *,
-        cross_tree: bool = False,
-        mode: str | None = None,
-        include_superseded: bool = False,
-        include_stale: bool = False,
-        namespace: str = DEFAULT_NAMESPACE,
-    ) -> list[tuple[Explanation, str | None]]:
-        """Every record's decision at ``anchor`` with its text (the explorer's table)."""
-        params = {
-            "anchor": anchor, "cross_tree": _flag(cross_tree),
-            "mode": self.mode if mode is None else mode,
-            "include_superseded": _flag(include_superseded),
-            "include_stale": _flag(include_stale),
-        }  # fmt: skip
-        pages = self._pages(self._ns(namespace) + "/explanations", params)
-        return [(decode(Explanation, view["explanation"]), view["content"]) async for view in pages]
-
-    async def tree_events(self, tree: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[Event]:
-        """The attached events of one conversation, in arrival order (the explorer's tree)."""
-        where = f"{self._ns(namespace)}/trees/{_segment(check_id(tree, 'tree'))}"
-        data = await self._request("GET", where)
-        events: list[Event] = decode(list[Event], data["events"])
-        return events
+        return [view.explanation for view in views]
 
 
 class _Blocking:

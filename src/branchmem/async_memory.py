@@ -152,6 +152,9 @@ class AsyncMemory:
     head = offloaded(MemoryAPI.head)
     heads = offloaded(MemoryAPI.heads)
     conversations = offloaded(MemoryAPI.conversations)
+    trees = offloaded(MemoryAPI.trees)
+    tree_events = offloaded(MemoryAPI.tree_events)
+    record_views = offloaded(MemoryAPI.record_views)
     import_ = offloaded(MemoryAPI.import_)  # progress is called on the worker thread
     add_record = offloaded(MemoryAPI.add_record)
     add_records = offloaded(MemoryAPI.add_records)

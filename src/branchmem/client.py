@@ -59,7 +59,7 @@ from .errors import (
     Unauthorized,
     Unavailable,
 )
-from .model import MODES, Event, Explanation
+from .model import MODES, Explanation
 from .validation import Keep, check_id
 
 if TYPE_CHECKING:
@@ -430,6 +430,9 @@ class Client:
     head = remote(MemoryAPI.head)
     heads = remote(MemoryAPI.heads)
     conversations = remote(MemoryAPI.conversations)
+    trees = remote(MemoryAPI.trees)
+    tree_events = remote(MemoryAPI.tree_events)
+    record_views = remote(MemoryAPI.record_views)
     add_record = remote(MemoryAPI.add_record)
     add_records = remote(MemoryAPI.add_records)
     revise = remote(MemoryAPI.revise)
@@ -507,36 +510,11 @@ class Client:
         include_stale: bool = False,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[Explanation]:
-        """``explain`` for every record of the namespace at once (what ``/ui`` shows)."""
-        return [view[0] for view in self.record_views(
+        """``explain`` for every record of the namespace at once (``record_views``' part)."""
+        return [view.explanation for view in self.record_views(
             anchor, cross_tree=cross_tree, mode=mode, include_superseded=include_superseded,
             include_stale=include_stale, namespace=namespace,
         )]  # fmt: skip
-
-    def record_views(
-        self,
-        anchor: str | None,
-        *,
-        cross_tree: bool = False,
-        mode: str | None = None,
-        include_superseded: bool = False,
-        include_stale: bool = False,
-        namespace: str = DEFAULT_NAMESPACE,
-    ) -> list[tuple[Explanation, str | None]]:
-        """Every record's decision at ``anchor`` with its text (the explorer's table)."""
-        params = {
-            "anchor": anchor, "cross_tree": _flag(cross_tree), "mode": self._mode(mode),
-            "include_superseded": _flag(include_superseded),
-            "include_stale": _flag(include_stale),
-        }  # fmt: skip
-        views = self._pages(self._ns(namespace) + "/explanations", params)
-        return [(decode(Explanation, view["explanation"]), view["content"]) for view in views]
-
-    def tree_events(self, tree: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[Event]:
-        """The attached events of one conversation, in arrival order (the explorer's tree)."""
-        data = self._request("GET", f"{self._ns(namespace)}/trees/{self._id(tree, 'tree')}")
-        events: list[Event] = decode(list[Event], data["events"])
-        return events
 
 
 # Checked by mypy: Client satisfies the protocol (a missing or mistyped method fails)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -25,13 +25,14 @@ from .engine import (
     repair,
     retrieval,
     supersede,
+    trees,
     views,
 )
 from .engine import events as placement
 from .engine.namespace import Namespace
 from .engine.records import add_records as write_records
 from .engine.records import record_spec
-from .errors import BranchmemError, InvalidInput
+from .errors import BranchmemError, InvalidInput, StorageError
 from .model import (
     RETRACTION_KIND,
     Conversation,
@@ -41,9 +42,12 @@ from .model import (
     Explanation,
     Hit,
     Record,
+    RecordView,
     RepairItem,
     RepairResult,
     StaleDelivery,
+    TreeEvents,
+    TreeSummary,
 )
 from .retraction import BRANCH, RETRACTION_SCOPES
 from .search.context import Context
@@ -51,6 +55,7 @@ from .search.embedding import Embedder
 from .search.tokens import DEFAULT_COUNTER, TokenCounter
 from .store.base import Store
 from .store.inmemory import InMemoryStore
+from .store.keys import ApiKeyRow, KeyStore
 from .validation import (
     KEEP,
     Keep,
@@ -68,6 +73,45 @@ if TYPE_CHECKING:
 
 DEFAULT_NAMESPACE = "default"
 DEFAULT_BUDGET = 2000  # tokens of context when the caller names no budget
+
+__all__ = ["ApiKeyRow", "ApiKeys", "Memory", "refuse_missing"]
+
+
+def refuse_missing(url: str) -> None:
+    """Refuse a SQLite path that does not exist (``Memory.open(..., create=False)``)."""
+    if "://" in url and not url.startswith("sqlite:"):
+        return  # PostgreSQL: the server says whether the database exists
+    path = url.removeprefix("sqlite:///").removeprefix("sqlite://")
+    if path and path != ":memory:" and not os.path.exists(path):
+        raise StorageError(f"no store at {path}")
+
+
+class ApiKeys:
+    """The store's API keys for the service, one caller at a time (the Memory's lock): the
+    only way the server reaches them, so it never holds a store."""
+
+    def __init__(self, keys: KeyStore, lock: threading.RLock) -> None:
+        self._keys = keys
+        self._lock = lock
+
+    def add(self, row: ApiKeyRow, admit: Callable[[list[ApiKeyRow]], None]) -> None:
+        """Insert ``row`` if ``admit(every stored key)`` returns (one step; see KeyStore)."""
+        with self._lock:
+            self._keys.add_api_key(row, admit)
+
+    def get(self, key_id: str) -> ApiKeyRow | None:
+        with self._lock:
+            return self._keys.get_api_key(key_id)
+
+    def list(self) -> list[ApiKeyRow]:
+        """Every key, oldest first."""
+        with self._lock:
+            return self._keys.list_api_keys()
+
+    def delete(self, key_id: str) -> bool:
+        """Remove a key; False when there was none."""
+        with self._lock:
+            return self._keys.delete_api_key(key_id)
 
 
 class Memory:
@@ -99,17 +143,24 @@ class Memory:
         mode: str = "strict",
         *,
         migrate: bool = False,
+        create: bool = True,
         embedder: Embedder | None = None,
         counter: TokenCounter | None = None,
     ) -> Memory:
         """Open a durable store: a path or ``sqlite:///...`` (SQLite), ``postgresql://...``.
 
-        A new database is created; one at an older schema version needs ``migrate=True``
-        (or ``branchmem migrate URL``); one written by a newer branchmem is refused.
+        A new database is created, unless ``create=False``: then a SQLite file that does not
+        exist is refused (a typo in a path would otherwise open a new, empty store; whether a
+        PostgreSQL database exists is its server's answer). One at an older schema version
+        needs ``migrate=True`` (or ``branchmem migrate URL``); one written by a newer
+        branchmem is refused.
         """
         from .store import open_store
 
-        store = open_store(os.fspath(url), migrate=migrate)
+        where = os.fspath(url)
+        if not create:
+            refuse_missing(where)
+        store = open_store(where, migrate=migrate)
         return cls(mode, store=store, embedder=embedder, counter=counter)
 
     @property
@@ -151,6 +202,25 @@ class Memory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # -- the service's door (not MemoryAPI): what the server and the CLI need of a store --
+    def schema_version(self) -> int | None:
+        """The store's schema version (None for a store that has no schema: in memory)."""
+        with self._lock:
+            version: int | None = getattr(self._store, "schema_version", lambda: None)()
+            return version
+
+    @property
+    def process_local(self) -> bool:
+        """True when nothing outside this process can write the store: a cache over this
+        Memory may then trust ``write_generation`` alone (the LangGraph store does)."""
+        return self._store.process_local
+
+    def api_keys(self) -> ApiKeys:
+        """The service's API keys kept in this store (``branchmem.server.keys``)."""
+        if not isinstance(self._store, KeyStore):
+            raise InvalidInput(f"this store ({type(self._store).__name__}) does not keep API keys")
+        return ApiKeys(self._store, self._lock)
 
     # -- transactions ------------------------------------------------------------------
     def _namespace(self, namespace: str) -> Namespace:
@@ -249,6 +319,36 @@ class Memory:
         """One entry per tree (root, head, title, size), most recently active first."""
         with self._read(namespace) as ns:
             return conversations.conversations(ns)
+
+    # -- trees (explorer reads) --------------------------------------------------------
+    def trees(self, *, namespace: str = DEFAULT_NAMESPACE) -> list[TreeSummary]:
+        """Every tree with its roots, size and head, by tree id (the explorer's list)."""
+        with self._read(namespace) as ns:
+            return trees.trees(ns)
+
+    def tree_events(self, tree: str, *, namespace: str = DEFAULT_NAMESPACE) -> TreeEvents:
+        """One tree's attached events in arrival order, and its head."""
+        with self._read(namespace) as ns:
+            return trees.tree_events(ns, tree)
+
+    def record_views(
+        self,
+        anchor: str | None,
+        *,
+        cross_tree: bool = False,
+        mode: str | None = None,
+        include_superseded: bool = False,
+        include_stale: bool = False,
+        tree: str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> list[RecordView]:
+        """Every record decided at ``anchor`` with its text, by id, all in one view of one
+        snapshot; with ``tree``, only those built from it, each with the tree's events it
+        draws on (``tree_sources``)."""
+        with self._read(namespace) as ns:
+            return trees.record_views(
+                ns, anchor, cross_tree, mode, include_superseded, include_stale, tree
+            )
 
     def import_(
         self,

@@ -121,6 +121,40 @@ class Conversation:
     updated_seq: int
 
 
+# -- trees (explorer reads): what the /ui explorer and ``branchmem tree`` draw
+@dataclass(frozen=True, slots=True)
+class TreeSummary:
+    """One tree of a namespace: its roots (several while ancestry is missing), how many
+    attached events it has, and its head."""
+
+    tree: str
+    roots: tuple[str, ...]
+    events: int
+    head: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TreeEvents:
+    """The attached events of one tree in arrival order, and its head."""
+
+    tree: str
+    head: str | None
+    events: tuple[Event, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordView:
+    """One record decided at an anchor, with the text of the revision decided (None once
+    erased). ``tree_sources``: when asked for one tree, the events of it the record draws
+    on (direct sources and the frontier standing for those reached through cited records)."""
+
+    explanation: Explanation
+    kind: str | None
+    key: str | None
+    content: str | None
+    tree_sources: tuple[str, ...] = ()
+
+
 # What corrections leave behind for consumers: the repair queue and delivered contexts.
 # A correction (withdraw, retract, supersede, erase) hides what it targets at once; what was
 # *built* on the target goes stale, and what a running conversation was already *given* is

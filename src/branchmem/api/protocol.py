@@ -19,8 +19,11 @@ from ..model import (
     Explanation,
     Hit,
     Record,
+    RecordView,
     RepairItem,
     StaleDelivery,
+    TreeEvents,
+    TreeSummary,
 )
 from ..search.context import Context
 from ..validation import KEEP, Keep
@@ -41,8 +44,11 @@ __all__ = [
     "Hit",
     "MemoryAPI",
     "Record",
+    "RecordView",
     "RepairItem",
     "StaleDelivery",
+    "TreeEvents",
+    "TreeSummary",
 ]
 
 
@@ -108,6 +114,33 @@ class MemoryAPI(Protocol):
     @http("GET", "/conversations")
     def conversations(self, *, namespace: str = DEFAULT_NAMESPACE) -> list[Conversation]:
         """Every conversation (tree) with its root, head and title, newest first."""
+        ...
+
+    # -- trees (explorer reads) --------------------------------------------------------
+    @http("GET", "/trees")
+    def trees(self, *, namespace: str = DEFAULT_NAMESPACE) -> list[TreeSummary]:
+        """Every tree with its roots, size and head, by tree id (the explorer's list)."""
+        ...
+
+    @http("GET", "/trees/{tree}")
+    def tree_events(self, tree: str, *, namespace: str = DEFAULT_NAMESPACE) -> TreeEvents:
+        """One tree's attached events in arrival order, and its head."""
+        ...
+
+    @http("GET", "/explanations", limit=1000)
+    def record_views(
+        self,
+        anchor: str | None,
+        *,
+        cross_tree: bool = False,
+        mode: str | None = None,
+        include_superseded: bool = False,
+        include_stale: bool = False,
+        tree: str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> list[RecordView]:
+        """Every record decided at the anchor with its text, by id, from one snapshot; with
+        a tree, only those built from it, each with the tree's events it draws on."""
         ...
 
     def import_(

@@ -12,7 +12,7 @@ from rich.tree import Tree
 from ..api.codec import encode
 from ..errors import InvalidInput, StorageError, require
 from .render import emit_json, err, make_table, out
-from .target import Target, missing_store, shared
+from .target import Target, shared
 
 if TYPE_CHECKING:
     from ..importers import ImportPlan, ImportProgress, ImportSummary
@@ -28,13 +28,10 @@ def migrate(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> int:
     """Create or upgrade a store's schema."""
-    from ..store import open_store
+    from ..memory import Memory
 
-    store = open_store(url, migrate=True)
-    try:
-        version = getattr(store, "schema_version", lambda: None)()
-    finally:
-        store.close()
+    with Memory.open(url, migrate=True) as memory:
+        version = memory.schema_version()
     if as_json:
         emit_json({"url": url, "schema_version": version})
     else:
@@ -171,14 +168,15 @@ def serve(
         raise InvalidInput("--no-auth is only allowed on a loopback --host")
     for module in ("fastapi", "uvicorn"):
         require(module, "the service", "server")
+    from ..memory import Memory, refuse_missing
+
     if not create:
         try:
-            missing_store(db)
+            refuse_missing(db)
         except StorageError as error:
             raise StorageError(f"{error} (pass --create to start a new one)") from None
     import uvicorn
 
-    from ..memory import Memory
     from ..server import Limits, create_app
     from ..server.explorer import LocalSession
 
@@ -231,9 +229,7 @@ def keyring(db: str | None, *, reading: bool = False) -> Iterator[Any]:
 
     if not db:
         raise InvalidInput("keys are kept in the store: give --db URL")
-    if reading:
-        missing_store(db)
-    with Memory.open(db) as memory:
+    with Memory.open(db, create=not reading) as memory:
         yield KeyRing(memory)
 
 
@@ -321,12 +317,16 @@ def tree(
         root_path = memory.path(event, namespace=ns)
         on_path = {e.id for e in memory.path(at, namespace=ns)}
         tree_id = root_path[-1].tree
-        nodes = tree_events(memory, ns, tree_id, root_path)
-        decisions = record_views(memory, ns, at, cross_tree, mode)
+        # a detached event's tree is not known yet: its known ancestry is all there is
+        nodes = root_path if tree_id is None else memory.tree_events(tree_id, namespace=ns).events
+        decisions = [
+            (shown.explanation, shown.content)
+            for shown in memory.record_views(at, cross_tree=cross_tree, mode=mode, namespace=ns)
+        ]
     if target.as_json:
         emit_json(
             {
-                "tree": tree_id, "anchor": at, "path": sorted(on_path), "events": nodes,
+                "tree": tree_id, "anchor": at, "path": sorted(on_path), "events": list(nodes),
                 "records": [{"explanation": why, "content": text} for why, text in decisions],
             }
         )  # fmt: skip
@@ -357,33 +357,3 @@ def tree(
         )  # fmt: skip
     out.print(rows)
     return 0
-
-
-def tree_events(memory: Any, namespace: str, tree_id: str | None, fallback: list[Any]) -> Any:
-    if tree_id is None:
-        return fallback
-    if hasattr(memory, "tree_events"):  # a Client: the explorer's endpoint
-        return memory.tree_events(tree_id, namespace=namespace)
-    from ..api.codec import decode
-    from ..model import Event
-    from ..server.explorer import tree as explore
-
-    return decode(list[Event], explore(memory, namespace, tree_id)["events"])
-
-
-def record_views(
-    memory: Any, namespace: str, anchor: str, cross_tree: bool, mode: str | None
-) -> list[tuple[Any, str | None]]:
-    if hasattr(memory, "record_views"):  # a Client
-        found: list[tuple[Any, str | None]] = memory.record_views(
-            anchor, cross_tree=cross_tree, mode=mode, namespace=namespace
-        )
-        return found
-    from ..api.codec import decode
-    from ..model import Explanation
-    from ..server.explorer import record_views as views
-
-    return [
-        (decode(Explanation, v["explanation"]), v["content"])
-        for v in views(memory, namespace, anchor, cross_tree=cross_tree, mode=mode)
-    ]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import InvalidInput, StorageError
+from ..errors import InvalidInput
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,23 +43,12 @@ class Target:
             return
         if not self.db:
             raise InvalidInput("say where the memory is: --db URL, or --url URL --api-key KEY")
-        if reading:
-            missing_store(self.db)
         from ..memory import Memory
 
-        with Memory.open(self.db) as memory:
+        with Memory.open(self.db, create=not reading) as memory:
             scope = memory.acting_as(self.actor) if self.actor else nullcontext()
             with scope:
                 yield memory
-
-
-def missing_store(db: str) -> None:
-    """Refuse a SQLite path that does not exist (a typo would otherwise create a store)."""
-    if "://" in db and not db.startswith("sqlite:"):
-        return  # PostgreSQL: the server says whether the database exists
-    path = db.removeprefix("sqlite:///").removeprefix("sqlite://")
-    if path and path != ":memory:" and not os.path.exists(path):
-        raise StorageError(f"no store at {path}")
 
 
 OPTIONS: list[inspect.Parameter] = [

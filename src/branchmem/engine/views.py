@@ -267,8 +267,15 @@ def explain(
     shown = view(ns, anchor, cross_tree, mode)
     decision = shown.decide(record_id)
     tally(ns, shown, [decision])
+    return explanation(decision, anchor, include_superseded, include_stale)
+
+
+def explanation(
+    decision: Decision, anchor: str | None, include_superseded: bool, include_stale: bool
+) -> Explanation:
+    """The public account of one decision (``explain``, and the explorer's every record)."""
     return Explanation(
-        record_id=record_id,
+        record_id=decision.record_id,
         anchor=anchor,
         visible=decision.returned(include_superseded, include_stale),
         reason=decision.reason,

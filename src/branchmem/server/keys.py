@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ..errors import ConflictError, InvalidInput, NotFoundError
-from ..memory import Memory
-from ..store.keys import ApiKeyRow, KeyStore
+from ..memory import ApiKeyRow, ApiKeys, Memory
 
 PREFIX: Final = "bm_"
 CACHE_SECONDS: Final = 2.0  # a deleted key stops working within this long on every worker
@@ -87,18 +86,16 @@ def split_key(presented: str) -> tuple[str, str] | None:
 
 
 class KeyRing:
-    """Keys over a ``Memory``'s store, with a short cache so a request costs no query."""
+    """Keys kept in a ``Memory``'s store (``Memory.api_keys``), with a short cache so a
+    request costs no query."""
 
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
         self._cache: dict[str, tuple[float, ApiKeyRow | None]] = {}
         self._cache_lock = threading.Lock()
 
-    def _keys(self) -> KeyStore:
-        store = self.memory.store
-        if not isinstance(store, KeyStore):
-            raise InvalidInput(f"this store ({type(store).__name__}) does not keep API keys")
-        return store
+    def _keys(self) -> ApiKeys:
+        return self.memory.api_keys()  # refuses a store that keeps no keys
 
     # -- administration (the CLI) ----------------------------------------------------------
     def create(self, tenant: str, namespaces: list[str]) -> tuple[str, ApiKey]:
@@ -126,19 +123,14 @@ class KeyRing:
         key_id = secrets.token_hex(6)
         secret = secrets.token_urlsafe(32)
         row = ApiKeyRow(key_id, hash_secret(secret), tenant, tuple(bindings), time.time())
-        with self.memory._lock:  # the store serves one caller at a time
-            self._keys().add_api_key(row, admit)
+        self._keys().add(row, admit)
         return f"{PREFIX}{key_id}_{secret}", self._granted(row)
 
     def list(self) -> list[ApiKey]:
-        with self.memory._lock:
-            rows = self._keys().list_api_keys()
-        return [self._granted(row) for row in rows]
+        return [self._granted(row) for row in self._keys().list()]
 
     def delete(self, key_id: str) -> None:
-        with self.memory._lock:
-            found = self._keys().delete_api_key(key_id)
-        if not found:
+        if not self._keys().delete(key_id):
             raise NotFoundError(f"API key {key_id!r} not found")
         with self._cache_lock:
             self._cache.pop(key_id, None)
@@ -175,8 +167,7 @@ class KeyRing:
             cached = self._cache.get(key_id)
             if cached is not None and now - cached[0] < CACHE_SECONDS:
                 return cached[1]
-        with self.memory._lock:
-            row = self._keys().get_api_key(key_id)
+        row = self._keys().get(key_id)
         with self._cache_lock:
             if len(self._cache) > 10_000:
                 self._cache.clear()

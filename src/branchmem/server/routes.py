@@ -318,6 +318,7 @@ TAGS: Final[Mapping[str, str]] = {
     "repair-queue": "corrections", "visible": "views", "current": "views", "stale": "views",
     "search": "retrieval", "context": "retrieval", "deliveries": "retrieval",
     "stale-deliveries": "retrieval", "report": "audit", "audit": "audit",
+    "trees": "explorer", "explanations": "explorer",
 }  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""The routes that are not ``Memory`` methods: health, who am I, the explorer, uploads."""
+"""The routes that are not ``Memory`` methods: health, who am I, the explorer page, uploads."""
 
 from __future__ import annotations
 
@@ -17,27 +17,16 @@ from ..api.codec import encode
 from ..errors import InvalidInput
 from ..importers.limits import ImportLimits
 from ..importers.plan import ImportSummary
-from . import explorer
-from .auth import ApiKey, Caller, IdParam, NamespaceParam
+from .auth import ApiKey, Caller, NamespaceParam
 from .problems import Refusal
-from .routes import CursorQuery, Grant, LimitQuery, acting, page
+from .routes import Grant, acting
 from .schemas import (
-    MAX_ID,
-    Mode,
-    Page,
-    RecordView,
-    TreeOut,
-    TreeSummary,
     WhoAmI,
     response_type,
 )
 
 STATIC: Final = Path(__file__).parent / "static"
 IMPORT_SUFFIXES: Final = (".json", ".jsonl", ".zip")
-AnchorQuery = Annotated[
-    str | None,
-    Query(min_length=1, max_length=MAX_ID, description="event id; omitted: no anchor"),
-]
 
 pages = APIRouter()
 namespaced = APIRouter(prefix="/v1/ns/{namespace}")
@@ -143,45 +132,3 @@ def import_bytes(
     out = encode(summary)
     out["source"] = "upload" + suffix
     return out
-
-
-# -- the explorer (/ui) ------------------------------------------------------------------------
-@namespaced.get("/trees", response_model=Page[TreeSummary], tags=["explorer"])
-def trees(
-    namespace: NamespaceParam,
-    request: Request,
-    grant: Grant,
-    limit: LimitQuery = 100,
-    cursor: CursorQuery = None,
-) -> dict[str, Any]:
-    """Conversations of the namespace: each tree's roots, size and head."""
-    return page(explorer.trees(request.app.state.memory, namespace), limit, cursor)
-
-
-@namespaced.get("/trees/{tree}", response_model=TreeOut, tags=["explorer"])
-def tree(namespace: NamespaceParam, tree: IdParam, request: Request, grant: Grant) -> Any:
-    """One conversation's events (attached ones, in arrival order) and its head."""
-    return explorer.tree(request.app.state.memory, namespace, tree)
-
-
-@namespaced.get("/explanations", response_model=Page[RecordView], tags=["explorer"])
-def explanations(
-    namespace: NamespaceParam,
-    request: Request,
-    grant: Grant,
-    anchor: AnchorQuery = None,
-    cross_tree: bool = False,
-    mode: Mode | None = None,
-    include_superseded: bool = False,
-    include_stale: bool = False,
-    tree: Annotated[str | None, Query(max_length=MAX_ID)] = None,
-    limit: LimitQuery = 1000,
-    cursor: CursorQuery = None,
-) -> dict[str, Any]:
-    """Every record of the namespace decided at the anchor, with the reason for each;
-    with ``tree``, only the records built from that conversation, their sources in it."""
-    views = explorer.record_views(
-        request.app.state.memory, namespace, anchor, cross_tree=cross_tree, mode=mode,
-        include_superseded=include_superseded, include_stale=include_stale, tree=tree,
-    )  # fmt: skip
-    return page(views, limit, cursor)

@@ -225,7 +225,7 @@ class BranchStore(BaseStore):
         # (record id, revision) -> expiry refreshed by a read; in this process only
         self._refreshed: dict[tuple[str, int], float] = {}
         # reads are cached only where nothing but this Memory writes the store
-        self._cache = _Cache() if memory.store.process_local else None
+        self._cache = _Cache() if memory.process_local else None
         if config is not None:
             thread_of(config)
         self._anchor_config = config
