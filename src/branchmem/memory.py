@@ -183,6 +183,8 @@ class Memory:
 
     @property
     def store(self) -> Store:
+        """The backend, for tests and benchmarks that look underneath; the library itself
+        reaches it only from here and ``engine/`` (docs/architecture.md, the door)."""
         return self._store
 
     # -- lifecycle ---------------------------------------------------------------------
