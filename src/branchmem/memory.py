@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .audit import AuditEntry
 from .engine import (
+    blame,
     conversations,
     corrections,
     deliveries,
@@ -34,6 +35,7 @@ from .engine.records import record_spec
 from .errors import BranchmemError, InvalidInput
 from .model import (
     RETRACTION_KIND,
+    Blame,
     Conversation,
     Delivery,
     Deriver,
@@ -588,6 +590,7 @@ class Memory:
         *,
         query: str | None = None,
         budget: int | None = None,
+        cite: bool = False,
         session: str | None = None,
         cross_tree: bool = False,
         mode: str | None = None,
@@ -595,20 +598,25 @@ class Memory:
     ) -> Context:
         """What a prompt at ``anchor`` gets within ``budget`` tokens: the branch's recent
         messages and the visible records (see docs/retrieval.md). With ``session`` the
-        delivered (record id, revision) pairs are remembered for ``stale_deliveries``."""
+        delivered (record id, revision) pairs are remembered for ``stale_deliveries``.
+        With ``cite`` each memory line carries a marker ``[n]`` and ``citations`` name its
+        record, source messages and conversation (docs/semantics.md, citations)."""
         budget = check_bound("budget", DEFAULT_BUDGET if budget is None else budget)
         if query is not None and not isinstance(query, str):
             raise InvalidInput(f"query must be a string or None, got {type(query).__name__}")
         if session is not None:
             check_id(session, "session")
+        if not isinstance(cite, bool):
+            raise InvalidInput(f"cite must be true or false, got {cite!r}")
         query_vector = None
         if query is not None and self.embedder is not None:
             query_vector = self.embedder.embed([query])[0]
         scope = self._write(namespace) if session is not None else self._read(namespace)
         with scope as ns:
             return retrieval.context(
-                ns, anchor, query, query_vector, budget, self.counter, session, cross_tree, mode
-            )
+                ns, anchor, query, query_vector, budget, self.counter, session, cross_tree, mode,
+                cite=cite,
+            )  # fmt: skip
 
     # -- deliveries --------------------------------------------------------------------
     def deliveries(self, session: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[Delivery]:
@@ -630,3 +638,20 @@ class Memory:
         check_id(session, "session")
         with self._read(namespace) as ns:
             return deliveries.stale_deliveries(ns, session, anchor)
+
+    # -- citations and blame -----------------------------------------------------------
+    def blame(
+        self,
+        session: str,
+        delivery: int,
+        line: int | None = None,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> Blame:
+        """What delivery ``delivery`` (its ``seq`` in ``deliveries(session)``) gave the
+        session, traced back: each memory line (only ``line``, counted from 1 like the
+        ``[n]`` markers, when given) with its record revision, its source messages (a
+        shortened text unless erased) and the branch (tree and anchor path) it was given on."""
+        check_id(session, "session")
+        with self._read(namespace) as ns:
+            return blame.blame(ns, session, delivery, line)
