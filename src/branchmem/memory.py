@@ -32,6 +32,7 @@ from .engine import events as placement
 from .engine.namespace import Namespace
 from .engine.records import add_records as write_records
 from .engine.records import record_spec
+from .engine.telemetry import traced
 from .errors import BranchmemError, InvalidInput
 from .model import (
     RETRACTION_KIND,
@@ -264,6 +265,7 @@ class Memory:
         return plan.apply(self, namespace=namespace, progress=progress)
 
     # -- records -----------------------------------------------------------------------
+    @traced("create_memory")
     def add_record(
         self,
         id: str,
@@ -289,6 +291,7 @@ class Memory:
             )
             return ns.to_record(node)
 
+    @traced("create_memory")
     def add_records(
         self, records: Iterable[Mapping[str, Any] | Record], *, namespace: str = DEFAULT_NAMESPACE
     ) -> list[Record]:
@@ -301,6 +304,7 @@ class Memory:
         with self._write(ns):
             return [ns.to_record(node) for node in write_records(ns, specs)]
 
+    @traced("update_memory")
     def revise(
         self,
         id: str,
@@ -367,6 +371,7 @@ class Memory:
         with self._write(namespace) as ns:
             corrections.withdraw(ns, id, reason)
 
+    @traced("delete_memory")
     def erase(self, id: str, *, reason: str = "", namespace: str = DEFAULT_NAMESPACE) -> set[str]:
         """Irreversibly remove the text of ``id`` and of every record built on it.
 
@@ -556,6 +561,7 @@ class Memory:
         result.failed[item.record_id] = error
 
     # -- retrieval ---------------------------------------------------------------------
+    @traced("search_memory")
     def search(
         self,
         query: str,
@@ -584,6 +590,7 @@ class Memory:
                 ns, query, query_vector, anchor, k, kind, key, scope, cross_tree, mode
             )
 
+    @traced("search_memory")
     def context(
         self,
         anchor: str | None,
