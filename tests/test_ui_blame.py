@@ -9,17 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from test_ui import anchor_is, browser, keep_screenshot  # noqa: F401 (browser: a fixture)
+pytest.importorskip("selenium", reason="Selenium is in the test extra")
 
-from selenium import webdriver  # noqa: E402  (test_ui skips the module without a browser)
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium import webdriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
-from branchmem import Memory  # noqa: E402
-from branchmem.server import create_app  # noqa: E402
-from branchmem.server.explorer import LocalSession  # noqa: E402
-from branchmem.testing.conformance import chengdu  # noqa: E402
-from test_server_harness import LiveService  # noqa: E402
+import test_ui  # skips this module too when there is no browser
+from branchmem import Memory
+from branchmem.server import create_app
+from branchmem.server.explorer import LocalSession
+from branchmem.testing.conformance import chengdu
+from test_server_harness import LiveService
+from test_ui import anchor_is, keep_screenshot
+
+browser = test_ui.browser  # the headless Chromium fixture, shared
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +67,10 @@ def test_the_explorer_blames_a_delivered_context(
     assert "moving to Chengdu" in chosen and "I'm moving to Chengdu next month." in chosen
     assert "(erased)" in rows["f-planning"].text
     assert "planning a move" not in browser.page_source  # erased: neither record nor message
-    assert "in conversation u1, a path of 4 message(s)" in browser.find_element(
-        By.ID, "blame-branch"
-    ).text
+    assert (
+        "in conversation u1, a path of 4 message(s)"
+        in browser.find_element(By.ID, "blame-branch").text
+    )
 
     browser.find_element(By.CSS_SELECTOR, "#conversations li").click()  # elsewhere first
     browser.find_element(By.CSS_SELECTOR, "#blame-branch a").click()  # back to where it was given
