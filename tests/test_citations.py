@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from branchmem import Citation, Event, Memory, Record
+from branchmem import Citation, Event, InvalidInput, Memory, NotFoundError, Record
 from branchmem.cli import main
 from branchmem.engine.blame import shorten, source_messages
 from branchmem.search.context import CHINESE_FORMAT, assemble_context, citation_line
@@ -110,3 +110,18 @@ def test_the_cli_cites_a_context_and_blames_its_delivery(
     )  # fmt: skip
     assert main(["blame", "s1", str(delivery), "2", *db]) != 0
     assert "no memory line 2" in capsys.readouterr().err
+
+
+def test_blame_refuses_a_delivery_or_line_that_is_not_a_number() -> None:
+    memory = Memory()
+    memory.add_event("u1", content="hello")
+    given = memory.context("u1", session="s1").delivery
+    assert given is not None
+    with pytest.raises(InvalidInput, match="delivery"):
+        memory.blame("s1", "latest")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="line"):
+        memory.blame("s1", given, "1")  # type: ignore[arg-type]
+    with pytest.raises(NotFoundError, match=r"no memory line 1 \(it has 0\)"):
+        memory.blame("s1", given, 1)
+    with pytest.raises(InvalidInput, match="cite"):
+        memory.context("u1", cite="yes")  # type: ignore[arg-type]

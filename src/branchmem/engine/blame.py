@@ -10,7 +10,7 @@ text is never shown again, only the ids of its tombstone.
 
 from __future__ import annotations
 
-from ..errors import NotFoundError
+from ..errors import InvalidInput, NotFoundError
 from ..model import ERASED, Blame, BlamedLine, BlamedMessage, Citation, Delivery
 from ..provenance import EVENT, RECORD, RevisionNode
 from ..search.context import Cite
@@ -77,7 +77,7 @@ def find_delivery(ns: Namespace, session: str, delivery: int) -> Delivery:
     """The delivery ``delivery`` (its ``seq``) of ``session``; errors name both."""
     check_id(session, "session")
     if isinstance(delivery, bool) or not isinstance(delivery, int):
-        raise NotFoundError(f"delivery must be a delivery's seq (an int), got {delivery!r}")
+        raise InvalidInput(f"delivery must be a delivery's seq (an int), got {delivery!r}")
     given = ns.store.deliveries(ns.name, session)
     if not given:
         raise NotFoundError(f"session {session!r} has no deliveries in namespace {ns.name!r}")
@@ -92,7 +92,9 @@ def blame(ns: Namespace, session: str, delivery: int, line: int | None) -> Blame
     given = find_delivery(ns, session, delivery)
     numbered = list(enumerate(given.items, 1))
     if line is not None:
-        if isinstance(line, bool) or not isinstance(line, int) or not 1 <= line <= len(numbered):
+        if isinstance(line, bool) or not isinstance(line, int):
+            raise InvalidInput(f"line must be a memory line number (an int), got {line!r}")
+        if not 1 <= line <= len(numbered):
             raise NotFoundError(
                 f"delivery {delivery} of session {session!r} has no memory line {line!r} "
                 f"(it has {len(numbered)})"
