@@ -90,6 +90,9 @@ PLAIN: list[tuple[str, dict[str, str]]] = [
     ("/items/u2/dependents", {}),
     ("/deliveries", {"session": "s1"}),
     ("/stale-deliveries", {"session": "s1", "anchor": "a2"}),
+    ("/blame", {"session": "s1", "delivery": "19"}),  # the context given at setup
+    ("/blame", {"session": "s1", "delivery": "19", "line": "1"}),
+    ("/blame", {"session": "s1", "delivery": "999999"}),  # none: the same problem document
     ("/repair-queue", {}),
     ("/audit", {}),
     ("/report", {}),

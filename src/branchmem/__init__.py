@@ -16,6 +16,10 @@ from .errors import (
 )
 from .memory import Memory
 from .model import (
+    Blame,
+    BlamedLine,
+    BlamedMessage,
+    Citation,
     Conversation,
     Delivery,
     Event,
@@ -36,7 +40,11 @@ if TYPE_CHECKING:  # imported on first use at run time (``__getattr__``); typed 
 __all__ = [
     "AsyncClient",
     "AsyncMemory",
+    "Blame",
+    "BlamedLine",
+    "BlamedMessage",
     "BranchmemError",
+    "Citation",
     "Client",
     "ConflictError",
     "Context",

@@ -284,6 +284,7 @@ class AsyncClient:
     context = remote(MemoryAPI.context)
     deliveries = remote(MemoryAPI.deliveries)
     stale_deliveries = remote(MemoryAPI.stale_deliveries)
+    blame = remote(MemoryAPI.blame)
 
     async def is_visible(self, record_id: str, anchor: str | None, **options: Any) -> bool:
         return (await self.explain(record_id, anchor, **options)).visible

@@ -178,6 +178,7 @@ class AsyncMemory:
     context = offloaded(MemoryAPI.context)
     deliveries = offloaded(MemoryAPI.deliveries)
     stale_deliveries = offloaded(MemoryAPI.stale_deliveries)
+    blame = offloaded(MemoryAPI.blame)
     namespaces = offloaded(MemoryAPI.namespaces)
 
     async def is_visible(self, record_id: str, anchor: str | None, **options: Any) -> bool:

@@ -455,6 +455,7 @@ class Client:
     context = remote(MemoryAPI.context)
     deliveries = remote(MemoryAPI.deliveries)
     stale_deliveries = remote(MemoryAPI.stale_deliveries)
+    blame = remote(MemoryAPI.blame)
 
     def is_visible(self, record_id: str, anchor: str | None, **options: Any) -> bool:
         return self.explain(record_id, anchor, **options).visible

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .audit import AuditEntry
 from .engine import (
+    blame,
     conversations,
     corrections,
     deliveries,
@@ -32,9 +33,11 @@ from .engine import events as placement
 from .engine.namespace import Namespace
 from .engine.records import add_records as write_records
 from .engine.records import record_spec
+from .engine.telemetry import traced
 from .errors import BranchmemError, InvalidInput, StorageError
 from .model import (
     RETRACTION_KIND,
+    Blame,
     Conversation,
     Delivery,
     Deriver,
@@ -364,6 +367,7 @@ class Memory:
         return plan.apply(self, namespace=namespace, progress=progress)
 
     # -- records -----------------------------------------------------------------------
+    @traced("create_memory")
     def add_record(
         self,
         id: str,
@@ -389,6 +393,7 @@ class Memory:
             )
             return ns.to_record(node)
 
+    @traced("create_memory")
     def add_records(
         self, records: Iterable[Mapping[str, Any] | Record], *, namespace: str = DEFAULT_NAMESPACE
     ) -> list[Record]:
@@ -401,6 +406,7 @@ class Memory:
         with self._write(ns):
             return [ns.to_record(node) for node in write_records(ns, specs)]
 
+    @traced("update_memory")
     def revise(
         self,
         id: str,
@@ -467,6 +473,7 @@ class Memory:
         with self._write(namespace) as ns:
             corrections.withdraw(ns, id, reason)
 
+    @traced("delete_memory")
     def erase(self, id: str, *, reason: str = "", namespace: str = DEFAULT_NAMESPACE) -> set[str]:
         """Irreversibly remove the text of ``id`` and of every record built on it.
 
@@ -656,6 +663,7 @@ class Memory:
         result.failed[item.record_id] = error
 
     # -- retrieval ---------------------------------------------------------------------
+    @traced("search_memory")
     def search(
         self,
         query: str,
@@ -684,12 +692,14 @@ class Memory:
                 ns, query, query_vector, anchor, k, kind, key, scope, cross_tree, mode
             )
 
+    @traced("search_memory")
     def context(
         self,
         anchor: str | None,
         *,
         query: str | None = None,
         budget: int | None = None,
+        cite: bool = False,
         session: str | None = None,
         cross_tree: bool = False,
         mode: str | None = None,
@@ -697,20 +707,25 @@ class Memory:
     ) -> Context:
         """What a prompt at ``anchor`` gets within ``budget`` tokens: the branch's recent
         messages and the visible records (see docs/retrieval.md). With ``session`` the
-        delivered (record id, revision) pairs are remembered for ``stale_deliveries``."""
+        delivered (record id, revision) pairs are remembered for ``stale_deliveries``.
+        With ``cite`` each memory line carries a marker ``[n]`` and ``citations`` name its
+        record, source messages and conversation (docs/semantics.md, citations)."""
         budget = check_bound("budget", DEFAULT_BUDGET if budget is None else budget)
         if query is not None and not isinstance(query, str):
             raise InvalidInput(f"query must be a string or None, got {type(query).__name__}")
         if session is not None:
             check_id(session, "session")
+        if not isinstance(cite, bool):
+            raise InvalidInput(f"cite must be true or false, got {cite!r}")
         query_vector = None
         if query is not None and self.embedder is not None:
             query_vector = self.embedder.embed([query])[0]
         scope = self._write(namespace) if session is not None else self._read(namespace)
         with scope as ns:
             return retrieval.context(
-                ns, anchor, query, query_vector, budget, self.counter, session, cross_tree, mode
-            )
+                ns, anchor, query, query_vector, budget, self.counter, session, cross_tree, mode,
+                cite=cite,
+            )  # fmt: skip
 
     # -- deliveries --------------------------------------------------------------------
     def deliveries(self, session: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[Delivery]:
@@ -732,3 +747,20 @@ class Memory:
         check_id(session, "session")
         with self._read(namespace) as ns:
             return deliveries.stale_deliveries(ns, session, anchor)
+
+    # -- citations and blame -----------------------------------------------------------
+    def blame(
+        self,
+        session: str,
+        delivery: int,
+        line: int | None = None,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> Blame:
+        """What delivery ``delivery`` (its ``seq`` in ``deliveries(session)``) gave the
+        session, traced back: each memory line (only ``line``, counted from 1 like the
+        ``[n]`` markers, when given) with its record revision, its source messages (a
+        shortened text unless erased) and the branch (tree and anchor path) it was given on."""
+        check_id(session, "session")
+        with self._read(namespace) as ns:
+            return blame.blame(ns, session, delivery, line)

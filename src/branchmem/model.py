@@ -228,3 +228,68 @@ class StaleDelivery:
     anchor: str | None
     reason: str
     current_revision: int | None = None
+
+
+# -- citations and blame -------------------------------------------------------------------
+# A cited context names, for each memory line, the record behind it and the messages that
+# record rests on; blame walks back from a delivered context to the same facts. Both carry
+# ids; blame adds a shortened text of what is not erased, read from the store when asked.
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """Where one memory line of a cited context came from.
+
+    ``marker`` is the n of the line's ``[n]``; ``sources`` the record's sources as written
+    (None: legacy); ``messages`` the events it rests on, through the records it cites, first
+    seen first; ``trees`` the conversations of those messages (a detached one has none yet).
+    """
+
+    marker: int
+    record_id: str
+    revision: int
+    sources: tuple[str, ...] | None
+    messages: tuple[str, ...]
+    trees: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BlamedMessage:
+    """A message a delivered memory rests on. ``text`` is shortened, None once erased;
+    ``status`` is withdrawn, erased or None; ``on_path``: on the delivery's anchor path."""
+
+    id: str
+    tree: str | None
+    role: str
+    text: str | None
+    status: str | None
+    on_path: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BlamedLine:
+    """One memory line of a delivered context: the revision given and what it rests on.
+    ``line`` is its citation marker (the n of ``[n]``, 1 for the first memory line)."""
+
+    line: int
+    record_id: str
+    revision: int
+    kind: str
+    text: str | None
+    status: str | None
+    sources: tuple[str, ...] | None
+    messages: tuple[BlamedMessage, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Blame:
+    """A delivered context traced back: its memory lines, their source messages and the
+    branch it was given on (``tree`` and ``path``, the anchor's event ids root first)."""
+
+    session: str
+    delivery: int
+    anchor: str | None
+    time: float
+    tree: str | None
+    path: tuple[str, ...]
+    lines: tuple[BlamedLine, ...]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..audit import AuditEntry
 from ..model import (
+    Blame,
     Conversation,
     Delivery,
     Event,
@@ -36,6 +37,7 @@ DEFAULT_NAMESPACE = "default"
 
 __all__ = [
     "AuditEntry",
+    "Blame",
     "Context",
     "Conversation",
     "Delivery",
@@ -356,12 +358,14 @@ class MemoryAPI(Protocol):
         *,
         query: str | None = None,
         budget: int | None = None,
+        cite: bool = False,
         session: str | None = None,
         cross_tree: bool = False,
         mode: str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Context:
-        """The prompt text at the anchor within the token budget; with a session, remembered."""
+        """The prompt text at the anchor within the token budget; with a session, remembered;
+        with cite, each memory line marked [n] and its record and messages listed."""
         ...
 
     @http("GET", "/deliveries")
@@ -374,6 +378,20 @@ class MemoryAPI(Protocol):
         self, session: str, anchor: str | None = None, *, namespace: str = DEFAULT_NAMESPACE
     ) -> list[StaleDelivery]:
         """Every delivered record the session would not be given now, and why."""
+        ...
+
+    # -- citations and blame -----------------------------------------------------------
+    @http("GET", "/blame")
+    def blame(
+        self,
+        session: str,
+        delivery: int,
+        line: int | None = None,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> Blame:
+        """A delivered context (or its memory line [LINE]) traced back to its records, their
+        source messages and the branch it was given on."""
         ...
 
 

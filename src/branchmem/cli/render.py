@@ -98,7 +98,8 @@ def show(value: Any, hint: Any, title: str) -> None:
         out.print(explanation_line(value), markup=False)
     elif isinstance(value, Context):
         out.print(value.text, markup=False)
-        err.print(f"{value.tokens} tokens, {len(value.items)} records", markup=False)
+        given = "" if value.delivery is None else f", delivery {value.delivery}"
+        err.print(f"{value.tokens} tokens, {len(value.items)} records{given}", markup=False)
     elif origin in (list, set, frozenset) and args and args[0] is Hit:
         rows = make_table("score", "id", "content", "why", title=title)
         for hit in value:

@@ -39,11 +39,12 @@ def stale_reason(
 
 def deliver(
     ns: Namespace, session: str, anchor: str | None, items: tuple[tuple[str, int], ...]
-) -> None:
-    """Remember that ``session`` was given ``items`` at ``anchor``."""
+) -> int:
+    """Remember that ``session`` was given ``items`` at ``anchor``; the delivery's seq."""
     delivery = Delivery(session, ns.store.next_seq(ns.name), anchor, time.time(), items)
     ns.store.add_delivery(ns.name, delivery)
     ns.audit("deliver", [record_id for record_id, _ in items], reason=session)
+    return delivery.seq
 
 
 def judging_anchor(ns: Namespace, delivered_at: str | None) -> str | None:

@@ -10,6 +10,7 @@ anchor back, only as far as the budget reaches.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from ..model import Hit
 from ..provenance import RevisionNode
@@ -17,6 +18,7 @@ from ..search.context import Context, assemble_context
 from ..search.embedding import hybrid_rank
 from ..search.lexical import rank
 from ..search.tokens import TokenCounter, check_budget
+from .blame import citer
 from .deliveries import deliver
 from .events import PathMessages
 from .namespace import Namespace
@@ -72,8 +74,10 @@ def context(
     session: str | None,
     cross_tree: bool,
     mode: str | None,
+    cite: bool = False,
 ) -> Context:
-    """The prompt text at ``anchor``; with ``session``, the delivery is remembered."""
+    """The prompt text at ``anchor``; with ``session``, the delivery is remembered; with
+    ``cite``, each memory line is cited (``engine.blame``)."""
     check_budget(budget)
     at = None if anchor is None else ns.event_node(anchor)
     messages = None
@@ -96,7 +100,8 @@ def context(
         counter=counter,
         ranking=ranking,
         decided=True,
+        cite=citer(ns) if cite else None,
     )
     if session is not None:
-        deliver(ns, session, anchor, built.items)
+        return replace(built, delivery=deliver(ns, session, anchor, built.items))
     return built

@@ -15,6 +15,21 @@ default format, in full::
 A section with nothing in it is left out (heading included); an empty context is ``""``.
 Headings and role labels come from a ``ContextFormat`` (``CHINESE_FORMAT`` is provided).
 
+With ``cite`` (``Memory.context(..., cite=True)``) each memory line ends with a marker
+``[n]``, numbered from 1 in rendered order, and a last section lists each marker's record and
+the messages it rests on, with their conversations (``citation_line``)::
+
+    Memory:
+    - <record content> [1]
+
+    Conversation:
+    ...
+
+    Sources:
+    [1] <record id> <- <message id>, <message id> (<conversation>)
+
+The markers and the list are priced with their record, so the budget holds them too.
+
 What goes in, in order of priority:
 
 1. Records, up to ``record_share`` of the budget, best first: records relevant to the query
@@ -43,11 +58,12 @@ the text fits. So ``counter.count(context.text) <= budget`` for every input.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, replace
 from typing import Final, Protocol
 
 from ..errors import InvalidInput
+from ..model import Citation
 from .lexical import rank
 from .tokens import DEFAULT_COUNTER, TokenCounter, check_budget, truncate
 
@@ -93,6 +109,7 @@ class ContextFormat:
         ("tool", "Tool"),
     )
     bullet: str = "- "
+    sources_heading: str = "Sources:"  # the citation list of a cited context
 
     def label(self, role: str) -> str:
         """The label of a role; an unknown role is shown as it is."""
@@ -104,7 +121,21 @@ CHINESE_FORMAT: Final = ContextFormat(
     memory_heading="记忆：",
     conversation_heading="对话：",
     roles=(("user", "用户"), ("assistant", "助手"), ("system", "系统"), ("tool", "工具")),
+    sources_heading="来源：",
 )
+
+# (record id, revision) -> its citation (marker 0: numbered when rendered)
+Cite = Callable[[str, int], Citation]
+
+
+def citation_line(citation: Citation) -> str:
+    """A citation as the Sources section renders it: ``[n] id <- m1, m2 (tree)``."""
+    line = f"[{citation.marker}] {citation.record_id}"
+    if citation.messages:
+        line += " <- " + ", ".join(citation.messages)
+    if citation.trees:
+        line += " (" + ", ".join(citation.trees) + ")"
+    return line
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +144,9 @@ class Context:
 
     ``items`` are the (record id, revision) pairs rendered, in rendered order (what delivery
     tracking remembers); ``events`` the ids of the messages rendered, oldest first; ``tokens``
-    the counter's count of ``text``, never above the budget.
+    the counter's count of ``text``, never above the budget; ``citations`` (a cited context
+    only) one per item, in the same order, marker n for the n-th memory line; ``delivery``
+    the seq of the delivery a session's context was remembered as (what ``blame`` takes).
     """
 
     text: str
@@ -121,6 +154,8 @@ class Context:
     anchor: str | None
     tokens: int
     events: tuple[str, ...] = ()
+    citations: tuple[Citation, ...] = ()
+    delivery: int | None = None
 
 
 @dataclass(slots=True)
@@ -131,6 +166,7 @@ class _Piece:
     line: str
     record: tuple[str, int]
     cost: int = -1  # the counter's count of the line, once asked
+    citation: Citation | None = None  # a cited context's, looked up when first priced
 
 
 _Said = tuple[int, str, str]  # a message taken: (path position, line, event id)
@@ -198,12 +234,14 @@ def assemble_context(
     skip_kinds: Collection[str] = ("retraction",),
     style: ContextFormat = DEFAULT_FORMAT,
     decided: bool = False,
+    cite: Cite | None = None,
 ) -> Context:
     """Messages of the anchor's branch plus visible records, within ``budget`` tokens.
 
     ``path_events`` run root to anchor; ``ranking`` (record ids, best first, e.g. from a hybrid
     search) replaces the lexical ranking of ``query``. Deterministic: the same inputs give the
-    same text. See the module docstring for the rules.
+    same text. See the module docstring for the rules. ``cite`` looks up a record's
+    citation: given, the context is cited (markers and a Sources section).
     """
     check_budget(budget)
     if (
@@ -217,8 +255,11 @@ def assemble_context(
     offered = prioritize(
         records, query=query, ranking=ranking, skip_kinds=skip_kinds, decided=decided
     )
-    headings = (style.memory_heading, style.conversation_heading)
-    fill = _Fill(counter, counter.count(headings[0] + "\n"))
+    headings = (style.memory_heading, style.conversation_heading, style.sources_heading)
+    heading_cost = counter.count(headings[0] + "\n")
+    if cite is not None:
+        heading_cost += counter.count(headings[2] + "\n")
+    fill = _Fill(counter, heading_cost, cite)
 
     left: list[_Piece] = []
     cap = math.floor(budget * record_share)
@@ -229,6 +270,7 @@ def assemble_context(
     shared = len(fill.taken)  # records taken within their share
 
     said = _messages(path_events, budget, counter, style, fill, headings[1])
+    cited = cite is not None
 
     for piece in left:
         if fill.used >= budget:
@@ -236,22 +278,29 @@ def assemble_context(
         fill.take_within(piece, budget)
 
     taken = fill.taken
-    text = _render(taken, said, headings)
-    tokens = fill.used if getattr(counter, "additive", False) else counter.count(text)
+    text = _render(taken, said, headings, cited)
+    additive = getattr(counter, "additive", False) and not cited  # markers are renumbered
+    tokens = fill.used if additive else counter.count(text)
     while tokens > budget and (taken or said):  # drop the last piece taken
         if len(taken) > shared or not said:
             taken.pop()
             shared = min(shared, len(taken))
         else:
             said.pop()
-        text = _render(taken, said, headings)
+        text = _render(taken, said, headings, cited)
         tokens = counter.count(text)
+    rendered = sorted(taken, key=_by_order)
     return Context(
         text=text,
-        items=tuple(p.record for p in sorted(taken, key=_by_order)),
+        items=tuple(p.record for p in rendered),
         anchor=anchor,
         tokens=tokens,
         events=tuple(event_id for _, _, event_id in reversed(said)),
+        citations=tuple(
+            replace(p.citation, marker=n)
+            for n, p in enumerate(rendered, 1)
+            if p.citation is not None
+        ),
     )
 
 
@@ -312,15 +361,21 @@ class _Fill:
     """Records taken so far and what everything taken costs; the memory heading is paid
     with the first record."""
 
-    def __init__(self, counter: TokenCounter, heading_cost: int) -> None:
+    def __init__(self, counter: TokenCounter, heading_cost: int, cite: Cite | None) -> None:
         self.counter = counter
         self.heading_cost = heading_cost
+        self.cite = cite
         self.taken: list[_Piece] = []
         self.used = 0
 
     def take_within(self, piece: _Piece, limit: int) -> bool:
         if piece.cost < 0:
             piece.cost = self.counter.count(piece.line + "\n")
+            if self.cite is not None:  # priced at marker order + 1: never fewer digits
+                citation = replace(self.cite(*piece.record), marker=piece.order + 1)
+                piece.citation = citation
+                piece.cost = self.counter.count(_marked(piece.line, citation.marker) + "\n")
+                piece.cost += self.counter.count(citation_line(citation) + "\n")
         price = piece.cost + (0 if self.taken else self.heading_cost)
         if self.used + price > limit:
             return False
@@ -329,11 +384,28 @@ class _Fill:
         return True
 
 
-def _render(records: Sequence[_Piece], said: Sequence[_Said], headings: tuple[str, str]) -> str:
+def _marked(line: str, marker: int) -> str:
+    return f"{line} [{marker}]"
+
+
+def _render(
+    records: Sequence[_Piece], said: Sequence[_Said], headings: tuple[str, str, str], cited: bool
+) -> str:
     sections: list[str] = []
-    if records:
-        lines = [p.line for p in sorted(records, key=_by_order)]
+    rendered = sorted(records, key=_by_order)
+    if rendered:
+        if cited:
+            lines = [_marked(p.line, n) for n, p in enumerate(rendered, 1)]
+        else:
+            lines = [p.line for p in rendered]
         sections.append("\n".join([headings[0], *lines]))
     if said:
         sections.append("\n".join([headings[1], *[line for _, line, _ in reversed(said)]]))
+    if cited and rendered:
+        notes = [
+            citation_line(replace(p.citation, marker=n))
+            for n, p in enumerate(rendered, 1)
+            if p.citation is not None
+        ]
+        sections.append("\n".join([headings[2], *notes]))
     return "\n\n".join(sections)

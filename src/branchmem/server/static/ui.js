@@ -463,6 +463,107 @@ function focusEvent(id) {
   else status("message " + id + " is not in this conversation", true);
 }
 
+// -- blame: what a session was given, traced back (GET /deliveries, GET /blame) -------------
+function blamedMessage(message) {
+  const out = el("span", "blamed-message");
+  if (message.text === null) {
+    out.append(el("span", "erased", "(erased) "), message.id);
+  } else {
+    state.messages.set(message.id, message.text);
+    out.append(eventLink(message.id));
+  }
+  if (message.status && message.status !== "erased") out.append(el("span", "status", " " + message.status));
+  if (!message.on_path) out.append(el("span", "off-path", " not on the delivery's branch"));
+  return out;
+}
+
+function renderBlame(blame) {
+  const branch = $("blame-branch");
+  branch.replaceChildren("Given at ");
+  if (blame.anchor !== null) {
+    const anchor = el("a", "event-link", blame.anchor);
+    anchor.href = "#";
+    anchor.title = "show the branch in the tree";
+    anchor.addEventListener("click", async (click) => {
+      click.preventDefault();
+      if (blame.tree && blame.tree !== state.tree) await loadTree(blame.tree);
+      await setAnchor(blame.anchor);
+    });
+    branch.append(anchor, " in conversation " + (blame.tree || "(unknown)") +
+      ", a path of " + blame.path.length + " message(s), " +
+      new Date(blame.time * 1000).toLocaleString() + ".");
+  } else {
+    branch.append("no anchor.");
+  }
+  const rows = blame.lines.map((line) => {
+    const row = el("tr");
+    row.dataset.record = line.record_id;
+    const memory = line.text === null ? el("span", "erased", "(erased)") : el("span", null, line.text);
+    const from = el("td", "sources");
+    if (line.sources === null) from.append(el("span", "status", "no sources (legacy)"));
+    for (const message of line.messages) from.append(blamedMessage(message), el("br"));
+    const cells = [
+      el("span", null, "[" + line.line + "]"),
+      el("span", null, line.record_id + " @" + line.revision),
+      memory,
+    ];
+    for (const content of cells) {
+      const cell = el("td");
+      cell.append(content);
+      if (content === memory && line.status && line.status !== "erased") {
+        cell.append(el("span", "status", " " + line.status));
+      }
+      row.append(cell);
+    }
+    row.append(from);
+    return row;
+  });
+  $("blame").tBodies[0].replaceChildren(...rows);
+}
+
+async function showBlame(session, delivery) {
+  try {
+    const blame = await api(nsPath("/blame?session=" + encodeURIComponent(session) +
+      "&delivery=" + encodeURIComponent(delivery)));
+    for (const item of $("deliveries").children) {
+      item.classList.toggle("selected", item.dataset.delivery === String(delivery));
+    }
+    renderBlame(blame);
+  } catch (error) {
+    explainFailure(error);
+  }
+}
+
+async function loadDeliveries(session) {
+  $("blame").tBodies[0].replaceChildren();
+  $("blame-branch").textContent = "";
+  try {
+    const given = await allPages(nsPath("/deliveries?session=" + encodeURIComponent(session)));
+    $("deliveries").replaceChildren(...given.map((delivery) => {
+      const item = el("li", "delivery", "delivery " + delivery.seq + " · " +
+        delivery.items.length + " memory line(s) · at " + (delivery.anchor || "no anchor"));
+      item.dataset.delivery = String(delivery.seq);
+      item.tabIndex = 0;
+      item.addEventListener("click", () => showBlame(session, delivery.seq));
+      item.addEventListener("keydown", (key) => { if (key.key === "Enter") showBlame(session, delivery.seq); });
+      return item;
+    }));
+    if (!given.length) {
+      status("session " + session + " was given nothing in " + state.namespace);
+      return;
+    }
+    await showBlame(session, given[given.length - 1].seq);
+  } catch (error) {
+    explainFailure(error);
+  }
+}
+
+$("blame-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const session = $("session").value.trim();
+  if (session) loadDeliveries(session);
+});
+
 // -- start ----------------------------------------------------------------------------------
 // `branchmem serve` prints /ui#token=...: take it, and drop it from the address bar.
 function takeTokenFromLink() {
