@@ -218,7 +218,7 @@ class MemoryAPI(Protocol):
 
     @http("POST", "/receipts/verify")
     def verify_receipt(
-        self, receipt: Mapping[str, Any], *, namespace: str = DEFAULT_NAMESPACE
+        self, receipt: Receipt | Mapping[str, Any], *, namespace: str = DEFAULT_NAMESPACE
     ) -> ReceiptCheck:
         """Re-check a forget receipt: its hash, the audit, the ids, the stored bytes."""
         ...

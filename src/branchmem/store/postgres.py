@@ -719,8 +719,30 @@ class PostgresStore(SQLStore):
         snapshot still sees, free space in pages, backups) is the operator's: see
         docs/semantics.md (16) and docs/propagation.md."""
         self._run(f"VACUUM (ANALYZE) {', '.join(TEXT_TABLES)}")
+        self._clear_stats_of_empty_tables()
         self._run("VACUUM pg_catalog.pg_statistic")
         return None
+
+    def _clear_stats_of_empty_tables(self) -> None:
+        """ANALYZE of a table with no rows left keeps the statistics it had, so the sample
+        values of rows an erase emptied the table of would stay (a forget receipt's byte
+        check found them in ``tree_keys``): clear them (PostgreSQL 18's
+        ``pg_clear_attribute_stats``, which the table's owner may call); before 18 only a
+        superuser could, so they stay until the table has rows again and is analyzed."""
+        version = self._one("SELECT current_setting('server_version_num')::int")
+        if version is None or int(version[0]) < 180000:
+            return
+        for table, column in self._all(
+            "SELECT tablename, attname FROM pg_catalog.pg_stats "
+            "WHERE schemaname = current_schema() AND tablename = ANY(?)",
+            (list(TEXT_TABLES),),
+        ):
+            empty = self._one(f'SELECT NOT EXISTS (SELECT 1 FROM "{table}")')
+            if empty and empty[0]:
+                self._run(
+                    "SELECT pg_catalog.pg_clear_attribute_stats(current_schema(), ?, ?, false)",
+                    (table, column),
+                )
 
     # -- orders SQL cannot promise under every collation ---------------------------------
     # The shared queries order some results by id; PostgreSQL sorts text by the database's
