@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -164,3 +165,40 @@ def test_the_cli_writes_a_receipt_that_verify_receipt_reads(
         warnings.simplefilter("ignore")
         assert main(["verify-receipt", str(tmp_path / "none.json"), "--db", db]) != 0
     assert "none.json" in capsys.readouterr().err
+
+
+# -- the service -------------------------------------------------------------------------
+def test_the_service_finishes_a_forget_that_a_reader_held_up(tmp_path: Path) -> None:
+    pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
+    from fastapi.testclient import TestClient
+
+    from branchmem.server import create_app
+
+    path = tmp_path / "served.db"
+    mem = Memory.open(path)
+    app = create_app(mem, auth=False)
+    try:
+        with TestClient(app) as http:
+            write_marked(mem)
+            for i in range(20):
+                mem.add_record(f"other{i}", sources=["u2"], content=f"filler {i}")
+            reader = sqlite3.connect(path, isolation_level=None)
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM revisions").fetchone()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", CleanupPending)
+                answer = http.post("/v1/ns/default/forget", json={"kind": "branch", "id": "s"})
+            assert answer.status_code == 200, answer.text
+            receipt = answer.json()
+            assert receipt["cleanup_pending"] and not receipt["check"]["clean"]
+            reader.execute("COMMIT")
+            reader.close()
+            deadline = time.monotonic() + 10
+            while sum(file_hits(path, MARKER).values()) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert sum(file_hits(path, MARKER).values()) == 0
+            checked = http.post("/v1/ns/default/receipts/verify", json={"receipt": receipt})
+            assert checked.status_code == 200, checked.text
+            assert checked.json()["ok"], checked.json()
+    finally:
+        mem.close()
