@@ -434,8 +434,7 @@ class Memory:
             short += bool(text) and not made
         planned.texts.clear()
         fingerprints = tuple(sorted(prints))
-        with self._lock:
-            check = check_store(self._store, key, frozenset(fingerprints))
+        check = check_store(self._store, key, frozenset(fingerprints), self._lock)
         receipt = Receipt(
             version=RECEIPT_VERSION,
             namespace=ns.name,
@@ -485,8 +484,7 @@ class Memory:
             reappeared = tuple(item for item in ids if statuses.get(item) != ERASED)
         check = None
         if found.key:
-            with self._lock:
-                check = check_store(self._store, found.key, frozenset(found.fingerprints))
+            check = check_store(self._store, found.key, frozenset(found.fingerprints), self._lock)
         matches = found.hash_matches
         ok = matches and in_audit and not reappeared and (check is None or check.clean)
         return ReceiptCheck(found.content_hash, matches, in_audit, reappeared, check, ok)

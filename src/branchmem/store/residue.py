@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Final
 
@@ -55,16 +56,21 @@ def backend_of(store: Store) -> str:
     return name
 
 
-def check_store(store: Store, key: str, fingerprints: frozenset[str]) -> ByteCheck:
+def check_store(
+    store: Store, key: str, fingerprints: frozenset[str], lock: AbstractContextManager[Any]
+) -> ByteCheck:
     """Fingerprint hits in every place the store keeps data. Runs outside any transaction
-    (on PostgreSQL on a connection of its own)."""
+    (on PostgreSQL on a connection of its own); ``lock`` (the ``Memory``'s) is held only
+    while walking an in-memory store's objects, which writers change in place: a file or
+    a table is read as it stands, without holding up the process's other calls."""
     backend = backend_of(store)
     locations: dict[str, int] = {}
     unchecked: list[str] = []
     if backend == "memory":
+        with lock:
+            texts = list(_reachable_strings(store))
         locations["objects"] = sum(
-            count_hits(key, fingerprints, text.encode("utf-8", "surrogatepass"))
-            for text in _reachable_strings(store)
+            count_hits(key, fingerprints, text.encode("utf-8", "surrogatepass")) for text in texts
         )
     elif backend == "sqlite":
         _check_files(str(getattr(store, "path", "")), key, fingerprints, locations, unchecked)
