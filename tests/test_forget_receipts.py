@@ -124,6 +124,18 @@ def test_a_receipt_keeps_keyed_fingerprints_never_the_text() -> None:
     assert first.redacted().fingerprints == () and first.redacted().hash_matches
 
 
+def test_the_store_keeps_the_receipts_hash_not_its_key_or_fingerprints(tmp_path: Path) -> None:
+    path = tmp_path / "kept.db"
+    with Memory.open(path) as mem:
+        write_marked(mem)
+        receipt = mem.forget("branch", "s")
+    stored = b"".join(Path(f"{path}{suffix}").read_bytes() for suffix in ("", "-wal")
+                      if Path(f"{path}{suffix}").exists())  # fmt: skip
+    assert receipt.content_hash.encode() in stored  # the audit keeps the hash
+    assert receipt.key.encode() not in stored
+    assert not [fp for fp in receipt.fingerprints if fp.encode() in stored]
+
+
 def test_text_shorter_than_a_window_gets_no_fingerprint() -> None:
     mem = Memory()
     mem.add_event("e", content="asthma")  # a fingerprint of it would be a dictionary lookup
