@@ -728,21 +728,27 @@ class PostgresStore(SQLStore):
         values of rows an erase emptied the table of would stay (a forget receipt's byte
         check found them in ``tree_keys``): clear them (PostgreSQL 18's
         ``pg_clear_attribute_stats``, which the table's owner may call); before 18 only a
-        superuser could, so they stay until the table has rows again and is analyzed."""
-        version = self._one("SELECT current_setting('server_version_num')::int")
-        if version is None or int(version[0]) < 180000:
-            return
-        for table, column in self._all(
-            "SELECT tablename, attname FROM pg_catalog.pg_stats "
-            "WHERE schemaname = current_schema() AND tablename = ANY(?)",
-            (list(TEXT_TABLES),),
-        ):
-            empty = self._one(f'SELECT NOT EXISTS (SELECT 1 FROM "{table}")')
-            if empty and empty[0]:
-                self._run(
-                    "SELECT pg_catalog.pg_clear_attribute_stats(current_schema(), ?, ?, false)",
-                    (table, column),
-                )
+        superuser could, so they stay until the table has rows again and is analyzed. Store
+        maintenance over every namespace, like the VACUUM: run on the session's connection
+        directly; a refusal leaves them, and a receipt's check shows them."""
+        db = self._connection()
+        try:
+            if int(db.execute("SHOW server_version_num").fetchone()[0]) < 180000:  # type: ignore[index]
+                return
+            stats = db.execute(
+                "SELECT DISTINCT tablename::text, attname::text FROM pg_catalog.pg_stats "
+                "WHERE schemaname = current_schema() AND tablename = ANY(%s)",
+                (list(TEXT_TABLES),),
+            ).fetchall()
+            for table, column in stats:
+                if db.execute(f'SELECT NOT EXISTS (SELECT 1 FROM "{table}")').fetchone()[0]:  # type: ignore[index]
+                    db.execute(
+                        "SELECT pg_catalog.pg_clear_attribute_stats("
+                        "current_schema(), %s, %s, false)",
+                        (table, column),
+                    )
+        except psycopg.Error:
+            return  # refused (not the owner): they stay, and a receipt's check shows them
 
     # -- orders SQL cannot promise under every collation ---------------------------------
     # The shared queries order some results by id; PostgreSQL sorts text by the database's
