@@ -48,16 +48,7 @@ from .model import (
     RepairResult,
     StaleDelivery,
 )
-from .receipt import (
-    FORGET_KINDS,
-    RECEIPT_VERSION,
-    Receipt,
-    ReceiptCheck,
-    digest_of,
-    new_key,
-    receipt_hash,
-    text_fingerprints,
-)
+from .receipt import FORGET_KINDS, Receipt, ReceiptCheck, new_key
 from .retraction import BRANCH, RETRACTION_SCOPES
 from .search.context import Context
 from .search.embedding import Embedder
@@ -426,37 +417,12 @@ class Memory:
                     warnings.warn(CleanupPending(pending), stacklevel=2)
                 corrections.forget_text()
         key = new_key()
-        prints: set[str] = set()
-        short = 0
-        for text in planned.texts:
-            made = text_fingerprints(key, text)
-            prints.update(made)
-            short += bool(text) and not made
-        planned.texts.clear()
-        fingerprints = tuple(sorted(prints))
+        fingerprints, short = forgetting.fingerprints(planned, key)
         check = check_store(self._store, key, frozenset(fingerprints), self._lock)
-        receipt = Receipt(
-            version=RECEIPT_VERSION,
-            namespace=ns.name,
-            kind=kind,
-            target=id,
-            dry_run=dry_run,
-            time=check.time,
-            actor=ns.actor,
-            erased=planned.erased,
-            counts={table: len(ids) for table, ids in planned.erased.items()},
-            shown=tuple(planned.shown),
-            sources_kept=tuple(sorted(planned.sources_kept)),
-            check=check,
-            cannot_clean=CANNOT_CLEAN.get(check.backend, ()),
-            cleanup_pending=pending,
-            short_fields=short,
-            fingerprint_digest=digest_of(key, fingerprints),
-            key=key,
-            fingerprints=fingerprints,
-            content_hash="",
-        )
-        receipt = replace(receipt, content_hash=receipt_hash(receipt))
+        receipt = forgetting.receipt(
+            ns, kind, id, planned, dry_run, key, fingerprints, short, check, pending,
+            CANNOT_CLEAN.get(check.backend, ()),
+        )  # fmt: skip
         if not dry_run:
             with self._write(ns):
                 forgetting.mark(ns, id, planned, receipt.content_hash)

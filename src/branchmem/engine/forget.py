@@ -10,12 +10,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import InvalidInput, NotFoundError
 from ..model import ERASED, RETRACTION_KIND
 from ..provenance import UNKNOWN, RevisionNode
-from ..receipt import FORGET_KINDS, Shown, strings_in
+from ..receipt import (
+    FORGET_KINDS,
+    RECEIPT_VERSION,
+    ByteCheck,
+    Receipt,
+    Shown,
+    digest_of,
+    receipt_hash,
+    strings_in,
+    text_fingerprints,
+)
 from .corrections import erase
 from .dependents import dependents
 from .namespace import Namespace
@@ -70,6 +80,57 @@ def apply(ns: Namespace, planned: Plan) -> set[str]:
         if item not in erased:
             erased |= erase(ns, item, "")
     return erased
+
+
+def fingerprints(planned: Plan, key: str) -> tuple[tuple[str, ...], int]:
+    """The keyed fingerprints of the text that goes, and how many non-empty fields were too
+    short to have one; the plan's text is dropped here."""
+    prints: set[str] = set()
+    short = 0
+    for text in planned.texts:
+        made = text_fingerprints(key, text)
+        prints.update(made)
+        short += bool(text) and not made
+    planned.texts.clear()
+    return tuple(sorted(prints)), short
+
+
+def receipt(
+    ns: Namespace,
+    kind: str,
+    target: str,
+    planned: Plan,
+    dry_run: bool,
+    key: str,
+    prints: tuple[str, ...],
+    short: int,
+    check: ByteCheck,
+    pending: str | None,
+    cannot_clean: tuple[str, ...],
+) -> Receipt:
+    """The receipt of a forget, its content hash computed."""
+    made = Receipt(
+        version=RECEIPT_VERSION,
+        namespace=ns.name,
+        kind=kind,
+        target=target,
+        dry_run=dry_run,
+        time=check.time,
+        actor=ns.actor,
+        erased=planned.erased,
+        counts={table: len(ids) for table, ids in planned.erased.items()},
+        shown=tuple(planned.shown),
+        sources_kept=tuple(sorted(planned.sources_kept)),
+        check=check,
+        cannot_clean=cannot_clean,
+        cleanup_pending=pending,
+        short_fields=short,
+        fingerprint_digest=digest_of(key, prints),
+        key=key,
+        fingerprints=prints,
+        content_hash="",
+    )
+    return replace(made, content_hash=receipt_hash(made))
 
 
 def mark(ns: Namespace, target: str, planned: Plan, content_hash: str) -> None:
