@@ -61,6 +61,7 @@ NAMED: dict[str, Any] = {
     "targets": ["r.1"],
     "supersedes": ["old"],
     "meta": {"note": "ü", "n": [1, 2]},
+    "receipt": {"version": 1, "namespace": "default"},
 }
 
 

@@ -272,6 +272,9 @@ class AsyncClient:
     erase = remote(MemoryAPI.erase)
     restore = remote(MemoryAPI.restore)
     dependents = remote(MemoryAPI.dependents)
+    # -- forget and receipts
+    forget = remote(MemoryAPI.forget)
+    verify_receipt = remote(MemoryAPI.verify_receipt)
     visible = remote(MemoryAPI.visible)
     explain = remote(MemoryAPI.explain)
     current = remote(MemoryAPI.current)

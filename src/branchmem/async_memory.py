@@ -166,6 +166,9 @@ class AsyncMemory:
     erase = offloaded(MemoryAPI.erase)
     restore = offloaded(MemoryAPI.restore)
     dependents = offloaded(MemoryAPI.dependents)
+    # -- forget and receipts
+    forget = offloaded(MemoryAPI.forget)
+    verify_receipt = offloaded(MemoryAPI.verify_receipt)
     visible = offloaded(MemoryAPI.visible)
     explain = offloaded(MemoryAPI.explain)
     current = offloaded(MemoryAPI.current)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -30,12 +31,14 @@ from .engine import (
     views,
 )
 from .engine import events as placement
+from .engine import forget as forgetting
 from .engine.namespace import Namespace
 from .engine.records import add_records as write_records
 from .engine.records import record_spec
 from .engine.telemetry import traced
 from .errors import BranchmemError, InvalidInput, StorageError
 from .model import (
+    ERASED,
     RETRACTION_KIND,
     Blame,
     Conversation,
@@ -52,13 +55,15 @@ from .model import (
     TreeEvents,
     TreeSummary,
 )
+from .receipt import FORGET_KINDS, Receipt, ReceiptCheck, new_key
 from .retraction import BRANCH, RETRACTION_SCOPES
 from .search.context import Context
 from .search.embedding import Embedder
 from .search.tokens import DEFAULT_COUNTER, TokenCounter
-from .store.base import Store
+from .store.base import CleanupPending, Store
 from .store.inmemory import InMemoryStore
 from .store.keys import ApiKeyRow, KeyStore
+from .store.residue import CANNOT_CLEAN, check_store
 from .validation import (
     KEEP,
     Keep,
@@ -488,6 +493,76 @@ class Memory:
             self._store.scrub()
         corrections.forget_text()
         return erased
+
+    # -- forget and receipts -----------------------------------------------------------
+    def forget(
+        self, kind: str, id: str, *, dry_run: bool = False, namespace: str = DEFAULT_NAMESPACE
+    ) -> Receipt:
+        """Erase a ``message`` (event id), a ``branch`` (an event and every event below it),
+        a ``conversation`` (tree id) or a ``subject`` (records whose key, scope or a meta
+        value names the id), with everything built on them, and return the receipt.
+
+        The receipt lists per table what went, the sessions that had been shown it, a byte
+        check of the store for fingerprints of the text, and what the backend cannot
+        clean; its hash goes into the audit log. ``dry_run`` erases and records nothing."""
+        if kind not in FORGET_KINDS:
+            raise InvalidInput(f"forget kind must be one of {FORGET_KINDS}, got {kind!r}")
+        check_id(id, f"forget {kind}: id")
+        if not isinstance(dry_run, bool):
+            raise InvalidInput(f"dry_run must be true or false, got {dry_run!r}")
+        ns = self._namespace(namespace)
+        pending = None
+        if dry_run:
+            with self._read(ns):
+                planned = forgetting.plan(ns, kind, id)
+        else:
+            with self._write(ns):
+                planned = forgetting.plan(ns, kind, id)
+                erased = forgetting.apply(ns, planned)
+            if erased:
+                with self._lock:  # after the commit, as erase() does
+                    pending = self._store.finish_cleanup()
+                if pending is not None:
+                    warnings.warn(CleanupPending(pending), stacklevel=2)
+                corrections.forget_text()
+        key = new_key()
+        fingerprints, short = forgetting.fingerprints(planned, key)
+        check = check_store(self._store, key, frozenset(fingerprints), self._lock)
+        receipt = forgetting.receipt(
+            ns, kind, id, planned, dry_run, key, fingerprints, short, check, pending,
+            CANNOT_CLEAN.get(check.backend, ()),
+        )  # fmt: skip
+        if not dry_run:
+            with self._write(ns):
+                forgetting.mark(ns, id, planned, receipt.content_hash)
+        return receipt
+
+    def verify_receipt(
+        self, receipt: Receipt | Mapping[str, Any], *, namespace: str = DEFAULT_NAMESPACE
+    ) -> ReceiptCheck:
+        """Check a receipt later: its hash, its entry in the audit log, that everything it
+        erased is still erased, and (unless redacted) the byte check again."""
+        found = receipt if isinstance(receipt, Receipt) else Receipt.from_json(receipt)
+        ns = self._namespace(namespace)
+        if found.namespace != ns.name:
+            raise InvalidInput(
+                f"receipt {found.content_hash!r} is for namespace {found.namespace!r}, "
+                f"not {ns.name!r}"
+            )
+        with self._read(ns):
+            in_audit = any(
+                entry.reason == found.content_hash
+                for entry in self._store.audit(ns.name, op="forget")
+            )
+            ids = [*found.erased.get("events", ()), *found.erased.get("records", ())]
+            statuses = self._store.statuses(ns.name, ids)
+            reappeared = tuple(item for item in ids if statuses.get(item) != ERASED)
+        check = None
+        if found.key:
+            check = check_store(self._store, found.key, frozenset(found.fingerprints), self._lock)
+        matches = found.hash_matches
+        ok = matches and in_audit and not reappeared and (check is None or check.clean)
+        return ReceiptCheck(found.content_hash, matches, in_audit, reappeared, check, ok)
 
     def restore(self, id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
         """Undo ``withdraw``; a no-op for an item that is not withdrawn."""

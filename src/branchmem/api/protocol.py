@@ -26,6 +26,7 @@ from ..model import (
     TreeEvents,
     TreeSummary,
 )
+from ..receipt import Receipt, ReceiptCheck
 from ..search.context import Context
 from ..validation import KEEP, Keep
 from .operations import http
@@ -45,6 +46,8 @@ __all__ = [
     "Explanation",
     "Hit",
     "MemoryAPI",
+    "Receipt",
+    "ReceiptCheck",
     "Record",
     "RecordView",
     "RepairItem",
@@ -238,6 +241,21 @@ class MemoryAPI(Protocol):
     @http("GET", "/items/{id}/dependents")
     def dependents(self, id: str, *, namespace: str = DEFAULT_NAMESPACE) -> set[str]:
         """Every record built, directly or not, on an event or record."""
+        ...
+
+    # -- forget and receipts -----------------------------------------------------------
+    @http("POST", "/forget")
+    def forget(
+        self, kind: str, id: str, *, dry_run: bool = False, namespace: str = DEFAULT_NAMESPACE
+    ) -> Receipt:
+        """Erase a message, branch, conversation or subject and all built on it; a receipt."""
+        ...
+
+    @http("POST", "/receipts/verify")
+    def verify_receipt(
+        self, receipt: Receipt | Mapping[str, Any], *, namespace: str = DEFAULT_NAMESPACE
+    ) -> ReceiptCheck:
+        """Re-check a forget receipt: its hash, the audit, the ids, the stored bytes."""
         ...
 
     # -- views -------------------------------------------------------------------------

@@ -123,6 +123,17 @@ def read_events(source: Path) -> list[Any]:
     return found
 
 
+def read_receipt(source: str) -> Any:
+    """A forget receipt: the JSON ``forget --json`` printed, from a file or '-' (stdin)."""
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+        return json.loads(text)
+    except OSError as error:
+        raise InvalidInput(f"receipt {source}: {error.strerror or error}") from error
+    except ValueError as error:
+        raise InvalidInput(f"receipt {source}: not JSON ({error})") from error
+
+
 def parse_meta(meta: str | None) -> dict[str, Any] | None:
     if meta is None:
         return None
@@ -180,6 +191,8 @@ def call_arguments(op: Operation, given: dict[str, Any]) -> tuple[list[Any], dic
             value = read_events(value)
         elif param.name == "meta":
             value = parse_meta(value)
+        elif param.name == "receipt":  # a file written by `forget --json`, or '-'
+            value = read_receipt(value)
         elif _id_list(param.hint) and param.name != "sources":
             value = list(value or [])
         if isinstance(value, Keep):

@@ -26,8 +26,8 @@ log = logging.getLogger("branchmem.server")
 
 FIRST_RETRY_S: Final = 0.05  # a reader's snapshot usually ends within a request or two
 LAST_RETRY_S: Final = 5.0  # each try may hold the store for the checkpoint's short wait
-# The operations after which the files may need cleaning.
-CLEANING_OPERATIONS: Final = frozenset({"erase"})
+# The operations after which the files may need cleaning (forget erases too).
+CLEANING_OPERATIONS: Final = frozenset({"erase", "forget"})
 
 
 class Cleans(Protocol):

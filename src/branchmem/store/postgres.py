@@ -719,8 +719,36 @@ class PostgresStore(SQLStore):
         snapshot still sees, free space in pages, backups) is the operator's: see
         docs/semantics.md (16) and docs/propagation.md."""
         self._run(f"VACUUM (ANALYZE) {', '.join(TEXT_TABLES)}")
+        self._clear_stats_of_empty_tables()
         self._run("VACUUM pg_catalog.pg_statistic")
         return None
+
+    def _clear_stats_of_empty_tables(self) -> None:
+        """ANALYZE of a table with no rows left keeps the statistics it had, so the sample
+        values of rows an erase emptied the table of would stay (a forget receipt's byte
+        check found them in ``tree_keys``): clear them (PostgreSQL 18's
+        ``pg_clear_attribute_stats``, which the table's owner may call); before 18 only a
+        superuser could, so they stay until the table has rows again and is analyzed. Store
+        maintenance over every namespace, like the VACUUM: run on the session's connection
+        directly; a refusal leaves them, and a receipt's check shows them."""
+        db = self._connection()
+        try:
+            if int(db.execute("SHOW server_version_num").fetchone()[0]) < 180000:  # type: ignore[index]
+                return
+            stats = db.execute(
+                "SELECT DISTINCT tablename::text, attname::text FROM pg_catalog.pg_stats "
+                "WHERE schemaname = current_schema() AND tablename = ANY(%s)",
+                (list(TEXT_TABLES),),
+            ).fetchall()
+            for table, column in stats:
+                if db.execute(f'SELECT NOT EXISTS (SELECT 1 FROM "{table}")').fetchone()[0]:  # type: ignore[index]
+                    db.execute(
+                        "SELECT pg_catalog.pg_clear_attribute_stats("
+                        "current_schema(), %s, %s, false)",
+                        (table, column),
+                    )
+        except psycopg.Error:
+            return  # refused (not the owner): they stay, and a receipt's check shows them
 
     # -- orders SQL cannot promise under every collation ---------------------------------
     # The shared queries order some results by id; PostgreSQL sorts text by the database's

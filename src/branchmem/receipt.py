@@ -1,0 +1,258 @@
+"""Receipts of ``forget``: what went, who had been shown it, and a byte check for residue.
+
+A receipt never holds the forgotten text. It holds keyed fingerprints of it: for every
+16-byte window of the text that starts where a word or a multi-byte character starts, the
+first 8 bytes of BLAKE2b keyed with a random 32-byte key made for this receipt alone. The
+key lives only in the receipt (the store keeps the receipt's content hash), so the store's
+copy cannot be tested against guesses, and two receipts of one text share no fingerprint.
+Whoever holds the full receipt can test guesses of 16-byte windows, as whoever holds the
+text could: share ``redacted()`` instead, which keeps everything but the key and
+fingerprints and still checks against its content hash. Text shorter than a window gets no
+fingerprint at all (a fingerprint of "asthma" would be a dictionary lookup away); the
+receipt counts such fields in ``short_fields``.
+
+A scan finds a window wherever the same bytes lie in a file or a row, wherever the
+surrounding bytes: the window starts are chosen by the bytes inside the window and the one
+just before it, both part of the text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import secrets
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .errors import InvalidInput
+
+RECEIPT_VERSION: Final = 1
+FORGET_KINDS: Final = ("message", "branch", "conversation", "subject")
+WINDOW: Final = 16  # bytes of text per fingerprint
+FINGERPRINT_BYTES: Final = 8
+MAX_PER_TEXT: Final = 64  # fingerprints kept per text field (evenly spread over it)
+
+_SEPARATOR = rb"\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f"
+# a window starts at a word start (a separator byte, then a byte that is not one) or at the
+# lead byte of a multi-byte UTF-8 character (CJK text has no spaces)
+_START = re.compile(rb"(?<=[" + _SEPARATOR + rb"])(?=[^" + _SEPARATOR + rb"])|(?=[\xc2-\xf4])")
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """A delivered context that showed forgotten text: records it contained, or an anchor at
+    or below a forgotten message (the context's recent messages may have quoted it)."""
+
+    session: str
+    seq: int
+    anchor: str | None
+    records: tuple[str, ...]
+    messages: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ByteCheck:
+    """Fingerprint hits per location (file, table, statistics); 0 everywhere is clean.
+    ``unchecked`` names what could not be read, and why."""
+
+    backend: str
+    locations: dict[str, int]
+    unchecked: tuple[str, ...]
+    clean: bool
+    time: float
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """What ``forget`` erased (or, with ``dry_run``, would erase), per table; the sessions
+    that had been shown it; the byte check run after the erase; what the backend cannot
+    clean; and ``content_hash``, which the audit log keeps (op ``forget``)."""
+
+    version: int
+    namespace: str
+    kind: str
+    target: str
+    dry_run: bool
+    time: float
+    actor: str | None
+    erased: dict[str, tuple[str, ...]]
+    counts: dict[str, int]
+    shown: tuple[Shown, ...]
+    sources_kept: tuple[str, ...]
+    check: ByteCheck
+    cannot_clean: tuple[str, ...]
+    cleanup_pending: str | None
+    short_fields: int
+    fingerprint_digest: str
+    key: str
+    fingerprints: tuple[str, ...]
+    content_hash: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The receipt as plain JSON values (what ``from_json`` reads back)."""
+        plain: dict[str, Any] = _plain(self)
+        return plain
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Receipt:
+        """Read a receipt back from ``to_json`` (or the HTTP answer), checking its shape."""
+        if not isinstance(data, Mapping):
+            raise InvalidInput(f"a receipt must be a JSON object, got {type(data).__name__}")
+        names = [field.name for field in dataclasses.fields(cls)]
+        missing = [name for name in names if name not in data]
+        if missing:
+            raise InvalidInput(f"receipt: missing field(s) {', '.join(missing)}")
+        try:
+            check = data["check"]
+            return cls(
+                version=int(data["version"]),
+                namespace=str(data["namespace"]),
+                kind=str(data["kind"]),
+                target=str(data["target"]),
+                dry_run=bool(data["dry_run"]),
+                time=float(data["time"]),
+                actor=None if data["actor"] is None else str(data["actor"]),
+                erased={str(k): tuple(map(str, v)) for k, v in data["erased"].items()},
+                counts={str(k): int(v) for k, v in data["counts"].items()},
+                shown=tuple(
+                    Shown(
+                        str(s["session"]),
+                        int(s["seq"]),
+                        s["anchor"],
+                        tuple(map(str, s["records"])),
+                        bool(s["messages"]),
+                    )
+                    for s in data["shown"]
+                ),
+                sources_kept=tuple(map(str, data["sources_kept"])),
+                check=ByteCheck(
+                    str(check["backend"]),
+                    {str(k): int(v) for k, v in check["locations"].items()},
+                    tuple(map(str, check["unchecked"])),
+                    bool(check["clean"]),
+                    float(check["time"]),
+                ),
+                cannot_clean=tuple(map(str, data["cannot_clean"])),
+                cleanup_pending=data["cleanup_pending"],
+                short_fields=int(data["short_fields"]),
+                fingerprint_digest=str(data["fingerprint_digest"]),
+                key=str(data["key"]),
+                fingerprints=tuple(map(str, data["fingerprints"])),
+                content_hash=str(data["content_hash"]),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise InvalidInput(f"receipt: malformed field ({error!r})") from error
+
+    def redacted(self) -> Receipt:
+        """This receipt without its key and fingerprints: safe to hand to an auditor; its
+        content hash still checks, but it cannot re-run the byte check."""
+        return dataclasses.replace(self, key="", fingerprints=())
+
+    @property
+    def hash_matches(self) -> bool:
+        """Whether ``content_hash`` is the hash of this receipt's fields (and, unless
+        redacted, the key and fingerprints are the ones the hash covers)."""
+        if self.key and digest_of(self.key, self.fingerprints) != self.fingerprint_digest:
+            return False
+        return receipt_hash(self) == self.content_hash
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiptCheck:
+    """``verify_receipt``'s answer: the receipt is intact and in the audit, every id it
+    erased is still erased, and (unless redacted) a fresh byte check."""
+
+    content_hash: str
+    hash_matches: bool
+    in_audit: bool
+    reappeared: tuple[str, ...]
+    check: ByteCheck | None
+    ok: bool
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def receipt_hash(receipt: Receipt) -> str:
+    """SHA-256 of the receipt's canonical JSON, without the key, the fingerprints (their
+    digest stands for them) and the hash itself."""
+    body = _plain(receipt)
+    for name in ("key", "fingerprints", "content_hash"):
+        body.pop(name)
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def digest_of(key: str, fingerprints: Iterable[str]) -> str:
+    """What the content hash covers in place of the key and the fingerprints."""
+    joined = "\n".join([key, *sorted(fingerprints)])
+    return "sha256:" + hashlib.sha256(joined.encode()).hexdigest()
+
+
+def new_key() -> str:
+    return secrets.token_hex(32)
+
+
+def _fingerprint(key: bytes, window: bytes) -> str:
+    return hashlib.blake2b(window, key=key, digest_size=FINGERPRINT_BYTES).hexdigest()
+
+
+def _windows(data: bytes) -> Iterator[bytes]:
+    end = len(data) - WINDOW
+    for match in _START.finditer(data):
+        start = match.start()
+        if start > end:
+            return
+        yield data[start : start + WINDOW]
+
+
+def text_fingerprints(key: str, text: str) -> list[str]:
+    """Fingerprints of one text field, as UTF-8 and as JSON writes it escaped (a store may
+    keep meta as JSON text); empty when the text is shorter than a window."""
+    secret = bytes.fromhex(key)
+    found: list[str] = []
+    forms = {text.encode("utf-8"), json.dumps(text)[1:-1].encode("ascii")}
+    for form in sorted(forms):
+        prints = list(dict.fromkeys(_fingerprint(secret, w) for w in _windows(form)))
+        if len(prints) > MAX_PER_TEXT:
+            step = len(prints) / MAX_PER_TEXT
+            prints = [prints[int(i * step)] for i in range(MAX_PER_TEXT)]
+        found.extend(prints)
+    return found
+
+
+def count_hits(key: str, fingerprints: frozenset[str], data: bytes) -> int:
+    """How many windows of ``data`` carry one of the fingerprints (about a second per
+    5 MB of text: every window start is hashed)."""
+    if not fingerprints or len(data) < WINDOW:
+        return 0
+    keyed = hashlib.blake2b(key=bytes.fromhex(key), digest_size=FINGERPRINT_BYTES)
+    hits = 0
+    for window in _windows(data):
+        one = keyed.copy()  # the key's setup once, not per window
+        one.update(window)
+        hits += one.hexdigest() in fingerprints
+    return hits
+
+
+def strings_in(value: object) -> Iterator[str]:
+    """Every string in a JSON value (keys included)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for name, item in value.items():
+            yield str(name)
+            yield from strings_in(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from strings_in(item)
