@@ -831,3 +831,59 @@ def test_the_tables_are_the_ones_the_docs_distribute(
     assert sorted(["namespaces", *distributed]) == sorted(tables - set(REFERENCE_TABLES))
     assert sorted(reference) == sorted(REFERENCE_TABLES)
     assert set(UNDISTRIBUTED) == set(REFERENCE_TABLES)
+
+
+def test_the_wrapper_sees_every_door_the_driver_has(template: tuple[Any, str], pg_dsn: str) -> None:
+    """execute, a pipeline, executemany and COPY on a real connection are all captured, and
+    each execution's namespaces are read from its parameters or its COPY rows."""
+    import psycopg
+
+    from pg import with_database
+
+    admin, name = template
+    database = f"{name}_doors"
+    admin.execute(f'CREATE DATABASE "{database}" TEMPLATE "{name}"')
+    try:
+        with capturing() as captured, psycopg.connect(with_database(pg_dsn, database)) as db:
+            db.execute("SELECT tree FROM heads WHERE namespace = %s", ("alice",))
+            with db.pipeline():
+                db.execute("SELECT tree FROM heads WHERE namespace = %s", ("bob",))
+            with db.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO heads (namespace, tree, event_id) VALUES (%s, %s, %s)",
+                    [("alice", "t1", "e1"), ("bob", "t1", "e1")],
+                )
+                with cursor.copy("COPY heads (namespace, tree, event_id) FROM STDIN") as copy:
+                    copy.write_row(("alice", "t2", "e2"))
+                    copy.write_row(("carol", "t2", "e2"))
+            texts, mixed = captured.take()
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    assert [text.split()[0] for text in texts] == ["SELECT", "SELECT", "INSERT", "COPY"]
+    assert [why.split(":")[0] for why in mixed] == [
+        "one execution names namespaces ['alice', 'bob']",
+        "one execution names namespaces ['alice', 'carol']",
+    ]
+
+
+def test_every_index_of_a_distributed_table_leads_with_namespace(
+    template: tuple[Any, str], pg_dsn: str
+) -> None:
+    """Citus requires every unique index of a distributed table to hold the distribution
+    column; leading with it keeps every lookup within one namespace's range."""
+    import psycopg
+
+    from branchmem.store.schema import REFERENCE_TABLES
+    from pg import with_database
+
+    with psycopg.connect(with_database(pg_dsn, template[1])) as db:
+        indexes = db.execute(
+            "SELECT c.relname, i.relname, a.attname FROM pg_index x "
+            "JOIN pg_class c ON c.oid = x.indrelid JOIN pg_class i ON i.oid = x.indexrelid "
+            "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = x.indkey[0] "
+            "WHERE c.relnamespace = current_schema()::regnamespace"
+        ).fetchall()
+    leading = {str(index): str(column) for table, index, column in indexes
+               if table not in REFERENCE_TABLES}  # fmt: skip
+    assert len(leading) >= 20
+    assert leading == dict.fromkeys(leading, "namespace")
