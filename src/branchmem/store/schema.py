@@ -3,8 +3,8 @@
 Each migration is a list of statements in a portable subset of SQL; ``{bigint}``,
 ``{double}``, ``{blob}`` and ``{without_rowid}`` are filled in per dialect. What only one
 database had (SQLite's FTS5 table of version 3) is dropped by the backend before the portable
-statements run. Every table carries ``namespace`` first in its primary key: the shape a sharded
-PostgreSQL (Citus) distributes by (``api_keys`` is namespace-free: a key names its namespaces).
+statements run. Every table carries ``namespace`` first in its primary key and its indexes: the
+shape a sharded PostgreSQL (Citus) distributes by, except ``REFERENCE_TABLES`` (docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -266,6 +266,12 @@ MIGRATIONS: Final[list[list[str]]] = [
     TREE_INDEX,  # 6, defined above
     COMPACT_STORAGE,  # 7, defined above
 ]
+
+# Not distributed by namespace in a sharded deployment, but copied to every node: the schema
+# version; API keys (namespace-free: a key names its namespaces); the erasures whose VACUUM is
+# due (read whole by the cleanup, as VACUUM cleans every shard at once). Every other table, and
+# every statement on it, is routed by namespace (tests/test_namespace_routing.py).
+REFERENCE_TABLES: Final = ("branchmem_schema", "api_keys", "erase_cleanup")
 
 KEYED_READS_VERSION: Final = MIGRATIONS.index(KEYED_READS) + 1
 COMPACT_STORAGE_VERSION: Final = MIGRATIONS.index(COMPACT_STORAGE) + 1

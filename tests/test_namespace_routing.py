@@ -1,0 +1,889 @@
+"""Every statement the PostgreSQL store sends is routed by namespace (issue 26, item 5).
+
+A sharded PostgreSQL (Citus) distributed on the ``namespace`` column answers a statement on
+one shard when every table it reads or writes is pinned to one namespace: a ``SELECT``,
+``UPDATE`` or ``DELETE`` whose every table reference is constrained by ``namespace = <value>``
+(directly, or by a join's ``x.namespace = y.namespace`` to a reference that is), an
+``INSERT``/``COPY`` that names the ``namespace`` column (Citus routes each row by it). This
+file runs the whole backend conformance suite on PostgreSQL with every statement the driver
+sends captured (a wrapper around psycopg's ``Cursor.execute``/``executemany``/``copy``,
+installed by the test, so nothing in the store can bypass it) and fails a test that sent a
+statement that is neither routed nor on the explicit list of exemptions below.
+
+The check reads our own SQL, not SQL at large: a small tokenizer and a scope-by-scope reading
+of table references and ``namespace`` equalities. It is conservative: what it cannot read as
+routed (an ``OR`` beside the equality, a bare ``namespace`` with two tables in scope, ``= ANY``)
+counts as not routed. The first tests pin the checker itself on statements known either way.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import pytest
+
+from branchmem import Memory
+from branchmem.testing import BackendConformance
+
+pytest_plugins = ["pg"]  # the pg_dsn fixture (a no-op when conftest.py already loads it)
+
+# -- what needs no namespace, and why ------------------------------------------------------
+# statement kinds outside the data path (their first word)
+EXEMPT_KINDS: dict[str, str] = {
+    "BEGIN": "transaction control: no table",
+    "COMMIT": "transaction control: no table",
+    "ROLLBACK": "transaction control: no table",
+    "SAVEPOINT": "transaction control: no table",
+    "RELEASE": "transaction control: no table",
+    "SET": "session settings (lock_timeout, planner): no table",
+    "CREATE": "DDL of a migration: run once on the coordinator, which propagates it",
+    "DROP": "DDL of a migration: run once on the coordinator, which propagates it",
+    "ALTER": "DDL of a migration: run once on the coordinator, which propagates it",
+    "VACUUM": "maintenance after an erase: reclaims dead tuples of every shard (a fan-out)",
+    "ANALYZE": "maintenance: planner statistics of every shard (a fan-out)",
+}
+# tables that are not distributed: a statement touching only these needs no namespace
+UNDISTRIBUTED: dict[str, str] = {
+    "branchmem_schema": "reference table: the schema version, one row per migration",
+    "api_keys": "reference table: a key is namespace-free (it names the namespaces it may use)",
+    "erase_cleanup": "reference table: the erasures whose VACUUM is still due; the cleanup "
+    "reads it whole because VACUUM cleans every shard's files at once",
+}
+CATALOG = re.compile(r"^(pg_catalog\.|information_schema\.|pg_)", re.I)
+KEYWORDS = frozenset(
+    re.findall(
+        r"[A-Z]+",
+        """SELECT FROM WHERE JOIN LEFT RIGHT INNER OUTER FULL CROSS LATERAL ON USING AND OR NOT
+    ORDER GROUP BY HAVING LIMIT OFFSET UNION ALL INTERSECT EXCEPT WITH RECURSIVE AS SET
+    VALUES RETURNING INSERT INTO UPDATE DELETE ON CONFLICT DO NOTHING WINDOW FOR
+    ORDINALITY NATURAL COPY""",
+    )
+)
+CLAUSE_END = frozenset(
+    re.findall(
+        r"[A-Z]+",
+        """JOIN LEFT RIGHT INNER FULL CROSS NATURAL ORDER GROUP HAVING LIMIT OFFSET UNION
+    INTERSECT EXCEPT RETURNING WINDOW FOR WHERE ON SET""",
+    )
+)
+TOKEN = re.compile(
+    r"""\s+|--[^\n]*|(?P<str>'(?:[^']|'')*')|(?P<qid>"(?:[^"]|"")*")
+    |(?P<param>%[sbt]|\$\d+|\?)|(?P<num>\d+(?:\.\d+)?)|(?P<word>[A-Za-z_][A-Za-z0-9_$]*)
+    |(?P<op>::|<=|>=|<>|!=|\|\||[(),.;=<>+\-*/\[\]|:])""",
+    re.X,
+)
+
+
+@dataclass
+class Group:
+    """A parenthesised part of a statement; ``items`` are tokens (str) and groups."""
+
+    items: list[str | Group] = field(default_factory=list)
+
+    def starts(self, *words: str) -> bool:
+        return bool(self.items) and self.items[0] in words
+
+
+def tokens(text: str) -> list[str]:
+    """Words upper-cased, strings as ``'…'``, the n-th placeholder as ``?n``; text it
+    cannot read fails (so nothing is passed unread)."""
+    out: list[str] = []
+    position = 0
+    params = 0
+    while position < len(text):
+        match = TOKEN.match(text, position)
+        if match is None:
+            raise ValueError(f"cannot read {text[position : position + 20]!r} in {text!r}")
+        position = match.end()
+        kind = match.lastgroup
+        if kind is None:
+            continue  # whitespace, comment
+        if kind == "param":
+            out.append(f"?{params}")
+            params += 1
+        elif kind == "str":
+            out.append("'…'")
+        elif kind == "qid":
+            out.append(match.group().strip('"').lower())
+        elif kind == "word":
+            word = match.group()
+            out.append(word.upper() if word.upper() in KEYWORDS else word.lower())
+        else:
+            out.append(match.group())
+    return out
+
+
+# the one data read that spans namespaces on purpose: ``Memory.namespaces()`` lists them (in
+# Citus a fan-out to every shard of ``namespaces``, merged by the coordinator; see
+# docs/scaling.md). Matched on the whole text: any other read of the table must be routed.
+FAN_OUT: dict[str, str] = {
+    " ".join(tokens(text)): why
+    for text, why in {
+        "SELECT namespace FROM namespaces WHERE seq > 0 ORDER BY namespace":
+            "Memory.namespaces(): the listing of every namespace, a fan-out read",
+    }.items()
+}  # fmt: skip
+
+
+def nest(flat: list[str]) -> Group:
+    stack = [Group()]
+    for token in flat:
+        if token == "(":
+            group = Group()
+            stack[-1].items.append(group)
+            stack.append(group)
+        elif token == ")":
+            if len(stack) == 1:
+                raise ValueError("unbalanced ')'")
+            stack.pop()
+        else:
+            stack[-1].items.append(token)
+    if len(stack) != 1:
+        raise ValueError("unbalanced '('")
+    return stack[0]
+
+
+@dataclass
+class Scope:
+    """One ``SELECT``/``UPDATE``/``DELETE`` level: its base tables (alias -> table), the
+    aliases it pins by a constant, the alias pairs it equates, and the subqueries below it."""
+
+    tables: dict[str, str] = field(default_factory=dict)
+    pinned: set[str] = field(default_factory=set)
+    equal: list[tuple[str, str]] = field(default_factory=list)
+    children: list[Group] = field(default_factory=list)
+    params: list[int] = field(default_factory=list)  # the placeholders that pin
+
+
+def _is_name(item: str | Group) -> bool:
+    return isinstance(item, str) and re.fullmatch(r"[a-z_][a-z0-9_$]*", item) is not None
+
+
+def _read_scope(items: list[str | Group], ctes: set[str]) -> Scope:
+    """Table references and namespace predicates at this level (not inside subqueries)."""
+    scope = Scope()
+    index = 0
+    while index < len(items):
+        item = items[index]
+        if isinstance(item, Group):
+            if item.starts("SELECT", "WITH"):
+                scope.children.append(item)
+            else:  # a plain parenthesis: its subqueries are scopes of their own
+                scope.children.extend(_subqueries(item))
+            index += 1
+            continue
+        if item in ("FROM", "JOIN", "UPDATE", "USING"):
+            index = _table_ref(items, index + 1, scope, ctes)
+            while item == "FROM" and index < len(items) and items[index] == ",":
+                index = _table_ref(items, index + 1, scope, ctes)
+            continue
+        index += 1
+    _predicates(items, scope)
+    return scope
+
+
+def _subqueries(group: Group) -> list[Group]:
+    found: list[Group] = []
+    for item in group.items:
+        if isinstance(item, Group):
+            found.extend([item] if item.starts("SELECT", "WITH") else _subqueries(item))
+    return found
+
+
+def _table_ref(items: list[str | Group], index: int, scope: Scope, ctes: set[str]) -> int:
+    """Read one ``FROM``/``JOIN`` target starting at ``index``; the index after it."""
+    if index < len(items) and items[index] == "LATERAL":
+        index += 1
+    if index >= len(items):
+        return index
+    target = items[index]
+    if isinstance(target, Group):  # a derived table: a scope of its own
+        if target.starts("SELECT", "WITH"):
+            scope.children.append(target)
+        index += 1
+        return _alias(items, index)[1]
+    if not _is_name(target):
+        return index
+    name = str(target)
+    index += 1
+    while index + 1 < len(items) and items[index] == "." and _is_name(items[index + 1]):
+        name += "." + str(items[index + 1])
+        index += 2
+    if index < len(items) and isinstance(items[index], Group):  # a function: unnest(...)
+        scope.children.extend(_subqueries(items[index]))  # type: ignore[arg-type]
+        index += 1
+        if index < len(items) and items[index] == "WITH":  # WITH ORDINALITY
+            index += 2
+        return _alias(items, index)[1]
+    alias, index = _alias(items, index)
+    if name not in ctes:
+        scope.tables[alias or name] = name
+    return index
+
+
+def _alias(items: list[str | Group], index: int) -> tuple[str | None, int]:
+    if index < len(items) and items[index] == "AS":
+        index += 1
+    if index < len(items) and _is_name(items[index]):
+        alias = str(items[index])
+        index += 1
+        if index < len(items) and isinstance(items[index], Group):  # column names
+            index += 1
+        return alias, index
+    return None, index
+
+
+def _column(items: list[str | Group], index: int) -> tuple[str | None, str, int] | None:
+    """``[qualifier .] name`` at ``index``: (qualifier, name, index after) or None."""
+    if not _is_name(items[index]):
+        return None
+    if index + 2 < len(items) and items[index + 1] == "." and _is_name(items[index + 2]):
+        return str(items[index]), str(items[index + 2]), index + 3
+    if index > 0 and items[index - 1] == ".":
+        return None
+    return None, str(items[index]), index + 1
+
+
+def _predicates(items: list[str | Group], scope: Scope) -> None:
+    """``q.namespace = <param | literal>`` pins ``q``; ``a.namespace = b.namespace`` equates
+    them; only in a WHERE/ON clause with no top-level OR (else it may not constrain)."""
+    for index, item in enumerate(items):
+        if item != "=" or index == 0 or index + 1 >= len(items):
+            continue
+        clause = _clause(items, index)
+        if clause is None or "OR" in clause:
+            continue
+        left = _left_column(items, index)
+        if left is None or left[1] != "namespace":
+            continue
+        value = items[index + 1]
+        after = index + 2
+        if isinstance(value, str) and (value.startswith("?") or value == "'…'"):
+            if after < len(items) and items[after] in ("::",):
+                after += 2
+            if after >= len(items) or items[after] not in ("||", "+", "-", "*", "/"):
+                scope.pinned.add(_owner(left[0], scope))
+                if value.startswith("?"):
+                    scope.params.append(int(value[1:]))
+            continue
+        right = _column(items, index + 1)
+        if right is not None and right[1] == "namespace":
+            scope.equal.append((_owner(left[0], scope), _owner(right[0], scope)))
+
+
+def _left_column(items: list[str | Group], index: int) -> tuple[str | None, str] | None:
+    if index >= 3 and items[index - 2] == "." and _is_name(items[index - 3]):
+        if _is_name(items[index - 1]):
+            return str(items[index - 3]), str(items[index - 1])
+        return None
+    if _is_name(items[index - 1]):
+        return None, str(items[index - 1])
+    return None
+
+
+def _owner(qualifier: str | None, scope: Scope) -> str:
+    """The alias a column belongs to; a bare column only when one table is in scope."""
+    if qualifier is not None:
+        return qualifier
+    if len(scope.tables) == 1:
+        return next(iter(scope.tables))
+    return "?ambiguous"
+
+
+def _clause(items: list[str | Group], index: int) -> list[str | Group] | None:
+    """The WHERE/ON clause holding ``index`` (its items), or None when it is in another."""
+    start = None
+    for back in range(index, -1, -1):
+        if items[back] in ("WHERE", "ON"):
+            start = back + 1
+            break
+        if isinstance(items[back], str) and items[back] in CLAUSE_END | {"SELECT", "FROM"}:
+            return None
+    if start is None:
+        return None
+    end = start
+    while end < len(items) and not (isinstance(items[end], str) and items[end] in CLAUSE_END):
+        end += 1
+    return items[start:end]
+
+
+def _split_set_operations(items: list[str | Group]) -> list[list[str | Group]]:
+    parts: list[list[str | Group]] = [[]]
+    for item in items:
+        if item in ("UNION", "INTERSECT", "EXCEPT"):
+            parts.append([])
+        elif item != "ALL" or parts[-1]:
+            parts[-1].append(item)
+    return parts
+
+
+def _ctes(items: list[str | Group]) -> tuple[set[str], list[Group], list[str | Group]]:
+    """A leading ``WITH``: the CTE names, their bodies, and the main statement after them."""
+    if not items or items[0] != "WITH":
+        return set(), [], items
+    index = 2 if len(items) > 1 and items[1] == "RECURSIVE" else 1
+    names: set[str] = set()
+    bodies: list[Group] = []
+    while index < len(items) and _is_name(items[index]):
+        names.add(str(items[index]))
+        index += 1
+        if isinstance(items[index], Group) and items[index + 1] == "AS":
+            index += 1
+        if items[index] != "AS" or not isinstance(items[index + 1], Group):
+            raise ValueError("cannot read the WITH clause")
+        bodies.append(items[index + 1])  # type: ignore[arg-type]
+        index += 2
+        if index < len(items) and items[index] == ",":
+            index += 1
+    return names, bodies, items[index:]
+
+
+@dataclass
+class Walk:
+    """What a walk through a statement's scopes found."""
+
+    unpinned: list[str] = field(default_factory=list)  # "table alias" left unpinned
+    tables: set[str] = field(default_factory=set)  # every base table
+    params: list[int] = field(default_factory=list)  # placeholders equated to a namespace
+
+
+def walk(
+    items: list[str | Group], found: Walk, outer: frozenset[str] = frozenset(),
+    ctes: frozenset[str] = frozenset(),
+) -> Walk:  # fmt: skip
+    """Check every scope of ``items``: each base table pinned to one namespace, by a value or
+    by equality with a pinned alias of its own scope or an enclosing one."""
+    names, bodies, main = _ctes(items)
+    ctes = ctes | names
+    for body in bodies:
+        walk(body.items, found, outer, ctes)
+    for part in _split_set_operations(main):
+        scope = _read_scope(part, ctes)
+        found.tables |= set(scope.tables.values())
+        found.params += scope.params
+        pinned = set(scope.pinned) | (outer - set(scope.tables))
+        grown = True
+        while grown:
+            grown = False
+            for left, right in scope.equal:
+                for one, other in ((left, right), (right, left)):
+                    if one in pinned and other not in pinned:
+                        pinned.add(other)
+                        grown = True
+        for alias, table in scope.tables.items():
+            if alias not in pinned:
+                found.unpinned.append(f"{table} {alias}" if alias != table else table)
+        inner = frozenset(a for a in pinned if a in scope.tables) | (outer - set(scope.tables))
+        for child in scope.children:
+            walk(child.items, found, inner, ctes)
+    return found
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Why a statement is not routed (``problem``), or why it needs no namespace
+    (``exempt``); and where its namespace values are, so each execution can be checked to
+    name one namespace: placeholders, array placeholders (one value per row), the column of
+    a ``COPY`` row."""
+
+    problem: str | None = None
+    exempt: str | None = None
+    params: tuple[int, ...] = ()
+    arrays: tuple[int, ...] = ()
+    copy_column: int | None = None
+
+
+def _is_undistributed(table: str) -> bool:
+    return table in UNDISTRIBUTED or CATALOG.match(table) is not None
+
+
+@lru_cache(maxsize=4096)
+def verdict(text: str) -> Verdict:
+    """Read ``text``: routed by namespace, exempt (and why), or not routed (and why)."""
+    flat = tokens(text)
+    while flat and flat[-1] == ";":
+        flat.pop()
+    if not flat:
+        return Verdict(exempt="empty")
+    first = flat[0].upper()
+    if first in EXEMPT_KINDS:
+        return Verdict(exempt=EXEMPT_KINDS[first])
+    if " ".join(flat) in FAN_OUT:
+        return Verdict(exempt=FAN_OUT[" ".join(flat)])
+    root = nest(flat)
+    if first in ("INSERT", "COPY"):
+        return _insert_verdict(root.items)
+    if first not in ("SELECT", "WITH", "UPDATE", "DELETE"):
+        return Verdict(problem=f"an unknown kind of statement ({first})")
+    found = walk(root.items, Walk())
+    if found.tables and all(_is_undistributed(t) for t in found.tables):
+        return Verdict(exempt="; ".join(UNDISTRIBUTED.get(t, "catalog") for t in found.tables))
+    bad = [t for t in found.unpinned if not _is_undistributed(t.split()[0])]
+    if bad:
+        return Verdict(problem=f"not pinned to one namespace: {', '.join(bad)}")
+    return Verdict(params=tuple(found.params))
+
+
+def _split_commas(items: list[str | Group]) -> list[list[str | Group]]:
+    parts: list[list[str | Group]] = [[]]
+    for item in items:
+        if item == ",":
+            parts.append([])
+        else:
+            parts[-1].append(item)
+    return parts
+
+
+def _param(part: list[str | Group]) -> int | None:
+    head = part[0] if part else None
+    return int(head[1:]) if isinstance(head, str) and head.startswith("?") else None
+
+
+def _insert_verdict(items: list[str | Group]) -> Verdict:
+    """``INSERT INTO t (namespace, …) VALUES …`` or ``… SELECT * FROM unnest(…)``, ``COPY t
+    (namespace, …) FROM STDIN``; a ``SELECT`` from tables must be routed itself."""
+    index = 2 if items[0] == "INSERT" else 1
+    table = str(items[index])
+    if table in UNDISTRIBUTED:
+        return Verdict(exempt=UNDISTRIBUTED[table])
+    columns = items[index + 1] if index + 1 < len(items) else None
+    if not isinstance(columns, Group) or "namespace" not in columns.items:
+        return Verdict(problem=f"an insert into {table} that does not name the namespace column")
+    column = [str(part[0]) for part in _split_commas(columns.items)].index("namespace")
+    rest = items[index + 2 :]
+    if items[0] == "COPY":
+        return Verdict(copy_column=column)
+    if rest and rest[0] == "VALUES":
+        end = next((i for i, x in enumerate(rest) if x == "ON"), len(rest))
+        rows = [item for item in rest[:end] if isinstance(item, Group)]
+        params = [_param(_split_commas(row.items)[column]) for row in rows]
+        if None in params:
+            return Verdict(problem=f"an insert into {table} whose namespace is not a value")
+        return Verdict(params=tuple(p for p in params if p is not None))
+    if rest[:4] == ["SELECT", "*", "FROM", "unnest"] and isinstance(rest[4], Group):
+        array = _param(_split_commas(rest[4].items)[column])
+        if array is None:
+            return Verdict(problem=f"an insert into {table} whose namespace is not a value")
+        return Verdict(arrays=(array,))
+    end = next((i for i, x in enumerate(rest) if x == "ON"), len(rest))
+    found = walk(rest[:end], Walk())
+    if found.unpinned:
+        return Verdict(
+            problem=f"an insert into {table} from tables not pinned to one namespace: "
+            + ", ".join(found.unpinned)
+        )
+    return Verdict(problem=f"an insert into {table} whose rows' namespace cannot be read")
+
+
+def array_values(value: Any) -> list[Any]:
+    """The elements of an array parameter: a list, or PostgreSQL's text form the store
+    sends (``{"a","b\\"c"}``)."""
+    if isinstance(value, list | tuple):
+        return list(value)
+    text = str(value)
+    if not (text.startswith("{") and text.endswith("}")):
+        raise ValueError(f"not an array literal: {text[:40]!r}")
+    values: list[Any] = []
+    body, position = text[1:-1], 0
+    while position < len(body):
+        if body[position] == '"':
+            chars = []
+            position += 1
+            while body[position] != '"':
+                if body[position] == "\\":
+                    position += 1
+                chars.append(body[position])
+                position += 1
+            values.append("".join(chars))
+            position += 1
+        else:
+            end = body.find(",", position)
+            end = len(body) if end < 0 else end
+            word = body[position:end]
+            values.append(None if word == "NULL" else word)
+            position = end
+        position += 1  # the comma
+    return values
+
+
+# -- the checker on statements known either way --------------------------------------------
+ROUTED = [
+    "SELECT * FROM events WHERE namespace = ? AND id = ?",
+    "SELECT e.id FROM events e JOIN heads h ON h.namespace = e.namespace AND h.event_id = e.id "
+    "WHERE e.namespace = ?",
+    "DELETE FROM frontiers WHERE namespace = ? AND event_id = ANY(?)",
+    "UPDATE revisions SET content = '' WHERE namespace = %s AND record_id = %s",
+    "INSERT INTO events (namespace, id) VALUES (?, ?) ON CONFLICT (namespace, id) DO NOTHING",
+    "INSERT INTO heads (namespace, tree, event_id) SELECT * FROM unnest(%s::text[], %s::text[], "
+    "%s::text[]) ON CONFLICT (namespace, tree) DO UPDATE SET event_id = excluded.event_id",
+    "COPY events (namespace, id, parent) FROM STDIN",
+    "SELECT asked.key, page.* FROM unnest(?::text[]) WITH ORDINALITY AS asked(key, n) "
+    "CROSS JOIN LATERAL (SELECT r.id, k.depth FROM key_frontiers k JOIN revisions r "
+    "ON r.namespace = k.namespace AND r.record_id = k.record_id WHERE k.namespace = ? "
+    "AND k.key_name = asked.key ORDER BY k.depth DESC LIMIT ?) page ORDER BY asked.n",
+    "WITH RECURSIVE up(n, parent, i1) AS (SELECT 0, parent, id FROM events WHERE namespace = ? "
+    "AND id = ? UNION ALL SELECT up.n + 1, e1.parent, e1.id FROM up JOIN events e1 "
+    "ON e1.namespace = ? AND e1.id = up.parent WHERE up.parent IS NOT NULL) SELECT i1 FROM up",
+    "SELECT id FROM revisions r WHERE r.namespace = ? AND EXISTS (SELECT 1 FROM citing c "
+    "WHERE c.namespace = r.namespace AND c.target = r.record_id)",
+    "SELECT version FROM branchmem_schema ORDER BY version",
+    "SELECT key_id FROM api_keys WHERE key_id = ?",
+    "SELECT namespace FROM namespaces WHERE seq > 0 ORDER BY namespace",
+    "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass(%s)",
+    "SELECT pg_advisory_xact_lock_shared(?), pg_advisory_xact_lock(?)",
+    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+    "VACUUM (ANALYZE) events, revisions",
+    "CREATE INDEX x ON events (namespace, seq)",
+]
+NOT_ROUTED = [
+    "SELECT namespace, seq FROM audit ORDER BY seq LIMIT 1",
+    "SELECT * FROM events WHERE id = ?",
+    "SELECT * FROM events WHERE namespace = ? OR id = ?",
+    "SELECT * FROM events WHERE namespace = ANY(?)",
+    "SELECT e.id FROM events e JOIN heads h ON h.event_id = e.id WHERE e.namespace = ?",
+    "SELECT e.id FROM events e, heads h WHERE e.namespace = ? AND h.event_id = e.id",
+    "SELECT e.id FROM events e JOIN heads h ON h.event_id = e.id WHERE namespace = ?",
+    "DELETE FROM frontiers WHERE event_id = ?",
+    "UPDATE revisions SET content = '' WHERE record_id = ?",
+    "INSERT INTO events (id, parent) VALUES (?, ?)",
+    "COPY events (id, parent) FROM STDIN",
+    "INSERT INTO tree_keys (namespace, tree) SELECT k.namespace, k.tree FROM key_frontiers k",
+    "SELECT id FROM revisions r WHERE r.namespace = ? AND EXISTS (SELECT 1 FROM citing c "
+    "WHERE c.target = r.record_id)",
+    "SELECT namespace FROM namespaces WHERE seq > 0",
+    "SELECT 1 FROM events WHERE namespace = ? UNION ALL SELECT 1 FROM heads",
+    "SELECT k.id FROM api_keys k JOIN events e ON e.id = k.key_id",
+    "TRUNCATE events",
+]
+
+
+@pytest.mark.parametrize("text", ROUTED)
+def test_the_checker_passes_a_routed_or_exempt_statement(text: str) -> None:
+    assert verdict(text).problem is None
+
+
+@pytest.mark.parametrize("text", NOT_ROUTED)
+def test_the_checker_refuses_a_statement_not_pinned_to_one_namespace(text: str) -> None:
+    assert verdict(text).problem is not None
+
+
+def test_the_checker_finds_where_each_statement_names_its_namespace() -> None:
+    assert verdict("SELECT * FROM events e JOIN heads h ON h.namespace = ? AND h.tree = ? "
+                   "WHERE e.namespace = ? AND e.id = ?").params == (0, 2)  # fmt: skip
+    assert verdict("INSERT INTO heads (tree, namespace) VALUES (?, ?), (?, ?)").params == (1, 3)
+    assert verdict("INSERT INTO heads (tree, namespace) SELECT * FROM unnest(?::text[], "
+                   "?::text[])").arrays == (1,)  # fmt: skip
+    assert verdict("COPY heads (tree, namespace, event_id) FROM STDIN").copy_column == 1
+    assert array_values('{"a","b\\\\c","d\\"e",NULL}') == ["a", "b\\c", 'd"e', None]
+
+
+def test_one_execution_naming_two_namespaces_is_refused() -> None:
+    captured = Captured()
+    captured.add("SELECT * FROM events e JOIN heads h ON h.namespace = ? "
+                 "WHERE e.namespace = ?", [("alice", "bob")])  # fmt: skip
+    captured.add("INSERT INTO heads (namespace, tree) SELECT * FROM unnest(?::text[], "
+                 "?::text[])", [('{"alice","alice"}', '{"x","y"}')])  # fmt: skip
+    captured.add(
+        "INSERT INTO heads (namespace, tree) VALUES (?, ?)", [("alice", "x"), ("bob", "y")]
+    )
+    assert [why.split(":")[0] for why in captured.mixed] == [
+        "one execution names namespaces ['alice', 'bob']"
+    ] * 2
+
+
+def test_unreadable_text_fails_loudly() -> None:
+    with pytest.raises(ValueError, match="cannot read"):
+        verdict("SELECT * FROM events WHERE namespace = ? AND id = `x`")
+
+
+# -- capture -------------------------------------------------------------------------------
+class Captured:
+    """Every statement text psycopg was asked to send (from any thread), and the executions
+    whose parameters named more than one namespace."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.texts: list[str] = []
+        self.mixed: list[str] = []
+        self.migrating = threading.local()  # statements of a migration are exempt
+
+    def add(self, query: Any, rows: list[Any] | None) -> list[Any] | None:
+        """Record one execution (``rows``: its parameter rows; None for a COPY, whose rows
+        are added to the returned list as they are written)."""
+        if getattr(self.migrating, "depth", 0):
+            return None
+        text = query if isinstance(query, str) else query.as_string(None)
+        copied: list[Any] = []
+        with self.lock:
+            self.texts.append(text)
+        reading = verdict(text)
+        if reading.problem is None and reading.exempt is None:
+            if rows is None:
+                copied = []
+                return copied
+            self.check(text, reading, rows)
+        return None
+
+    def check(self, text: str, reading: Verdict, rows: list[Any]) -> None:
+        names: set[Any] = set()
+        for row in rows:
+            if reading.copy_column is not None:
+                names.add(row[reading.copy_column])
+                continue
+            names.update(row[index] for index in reading.params)
+            for index in reading.arrays:
+                names.update(array_values(row[index]))
+        if len(names) > 1:
+            with self.lock:
+                self.mixed.append(f"one execution names namespaces {sorted(names)}: {text}")
+
+    def take(self) -> tuple[list[str], list[str]]:
+        with self.lock:
+            taken, self.texts = self.texts, []
+            mixed, self.mixed = self.mixed, []
+        return taken, mixed
+
+
+@contextmanager
+def capturing() -> Iterator[Captured]:
+    """Wrap the three doors a psycopg cursor sends SQL by (``Connection.execute`` and the
+    pipelines go through ``Cursor.execute``), and the store's migration, whose statements
+    (DDL, backfills of new tables from old ones) run once, on the coordinator."""
+    import psycopg
+
+    from branchmem.store.postgres import PostgresStore
+
+    captured = Captured()
+    cursor = psycopg.Cursor
+    execute, executemany, copy = cursor.execute, cursor.executemany, cursor.copy
+    migrate = PostgresStore.migrate
+
+    def recorded_execute(self: Any, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        captured.add(query, [tuple(params or ())])
+        return execute(self, query, params, **kwargs)
+
+    def recorded_executemany(self: Any, query: Any, params_seq: Any, **kwargs: Any) -> Any:
+        rows = [tuple(row) for row in params_seq]
+        captured.add(query, rows)
+        return executemany(self, query, rows, **kwargs)
+
+    @contextmanager
+    def recorded_copy(self: Any, statement: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        copied = captured.add(statement, None)
+        with copy(self, statement, *args, **kwargs) as copying:
+            if copied is not None:
+                write_row = copying.write_row
+
+                def recorded_row(row: Any) -> None:
+                    copied.append(tuple(row))
+                    write_row(row)
+
+                copying.write_row = recorded_row
+            yield copying
+        if copied:
+            text = statement if isinstance(statement, str) else statement.as_string(None)
+            captured.check(text, verdict(text), copied)
+
+    def migrating(self: Any, *args: Any, **kwargs: Any) -> Any:
+        local = captured.migrating
+        local.depth = getattr(local, "depth", 0) + 1
+        try:
+            return migrate(self, *args, **kwargs)
+        finally:
+            local.depth -= 1
+
+    cursor.execute = recorded_execute  # type: ignore[method-assign,assignment]
+    cursor.executemany = recorded_executemany  # type: ignore[method-assign]
+    cursor.copy = recorded_copy  # type: ignore[method-assign,assignment]
+    PostgresStore.migrate = migrating  # type: ignore[method-assign]
+    try:
+        yield captured
+    finally:
+        cursor.execute, cursor.executemany, cursor.copy = (  # type: ignore[method-assign]
+            execute, executemany, copy,
+        )  # fmt: skip
+        PostgresStore.migrate = migrate  # type: ignore[method-assign]
+
+
+def failures(captured: Captured) -> str:
+    """The statements not routed and the executions naming two namespaces, one a line."""
+    texts, mixed = captured.take()
+    assert texts, "nothing was captured: the wrapper missed the driver"
+    problems = {text: why for text in dict.fromkeys(texts) if (why := verdict(text).problem)}
+    return "\n".join([f"- {why}: {text}" for text, why in problems.items()] + mixed)
+
+
+@pytest.fixture(scope="module")
+def template(pg_dsn: str) -> Iterator[tuple[Any, str]]:
+    """A migrated template database (migrated before any capture: DDL is exempt anyway)."""
+    import uuid
+
+    import psycopg
+
+    from branchmem.store.postgres import PostgresStore
+    from pg import with_database
+
+    admin = psycopg.connect(pg_dsn, autocommit=True)
+    name = f"bm_route_{uuid.uuid4().hex[:8]}"
+    admin.execute(f'CREATE DATABASE "{name}"')
+    PostgresStore(with_database(pg_dsn, name), migrate=True).close()
+    yield admin, name
+    admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    admin.close()
+
+
+class TestEveryConformanceStatementIsRouted(BackendConformance):
+    """The conformance suite on PostgreSQL with every statement checked after each test.
+
+    The differential test runs one random tree per chunk: its statements are the same
+    texts at every size, so more trees add time and no new text."""
+
+    differential_trees = 8
+
+    @pytest.fixture(autouse=True)
+    def _routed(self, template: tuple[Any, str], pg_dsn: str) -> Iterator[None]:
+        from pg import with_database
+
+        admin, name = template
+        database = f"{name}_{id(self):x}"
+        admin.execute(f'CREATE DATABASE "{database}" TEMPLATE "{name}"')
+        self.url = with_database(pg_dsn, database)
+        self.opened: list[Memory] = []
+        with capturing() as captured:
+            try:
+                yield
+            finally:
+                for memory in self.opened:
+                    memory.close()
+                admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        found = failures(captured)
+        assert not found, "statements not routed by namespace:\n" + found
+
+    def make_memory(self, mode: str = "strict") -> Memory:
+        memory = Memory.open(self.url, mode)
+        self.opened.append(memory)
+        return memory
+
+
+def test_every_public_method_the_key_store_and_vectors_are_routed(
+    template: tuple[Any, str], pg_dsn: str
+) -> None:
+    """What the conformance suite does not reach: vectors (an embedder), deliveries,
+    counters of the repair queue, the service's API keys, the erase's cleanup."""
+    from branchmem.search.embedding import HashingEmbedder
+    from branchmem.store.keys import ApiKeyRow
+    from branchmem.store.postgres import PostgresStore
+    from pg import with_database
+    from test_backend_postgres import _exercise_every_public_method
+
+    admin, name = template
+    database = f"{name}_public"
+    admin.execute(f'CREATE DATABASE "{database}" TEMPLATE "{name}"')
+    try:
+        with capturing() as captured:
+            store = PostgresStore(with_database(pg_dsn, database))
+            with Memory(store=store, embedder=HashingEmbedder(32)) as memory:
+                _exercise_every_public_method(memory, "alice")
+                memory.search("budget", "a2b", namespace="alice")
+                memory.finish_cleanup()
+                assert memory.namespaces() == ["alice"]
+                row = ApiKeyRow("k1", "hash", "acme", ("alice",), 1.0)
+                store.add_api_key(row, lambda rows: None)
+                assert store.get_api_key("k1") == row
+                assert store.list_api_keys() == [row]
+                assert store.delete_api_key("k1")
+            found = failures(captured)
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    assert not found, "statements not routed by namespace:\n" + found
+
+
+def test_the_tables_are_the_ones_the_docs_distribute(
+    template: tuple[Any, str], pg_dsn: str
+) -> None:
+    """docs/scaling.md's distribution statements name every table of the schema once: the
+    reference tables are exactly those this test lets go unrouted, the rest distributed."""
+    from pathlib import Path
+
+    import psycopg
+
+    from branchmem.store.schema import REFERENCE_TABLES
+    from pg import with_database
+
+    with psycopg.connect(with_database(pg_dsn, template[1])) as db:
+        tables = {
+            str(row[0])
+            for row in db.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = current_schema()"
+            )
+        }
+    docs = (Path(__file__).parents[1] / "docs" / "scaling.md").read_text()
+    block = docs.split("SELECT create_distributed_table('namespaces'", 1)[1].split("```")[0]
+    distributed, reference = (re.findall(r"'(\w+)'", names) for names in
+                              re.findall(r"ARRAY\[([^\]]*)\]", block))  # fmt: skip
+    assert sorted(["namespaces", *distributed]) == sorted(tables - set(REFERENCE_TABLES))
+    assert sorted(reference) == sorted(REFERENCE_TABLES)
+    assert set(UNDISTRIBUTED) == set(REFERENCE_TABLES)
+
+
+def test_the_wrapper_sees_every_door_the_driver_has(template: tuple[Any, str], pg_dsn: str) -> None:
+    """execute, a pipeline, executemany and COPY on a real connection are all captured, and
+    each execution's namespaces are read from its parameters or its COPY rows."""
+    import psycopg
+
+    from pg import with_database
+
+    admin, name = template
+    database = f"{name}_doors"
+    admin.execute(f'CREATE DATABASE "{database}" TEMPLATE "{name}"')
+    try:
+        with capturing() as captured, psycopg.connect(with_database(pg_dsn, database)) as db:
+            db.execute("SELECT tree FROM heads WHERE namespace = %s", ("alice",))
+            with db.pipeline():
+                db.execute("SELECT tree FROM heads WHERE namespace = %s", ("bob",))
+            with db.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO heads (namespace, tree, event_id) VALUES (%s, %s, %s)",
+                    [("alice", "t1", "e1"), ("bob", "t1", "e1")],
+                )
+                with cursor.copy("COPY heads (namespace, tree, event_id) FROM STDIN") as copy:
+                    copy.write_row(("alice", "t2", "e2"))
+                    copy.write_row(("carol", "t2", "e2"))
+            texts, mixed = captured.take()
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    assert [text.split()[0] for text in texts] == ["SELECT", "SELECT", "INSERT", "COPY"]
+    assert [why.split(":")[0] for why in mixed] == [
+        "one execution names namespaces ['alice', 'bob']",
+        "one execution names namespaces ['alice', 'carol']",
+    ]
+
+
+def test_every_index_of_a_distributed_table_leads_with_namespace(
+    template: tuple[Any, str], pg_dsn: str
+) -> None:
+    """Citus requires every unique index of a distributed table to hold the distribution
+    column; leading with it keeps every lookup within one namespace's range."""
+    import psycopg
+
+    from branchmem.store.schema import REFERENCE_TABLES
+    from pg import with_database
+
+    with psycopg.connect(with_database(pg_dsn, template[1])) as db:
+        indexes = db.execute(
+            "SELECT c.relname, i.relname, a.attname FROM pg_index x "
+            "JOIN pg_class c ON c.oid = x.indrelid JOIN pg_class i ON i.oid = x.indexrelid "
+            "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = x.indkey[0] "
+            "WHERE c.relnamespace = current_schema()::regnamespace"
+        ).fetchall()
+    leading = {str(index): str(column) for table, index, column in indexes
+               if table not in REFERENCE_TABLES}  # fmt: skip
+    assert len(leading) >= 20
+    assert leading == dict.fromkeys(leading, "namespace")
