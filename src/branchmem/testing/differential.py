@@ -328,4 +328,43 @@ def run_scenario(make_memory: Callable[[], Memory], rng: random.Random) -> int:
         if index == checkpoint:
             compared += compare(mem, oracle, namespace)
     compared += compare(mem, oracle, namespace)
+    compared += compare_diffs(mem, oracle, namespace, rng)
     return compared
+
+
+# -- diff and promote ------------------------------------------------------------------
+DIFF_PAIRS = 3  # anchor pairs per history: each costs two whole views, on either side
+
+
+def compare_diffs(mem: Memory, oracle: Oracle, namespace: str, rng: random.Random) -> int:
+    """``diff`` at a few random anchor pairs, in random modes and options, against the
+    oracle's naive diff: the same records on each side with the same reasons and revisions,
+    an off-path entry's (source, fork) one the oracle finds, and the same changed keys."""
+    events = sorted(oracle.events)
+    if not events:
+        return 0
+    for _ in range(DIFF_PAIRS):
+        anchor_a, anchor_b = rng.choice(events), rng.choice(events)
+        options = {
+            "mode": rng.choice(["strict", "compat"]),
+            "cross_tree": bool(oracle.heads) and rng.random() < 0.5,
+            "include_superseded": rng.random() < 0.3,
+            "include_stale": rng.random() < 0.3,
+        }
+        found = mem.diff(anchor_a, anchor_b, namespace=namespace, **options)
+        want = oracle.diff(anchor_a, anchor_b, **options)
+        where = (anchor_a, anchor_b, options)
+        for side, other in (("only_a", anchor_b), ("only_b", anchor_a)):
+            entries = getattr(found, side)
+            got = {e.record.id: (e.record.revision, e.reason, e.other_revision) for e in entries}
+            assert got == want[side], (where, side, got, want[side])
+            for entry in entries:
+                if entry.reason == "off_path":
+                    forks = oracle.off_path_sources(entry.record.id, other, options["cross_tree"])
+                    assert (entry.source, entry.fork) in forks, (where, entry, forks)
+        keys = {
+            (k.scope, k.key): tuple(None if r is None else (r.id, r.revision) for r in (k.a, k.b))
+            for k in found.keys
+        }
+        assert keys == want["keys"], (where, keys, want["keys"])
+    return DIFF_PAIRS
