@@ -345,14 +345,18 @@ def compare_diffs(mem: Memory, oracle: Oracle, namespace: str, rng: random.Rando
         return 0
     for _ in range(DIFF_PAIRS):
         anchor_a, anchor_b = rng.choice(events), rng.choice(events)
-        options = {
-            "mode": rng.choice(["strict", "compat"]),
-            "cross_tree": bool(oracle.heads) and rng.random() < 0.5,
-            "include_superseded": rng.random() < 0.3,
-            "include_stale": rng.random() < 0.3,
-        }
-        found = mem.diff(anchor_a, anchor_b, namespace=namespace, **options)
-        want = oracle.diff(anchor_a, anchor_b, **options)
+        mode = rng.choice(["strict", "compat"])
+        cross_tree = bool(oracle.heads) and rng.random() < 0.5
+        superseded, stale = rng.random() < 0.3, rng.random() < 0.3
+        options = (mode, cross_tree, superseded, stale)
+        found = mem.diff(
+            anchor_a, anchor_b, mode=mode, cross_tree=cross_tree, include_superseded=superseded,
+            include_stale=stale, namespace=namespace,
+        )  # fmt: skip
+        want = oracle.diff(
+            anchor_a, anchor_b, mode=mode, cross_tree=cross_tree, include_superseded=superseded,
+            include_stale=stale,
+        )  # fmt: skip
         where = (anchor_a, anchor_b, options)
         for side, other in (("only_a", anchor_b), ("only_b", anchor_a)):
             entries = getattr(found, side)
@@ -360,7 +364,7 @@ def compare_diffs(mem: Memory, oracle: Oracle, namespace: str, rng: random.Rando
             assert got == want[side], (where, side, got, want[side])
             for entry in entries:
                 if entry.reason == "off_path":
-                    forks = oracle.off_path_sources(entry.record.id, other, options["cross_tree"])
+                    forks = oracle.off_path_sources(entry.record.id, other, cross_tree)
                     assert (entry.source, entry.fork) in forks, (where, entry, forks)
         keys = {
             (k.scope, k.key): tuple(None if r is None else (r.id, r.revision) for r in (k.a, k.b))
