@@ -94,6 +94,15 @@ ROWS = [
         call=lambda m, ns: m.retract("x1", sources=[], key="city", namespace=ns),
         cli=["retract", "x1", "--key", "city", "--global"],
         not_on={"mcp": "forget always acts from the current message"}),
+    Row("promote without saying onto which event", "onto",
+        call=lambda m, ns: m.promote("chengdu", onto=None, namespace=ns),
+        cli=["promote", "chengdu"],
+        wire=("POST", "/records/chengdu/promote", {}),
+        not_on={"mcp": "no tool promotes: the agent stays on its branch"}),
+    Row("diff at an empty anchor", "anchor_b",
+        call=lambda m, ns: m.diff("a2", "", namespace=ns),
+        cli=["diff", "a2", ""],
+        not_on={"mcp": "no tool compares branches"}),
 ]  # fmt: skip
 
 

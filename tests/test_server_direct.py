@@ -81,6 +81,8 @@ PLAIN: list[tuple[str, dict[str, str]]] = [
     ("/current", {"key": "city", "anchor": "a2b"}),
     ("/current", {"key": "nothing", "anchor": "a2b"}),
     ("/stale", {"anchor": "a2b"}),
+    ("/diff", {"anchor_a": "a2", "anchor_b": "a2b"}),
+    ("/diff", {"anchor_a": "a2", "anchor_b": "a2b", "mode": "compat", "include_stale": "true"}),
     ("/events/u2", {}),
     ("/events/a2b/path", {}),
     ("/heads", {}),

@@ -173,6 +173,8 @@ class AsyncMemory:
     explain = offloaded(MemoryAPI.explain)
     current = offloaded(MemoryAPI.current)
     stale = offloaded(MemoryAPI.stale)
+    diff = offloaded(MemoryAPI.diff)
+    promote = offloaded(MemoryAPI.promote)
     report = offloaded(MemoryAPI.report)
     audit = offloaded(MemoryAPI.audit)
     history = offloaded(MemoryAPI.history)

@@ -450,6 +450,8 @@ class Client:
     explain = remote(MemoryAPI.explain)
     current = remote(MemoryAPI.current)
     stale = remote(MemoryAPI.stale)
+    diff = remote(MemoryAPI.diff)
+    promote = remote(MemoryAPI.promote)
     report = remote(MemoryAPI.report)
     audit = remote(MemoryAPI.audit)
     history = remote(MemoryAPI.history)

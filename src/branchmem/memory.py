@@ -22,6 +22,7 @@ from .engine import (
     conversations,
     corrections,
     deliveries,
+    diff,
     history,
     records,
     repair,
@@ -44,6 +45,7 @@ from .model import (
     Conversation,
     Delivery,
     Deriver,
+    Diff,
     Event,
     Explanation,
     Hit,
@@ -657,6 +659,44 @@ class Memory:
         """Records hidden at ``anchor`` only because something they were built on changed."""
         with self._read(namespace) as ns:
             return views.stale(ns, anchor, cross_tree, mode, include_superseded)
+
+    # -- diff and promote --------------------------------------------------------------
+    def diff(
+        self,
+        anchor_a: str,
+        anchor_b: str,
+        *,
+        cross_tree: bool = False,
+        mode: str | None = None,
+        include_superseded: bool = False,
+        include_stale: bool = False,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> Diff:
+        """What ``visible()`` returns at one anchor and not the other, each with why not
+        there (off-path source and fork, superseded, retracted, stale, ...), and the keys
+        whose current value differs (both values). Nothing is written."""
+        with self._read(namespace) as ns:
+            return diff.diff(
+                ns, anchor_a, anchor_b, cross_tree, mode, include_superseded, include_stale
+            )
+
+    def promote(
+        self,
+        record_id: str,
+        *,
+        onto: str | None,
+        id: str | None = None,
+        revision: int | None = None,
+        meta: Mapping[str, Any] | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> Record:
+        """Carry a record onto another branch as a NEW record (id default ``RECORD~ONTO``)
+        citing only the event ``onto``, its meta naming the original in ``copied_from``.
+
+        The original is untouched, so switching back still shows the other branch as it was;
+        ``onto`` is required (a copy needs a source on the target path)."""
+        with self._write(namespace) as ns:
+            return ns.to_record(diff.promote(ns, record_id, onto, id, revision, meta))
 
     # -- reporting ---------------------------------------------------------------------
     def report(self, *, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:

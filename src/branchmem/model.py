@@ -293,3 +293,50 @@ class Blame:
     tree: str | None
     path: tuple[str, ...]
     lines: tuple[BlamedLine, ...]
+
+
+# -- diff and promote ------------------------------------------------------------------
+# What two anchors disagree on, by id and reason, so a user can see why switching branch
+# changes the answer and carry one fact across (``promote``) without rewriting either branch.
+
+# The key under which a promoted copy's meta names the record it was copied from.
+COPIED_FROM: Final = "copied_from"
+
+
+@dataclass(frozen=True, slots=True)
+class DiffEntry:
+    """A record returned at one anchor of a diff and not at the other, and why not there.
+
+    ``record`` is the revision shown where it is returned. ``reason`` is the other anchor's
+    decision about it (``off_path`` with the offending ``source`` and the ``fork`` where the
+    paths part, ``superseded``, ``retracted``, ``stale``, a missing-information reason) or
+    ``revised``: the other anchor returns the record too, at ``other_revision``.
+    """
+
+    record: Record
+    reason: str
+    source: str | None = None
+    fork: str | None = None
+    other_revision: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KeyChange:
+    """A ``(scope, key)`` whose current value differs between the anchors; None: no value."""
+
+    key: str
+    scope: str | None
+    a: Record | None
+    b: Record | None
+
+
+@dataclass(frozen=True, slots=True)
+class Diff:
+    """``diff(anchor_a, anchor_b)``: records returned at one anchor only, each side in its
+    own path order, and the keys whose current value differs, by (scope, key)."""
+
+    anchor_a: str
+    anchor_b: str
+    only_a: list[DiffEntry] = field(default_factory=list)
+    only_b: list[DiffEntry] = field(default_factory=list)
+    keys: list[KeyChange] = field(default_factory=list)

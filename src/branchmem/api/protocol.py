@@ -16,9 +16,12 @@ from ..model import (
     Blame,
     Conversation,
     Delivery,
+    Diff,
+    DiffEntry,
     Event,
     Explanation,
     Hit,
+    KeyChange,
     Record,
     RecordView,
     RepairItem,
@@ -42,9 +45,12 @@ __all__ = [
     "Context",
     "Conversation",
     "Delivery",
+    "Diff",
+    "DiffEntry",
     "Event",
     "Explanation",
     "Hit",
+    "KeyChange",
     "MemoryAPI",
     "Receipt",
     "ReceiptCheck",
@@ -318,6 +324,38 @@ class MemoryAPI(Protocol):
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[Record]:
         """Records hidden at the anchor only because something they were built on changed."""
+        ...
+
+    # -- diff and promote --------------------------------------------------------------
+    @http("GET", "/diff")
+    def diff(
+        self,
+        anchor_a: str,
+        anchor_b: str,
+        *,
+        cross_tree: bool = False,
+        mode: str | None = None,
+        include_superseded: bool = False,
+        include_stale: bool = False,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> Diff:
+        """Records visible at one anchor and not the other, with why, and the keys whose
+        current value differs."""
+        ...
+
+    @http("POST", "/records/{record_id}/promote", repeatable=True)
+    def promote(
+        self,
+        record_id: str,
+        *,
+        onto: str | None,
+        id: str | None = None,
+        revision: int | None = None,
+        meta: Mapping[str, Any] | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> Record:
+        """Copy a record onto the branch of event ONTO as a new record citing ONTO (meta
+        copied_from names the original, which is untouched)."""
         ...
 
     # -- reporting ---------------------------------------------------------------------

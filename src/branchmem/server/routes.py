@@ -316,6 +316,7 @@ TAGS: Final[Mapping[str, str]] = {
     "events": "events", "heads": "events", "conversations": "events", "records": "records",
     "supersede": "corrections", "retractions": "corrections", "items": "corrections",
     "repair-queue": "corrections", "visible": "views", "current": "views", "stale": "views",
+    "diff": "views",
     "search": "retrieval", "context": "retrieval", "deliveries": "retrieval",
     "stale-deliveries": "retrieval", "report": "audit", "audit": "audit",
     "trees": "explorer", "explanations": "explorer",

@@ -328,4 +328,47 @@ def run_scenario(make_memory: Callable[[], Memory], rng: random.Random) -> int:
         if index == checkpoint:
             compared += compare(mem, oracle, namespace)
     compared += compare(mem, oracle, namespace)
+    compared += compare_diffs(mem, oracle, namespace, rng)
     return compared
+
+
+# -- diff and promote ------------------------------------------------------------------
+DIFF_PAIRS = 3  # anchor pairs per history: each costs two whole views, on either side
+
+
+def compare_diffs(mem: Memory, oracle: Oracle, namespace: str, rng: random.Random) -> int:
+    """``diff`` at a few random anchor pairs, in random modes and options, against the
+    oracle's naive diff: the same records on each side with the same reasons and revisions,
+    an off-path entry's (source, fork) one the oracle finds, and the same changed keys."""
+    events = sorted(oracle.events)
+    if not events:
+        return 0
+    for _ in range(DIFF_PAIRS):
+        anchor_a, anchor_b = rng.choice(events), rng.choice(events)
+        mode = rng.choice(["strict", "compat"])
+        cross_tree = bool(oracle.heads) and rng.random() < 0.5
+        superseded, stale = rng.random() < 0.3, rng.random() < 0.3
+        options = (mode, cross_tree, superseded, stale)
+        found = mem.diff(
+            anchor_a, anchor_b, mode=mode, cross_tree=cross_tree, include_superseded=superseded,
+            include_stale=stale, namespace=namespace,
+        )  # fmt: skip
+        want = oracle.diff(
+            anchor_a, anchor_b, mode=mode, cross_tree=cross_tree, include_superseded=superseded,
+            include_stale=stale,
+        )  # fmt: skip
+        where = (anchor_a, anchor_b, options)
+        for side, other in (("only_a", anchor_b), ("only_b", anchor_a)):
+            entries = getattr(found, side)
+            got = {e.record.id: (e.record.revision, e.reason, e.other_revision) for e in entries}
+            assert got == want[side], (where, side, got, want[side])
+            for entry in entries:
+                if entry.reason == "off_path":
+                    forks = oracle.off_path_sources(entry.record.id, other, cross_tree)
+                    assert (entry.source, entry.fork) in forks, (where, entry, forks)
+        keys = {
+            (k.scope, k.key): tuple(None if r is None else (r.id, r.revision) for r in (k.a, k.b))
+            for k in found.keys
+        }
+        assert keys == want["keys"], (where, keys, want["keys"])
+    return DIFF_PAIRS

@@ -526,3 +526,76 @@ class Oracle:
         return (include_superseded or not flags["superseded"]) and (
             include_stale or not flags["stale"]
         )
+
+    # -- diff: what two anchors disagree on (naive: both views decided in full) ---------
+    def shown_number(self, record_id: str, anchor: str | None, cross: bool, mode: str) -> int:
+        """The revision a view shows: the highest that passes the rule (0: none does)."""
+        passing = [
+            r.number
+            for r in self.records[record_id]
+            if self.gate_reason(r, anchor, cross, mode) == "visible"
+        ]
+        return passing[-1] if passing else 0
+
+    def off_path_sources(
+        self, record_id: str, anchor: str, cross: bool
+    ) -> set[tuple[str, str | None]]:
+        """(source, fork) for every effective source of the record's latest revision known to
+        lie off the view's paths; fork: the source's deepest ancestor on one of them."""
+        events, _, _ = self.effective(self.records[record_id][-1])
+        paths = self.view(anchor, cross)
+        on_paths = {event_id for path in paths.values() for event_id in path}
+        main_tree = self.tree_of(anchor)
+        found: set[tuple[str, str | None]] = set()
+        for event_id in events:
+            if self.source_status(event_id, paths, main_tree) == "off_path":
+                fork = next((e for e in self.chain(event_id) if e in on_paths), None)
+                found.add((event_id, fork))
+        return found
+
+    def diff(
+        self, anchor_a: str, anchor_b: str, *, mode: str, cross_tree: bool = False,
+        include_superseded: bool = False, include_stale: bool = False,
+    ) -> dict[str, Any]:  # fmt: skip
+        """``only_a``/``only_b``: record id -> (revision shown, the other anchor's reason,
+        the revision shown there when it returns the record too, else None); ``keys``:
+        (scope, key) -> ((id, revision) or None at a, the same at b), where they differ."""
+        decided: dict[str, dict[str, tuple[str, dict[str, bool]]]] = {}
+        returned: dict[str, dict[str, int]] = {}
+        for anchor in (anchor_a, anchor_b):
+            decided[anchor] = self.decide_all(anchor, mode=mode, cross_tree=cross_tree)
+            returned[anchor] = {
+                record_id: self.shown_number(record_id, anchor, cross_tree, mode)
+                for record_id, decision in decided[anchor].items()
+                if self.returned(decision, include_superseded, include_stale)
+            }
+        sides: dict[str, dict[str, tuple[int, str, int | None]]] = {}
+        for name, here, there in (("only_a", anchor_a, anchor_b), ("only_b", anchor_b, anchor_a)):
+            sides[name] = {}
+            for record_id, number in returned[here].items():
+                other = returned[there].get(record_id)
+                if other is None:
+                    sides[name][record_id] = (number, decided[there][record_id][0], None)
+                elif other != number:
+                    sides[name][record_id] = (number, "revised", other)
+        currents: dict[str, dict[tuple[str | None, str], tuple[str, int]]] = {}
+        for anchor in (anchor_a, anchor_b):
+            ranked: dict[tuple[str | None, str], tuple[tuple[int, int, int], str, int]] = {}
+            for record_id, decision in decided[anchor].items():
+                if not self.returned(decision, False, False):
+                    continue
+                number = self.shown_number(record_id, anchor, cross_tree, mode)
+                shown = self.records[record_id][number - 1]
+                if shown.key is None:
+                    continue
+                entry = (self.position(shown, anchor), record_id, number)
+                group = (shown.scope, shown.key)
+                if group not in ranked or entry[:2] > ranked[group][:2]:
+                    ranked[group] = entry
+            currents[anchor] = {g: (rid, n) for g, (_, rid, n) in ranked.items()}
+        keys = {
+            group: (currents[anchor_a].get(group), currents[anchor_b].get(group))
+            for group in currents[anchor_a].keys() | currents[anchor_b].keys()
+            if currents[anchor_a].get(group) != currents[anchor_b].get(group)
+        }
+        return {**sides, "keys": keys}

@@ -583,3 +583,90 @@ $("api-key").value = sessionStorage.getItem("branchmem.key") || "";
 takeTokenFromLink();
 loadConversations();
 window.addEventListener("hashchange", () => { if (takeTokenFromLink()) loadConversations(); });
+
+// -- diff of two branches -------------------------------------------------------------------
+// The anchor against another message of the conversation, side by side, from GET /diff: what
+// each side shows that the other does not, the other side's reason in words, and the keys
+// whose current value differs. It reads only `state` and the helpers above.
+const DIFF_WHY = {
+  revised: "the other side shows revision {revision} of it",
+  superseded: "a newer value for the same key replaces it there",
+  retracted: "a retraction there withdrew it",
+  stale: "something it was built from changed there",
+};
+
+function diffReason(entry) {
+  if (entry.reason === "off_path") {
+    let template = "Hidden there: it was built from {source}, which is not on that branch";
+    if (entry.fork) template += "; the branches part at {fork}";
+    return sentence(template + ".", { source: entry.source, fork: entry.fork });
+  }
+  const words = (DIFF_WHY[entry.reason] || REASONS[entry.reason] || entry.reason)
+    .replace("{revision}", String(entry.other_revision));
+  return sentence("Hidden there: " + words.replace(/\{(\w+)\}/g, "a source") + ".", {});
+}
+
+function diffSide(entries) {
+  return entries.map((entry) => {
+    const item = el("li");
+    item.dataset.record = entry.record.id;
+    item.dataset.reason = entry.reason;
+    const why = diffReason(entry);
+    why.title = entry.reason;
+    item.append(el("span", "record", entry.record.id), clipped(entry.record.content || ""), why);
+    return item;
+  });
+}
+
+function diffValue(record) {
+  return record ? record.id + ": " + record.content : "(none)";
+}
+
+function fillDiffChoices() {
+  const select = $("diff-other");
+  const previous = select.value;
+  const onPath = state.anchor ? pathTo(state.anchor) : new Set();
+  const ids = state.events.map((e) => e.id);
+  select.replaceChildren(...state.events.map((event) => {
+    const option = el("option", null, shortText(event.content || event.id) + " (" + event.id + ")");
+    option.value = event.id;
+    return option;
+  }));
+  const parents = new Set(state.events.map((e) => e.parent));
+  const leafOff = state.events.find((e) => !parents.has(e.id) && !onPath.has(e.id));
+  const fallback = state.head && state.head !== state.anchor ? state.head : leafOff && leafOff.id;
+  select.value = ids.includes(previous) ? previous : fallback || ids[0] || "";
+}
+
+async function runDiff() {
+  const other = $("diff-other").value;
+  if (!state.anchor || !other) return;
+  try {
+    const found = await api(nsPath("/diff?anchor_a=" + encodeURIComponent(state.anchor) +
+      "&anchor_b=" + encodeURIComponent(other)));
+    $("diff-a-title").textContent = "only at the anchor " + messageName(found.anchor_a);
+    $("diff-b-title").textContent = "only at " + messageName(found.anchor_b);
+    $("diff-a").replaceChildren(...diffSide(found.only_a));
+    $("diff-b").replaceChildren(...diffSide(found.only_b));
+    $("diff-keys").tBodies[0].replaceChildren(...found.keys.map((change) => {
+      const row = el("tr");
+      row.dataset.key = change.key;
+      for (const text of [change.key, change.scope || "", diffValue(change.a), diffValue(change.b)]) {
+        row.append(el("td", null, text));
+      }
+      return row;
+    }));
+    $("diff-note").textContent = found.only_a.length + found.only_b.length + found.keys.length
+      ? "" : "Both messages see the same records.";
+    document.body.dataset.diff = found.anchor_a + " " + found.anchor_b;
+  } catch (error) {
+    explainFailure(error);
+  }
+}
+
+$("diff-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  runDiff();
+});
+// the choices follow the tree: refreshed whenever the tree is drawn again
+new MutationObserver(fillDiffChoices).observe($("tree"), { childList: true });
