@@ -541,16 +541,21 @@ class Oracle:
         self, record_id: str, anchor: str, cross: bool
     ) -> set[tuple[str, str | None]]:
         """(source, fork) for every effective source of the record's latest revision known to
-        lie off the view's paths; fork: the source's deepest ancestor on one of them."""
+        lie off the view's paths; fork: the source's deepest ancestor on the anchor's path
+        (semantics: where the anchor's path and the source's part) or, in a cross-tree view
+        whose partial paths the source meets, on one of them (precision 6: where they meet).
+        Both are listed when they differ; the engine names one of them."""
         events, _, _ = self.effective(self.records[record_id][-1])
         paths = self.view(anchor, cross)
         on_paths = {event_id for path in paths.values() for event_id in path}
+        on_anchor_path = set(paths.get(self.tree_of(anchor), []))
         main_tree = self.tree_of(anchor)
         found: set[tuple[str, str | None]] = set()
         for event_id in events:
             if self.source_status(event_id, paths, main_tree) == "off_path":
-                fork = next((e for e in self.chain(event_id) if e in on_paths), None)
-                found.add((event_id, fork))
+                for where in (on_paths, on_anchor_path):
+                    fork = next((e for e in self.chain(event_id) if e in where), None)
+                    found.add((event_id, fork))
         return found
 
     def diff(
