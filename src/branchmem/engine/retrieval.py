@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..errors import InvalidInput
 from ..model import Hit
 from ..provenance import RevisionNode
 from ..search.context import Context, assemble_context
 from ..search.embedding import hybrid_rank
 from ..search.lexical import rank
 from ..search.tokens import TokenCounter, check_budget
+from ..store.base import PathMessage
+from .asof import AsOfReader, transcript
 from .deliveries import deliver
 from .events import PathMessages
 from .namespace import Namespace
@@ -72,16 +75,28 @@ def context(
     session: str | None,
     cross_tree: bool,
     mode: str | None,
+    as_of: int | None = None,
 ) -> Context:
-    """The prompt text at ``anchor``; with ``session``, the delivery is remembered."""
+    """The prompt text at ``anchor``; with ``session``, the delivery is remembered.
+    ``as_of``: the prompt as it would have been built then (never delivered: a session is
+    refused with it, since a past context is not one handed out now)."""
     check_budget(budget)
     at = None if anchor is None else ns.event_node(anchor)
-    messages = None
-    if at is not None and at.attached and at.depth is not None:  # its length is known
-        messages = PathMessages(ns, at.id, at.depth + 1, budget)
-    nodes, length = visible_revisions(ns, anchor, cross_tree, mode, messages=messages)
-    if messages is None and anchor is not None:
-        messages = PathMessages(ns, anchor, length)
+    messages: PathMessages | list[PathMessage] | None = None
+    if as_of is not None:
+        if session is not None:
+            raise InvalidInput(f"context as_of {as_of} is not delivered: give no session")
+        nodes, _ = visible_revisions(ns, anchor, cross_tree, mode, as_of=as_of)
+        if anchor is not None:
+            messages = transcript(ns, AsOfReader(ns.store, ns.name, as_of), anchor)
+    else:
+        paged = None
+        if at is not None and at.attached and at.depth is not None:  # its length is known
+            paged = PathMessages(ns, at.id, at.depth + 1, budget)
+        nodes, length = visible_revisions(ns, anchor, cross_tree, mode, messages=paged)
+        if paged is None and anchor is not None:
+            paged = PathMessages(ns, anchor, length)
+        messages = paged
     ranking = None
     if query is not None:
         by_id = {node.record_id: node for node in nodes}
