@@ -145,3 +145,12 @@ class AsOfConformance:
         ]
         assert "f-platform" in ids(mem.visible("u2", cross_tree=True))
         assert ids(mem.visible("u2", cross_tree=True, as_of=first_head - 1)) == ["f-chengdu"]
+
+    def test_as_of_reads_where_events_lie_as_known_now(self, mem: Memory) -> None:
+        mem.add_event("q0", content="the question")
+        mem.add_record("f-early", sources=["q1"], content="written before its source")
+        written = last_seq(mem)
+        assert mem.explain("f-early", "q0").reason == "unknown_source"  # asked then
+        mem.add_event("q1", "q0", content="the answer")  # where f-early always belonged
+        assert ids(mem.visible("q1", as_of=written)) == ["f-early"]
+        assert ids(mem.visible("q0", as_of=written)) == []  # its source lies below q0
