@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .audit import AuditEntry
 from .engine import (
+    asof,
     blame,
     conversations,
     corrections,
@@ -264,9 +265,16 @@ class Memory:
         with self._lock, self._store.reading(ns.name):
             yield ns
 
-    def _view(self, namespace: str, anchor: str | None, cross_tree: bool, mode: str | None) -> View:
+    def _view(
+        self,
+        namespace: str,
+        anchor: str | None,
+        cross_tree: bool,
+        mode: str | None,
+        as_of: int | None = None,
+    ) -> View:
         """The view of ``anchor`` (for tests that compare every decision with the oracle)."""
-        return views.view(self._namespace(namespace), anchor, cross_tree, mode)
+        return views.view(self._namespace(namespace), anchor, cross_tree, mode, as_of=as_of)
 
     _chosen = staticmethod(views.chosen)
 
@@ -588,13 +596,16 @@ class Memory:
         mode: str | None = None,
         include_superseded: bool = False,
         include_stale: bool = False,
+        as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[Record]:
-        """Records visible at ``anchor``, in path order. No anchor: nothing (strict)."""
+        """Records visible at ``anchor``, in path order. No anchor: nothing (strict).
+        ``as_of`` (a seq or an ISO 8601 time): as the memory stood then."""
         with self._read(namespace) as ns:
             return views.visible(
-                ns, anchor, cross_tree, mode, kind, key, scope, include_superseded, include_stale
-            )
+                ns, anchor, cross_tree, mode, kind, key, scope, include_superseded, include_stale,
+                asof.point(ns, as_of),
+            )  # fmt: skip
 
     def explain(
         self,
@@ -624,11 +635,13 @@ class Memory:
         scope: str | None = None,
         cross_tree: bool = False,
         mode: str | None = None,
+        as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Record | None:
-        """The value of ``(scope, key)`` that holds at ``anchor``, or None."""
+        """The value of ``(scope, key)`` that holds at ``anchor``, or None; ``as_of``: that
+        held then."""
         with self._read(namespace) as ns:
-            return views.current(ns, key, anchor, scope, cross_tree, mode)
+            return views.current(ns, key, anchor, scope, cross_tree, mode, asof.point(ns, as_of))
 
     def _currents(
         self,
@@ -818,13 +831,15 @@ class Memory:
         session: str | None = None,
         cross_tree: bool = False,
         mode: str | None = None,
+        as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Context:
         """What a prompt at ``anchor`` gets within ``budget`` tokens: the branch's recent
         messages and the visible records (see docs/retrieval.md). With ``session`` the
         delivered (record id, revision) pairs are remembered for ``stale_deliveries``.
         With ``cite`` each memory line carries a marker ``[n]`` and ``citations`` name its
-        record, source messages and conversation (docs/semantics.md, citations)."""
+        record, source messages and conversation (docs/semantics.md, citations).
+        ``as_of``: what it would have got then (not delivered: no session with it)."""
         budget = check_bound("budget", DEFAULT_BUDGET if budget is None else budget)
         if query is not None and not isinstance(query, str):
             raise InvalidInput(f"query must be a string or None, got {type(query).__name__}")
@@ -839,15 +854,22 @@ class Memory:
         with scope as ns:
             return retrieval.context(
                 ns, anchor, query, query_vector, budget, self.counter, session, cross_tree, mode,
-                cite=cite,
+                cite=cite, as_of=asof.point(ns, as_of),
             )  # fmt: skip
 
     # -- deliveries --------------------------------------------------------------------
-    def deliveries(self, session: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[Delivery]:
-        """What ``context(..., session=session)`` handed out, oldest first (ids only)."""
+    def deliveries(
+        self,
+        session: str,
+        *,
+        as_of: int | str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> list[Delivery]:
+        """What ``context(..., session=session)`` handed out, oldest first (ids only);
+        ``as_of``: what it had handed out by then."""
         check_id(session, "session")
         with self._read(namespace) as ns:
-            return self._store.deliveries(ns.name, session)
+            return asof.deliveries(ns, session, asof.point(ns, as_of))
 
     def stale_deliveries(
         self, session: str, anchor: str | None = None, *, namespace: str = DEFAULT_NAMESPACE

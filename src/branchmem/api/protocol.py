@@ -277,9 +277,11 @@ class MemoryAPI(Protocol):
         mode: str | None = None,
         include_superseded: bool = False,
         include_stale: bool = False,
+        as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[Record]:
-        """Records visible at the anchor, in path order. No anchor: nothing (strict)."""
+        """Records visible at the anchor, in path order. No anchor: nothing (strict).
+        AS_OF (a seq or an ISO 8601 time): as the memory stood then."""
         ...
 
     @http("GET", "/records/{record_id}/explain")
@@ -308,9 +310,10 @@ class MemoryAPI(Protocol):
         scope: str | None = None,
         cross_tree: bool = False,
         mode: str | None = None,
+        as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Record | None:
-        """The value of (scope, key) that holds at the anchor, or None."""
+        """The value of (scope, key) that holds at the anchor (AS_OF: held then), or None."""
         ...
 
     @http("GET", "/stale")
@@ -418,15 +421,23 @@ class MemoryAPI(Protocol):
         session: str | None = None,
         cross_tree: bool = False,
         mode: str | None = None,
+        as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Context:
         """The prompt text at the anchor within the token budget; with a session, remembered;
-        with cite, each memory line marked [n] and its record and messages listed."""
+        with cite, each memory line marked [n] and its record and messages listed.
+        AS_OF: the prompt as it stood then (never delivered: no session with it)."""
         ...
 
     @http("GET", "/deliveries")
-    def deliveries(self, session: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[Delivery]:
-        """What context(..., session=) handed out, oldest first (ids only)."""
+    def deliveries(
+        self,
+        session: str,
+        *,
+        as_of: int | str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> list[Delivery]:
+        """What context(..., session=) handed out (AS_OF: by then), oldest first (ids only)."""
         ...
 
     @http("GET", "/stale-deliveries")

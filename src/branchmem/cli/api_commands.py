@@ -55,6 +55,8 @@ def _id_list(hint: Any) -> bool:
 
 def _cli_type(param: Param) -> Any:
     bare = _bare(param.hint)
+    if param.name == "as_of":  # a seq or an ISO 8601 time: the engine reads the text
+        return str | None
     if param.name in BATCHES:
         return Path
     if _id_list(param.hint):

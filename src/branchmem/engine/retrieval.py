@@ -12,12 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
+from ..errors import InvalidInput
 from ..model import Hit
 from ..provenance import RevisionNode
 from ..search.context import Context, assemble_context
 from ..search.embedding import hybrid_rank
 from ..search.lexical import rank
 from ..search.tokens import TokenCounter, check_budget
+from ..store.base import PathMessage
+from .asof import AsOfReader, transcript
 from .blame import citer
 from .deliveries import deliver
 from .events import PathMessages
@@ -75,17 +78,29 @@ def context(
     cross_tree: bool,
     mode: str | None,
     cite: bool = False,
+    as_of: int | None = None,
 ) -> Context:
     """The prompt text at ``anchor``; with ``session``, the delivery is remembered; with
-    ``cite``, each memory line is cited (``engine.blame``)."""
+    ``cite``, each memory line is cited (``engine.blame``). ``as_of``: the prompt as it
+    would have been built then (never delivered: a session is refused with it, since a past
+    context is not one handed out now)."""
     check_budget(budget)
     at = None if anchor is None else ns.event_node(anchor)
-    messages = None
-    if at is not None and at.attached and at.depth is not None:  # its length is known
-        messages = PathMessages(ns, at.id, at.depth + 1, budget)
-    nodes, length = visible_revisions(ns, anchor, cross_tree, mode, messages=messages)
-    if messages is None and anchor is not None:
-        messages = PathMessages(ns, anchor, length)
+    messages: PathMessages | list[PathMessage] | None = None
+    if as_of is not None:
+        if session is not None:
+            raise InvalidInput(f"context as_of {as_of} is not delivered: give no session")
+        nodes, _ = visible_revisions(ns, anchor, cross_tree, mode, as_of=as_of)
+        if anchor is not None:
+            messages = transcript(ns, AsOfReader(ns.store, ns.name, as_of), anchor)
+    else:
+        paged = None
+        if at is not None and at.attached and at.depth is not None:  # its length is known
+            paged = PathMessages(ns, at.id, at.depth + 1, budget)
+        nodes, length = visible_revisions(ns, anchor, cross_tree, mode, messages=paged)
+        if paged is None and anchor is not None:
+            paged = PathMessages(ns, anchor, length)
+        messages = paged
     ranking = None
     if query is not None:
         by_id = {node.record_id: node for node in nodes}

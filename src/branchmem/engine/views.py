@@ -17,7 +17,8 @@ from ..model import Explanation, Record
 from ..provenance import RevisionNode
 from ..topology import EventNode
 from ..validation import check_id, check_mode
-from ..visibility import Decision, View
+from ..visibility import Decision, View, ViewReader
+from .asof import AsOfReader
 from .events import PathMessages
 from .namespace import Namespace
 
@@ -28,13 +29,16 @@ def view(
     cross_tree: bool,
     mode: str | None,
     anchor_path: Sequence[str] | None = None,
+    as_of: int | None = None,
 ) -> View:
     """The view of ``anchor`` (which must exist) in ``mode`` (default: the Memory's);
-    ``anchor_path``: its path ids, root first, if already read."""
+    ``anchor_path``: its path ids, root first, if already read; ``as_of``: the arrival
+    number to answer as of (``engine.asof``), None: now."""
     if anchor is not None:
         ns.event_node(anchor)
+    reader: ViewReader = ns.store if as_of is None else AsOfReader(ns.store, ns.name, as_of)
     return View(
-        ns.store,
+        reader,
         ns.name,
         anchor,
         ns.mode if mode is None else check_mode(mode),
@@ -141,19 +145,27 @@ def visible_revisions(
     include_superseded: bool = False,
     include_stale: bool = False,
     messages: PathMessages | None = None,
+    as_of: int | None = None,
 ) -> tuple[list[RevisionNode], int]:
     """The revisions shown at ``anchor`` in path order, and the length of its path (0: no
     anchor). Read from the tree's index when that is the shorter read (one tree, attached
-    anchor, superseded ones not asked for), else from the whole view — which takes its path
-    from ``messages`` (the anchor's, for a context) when they are read whole at once."""
+    anchor, superseded ones not asked for, the present), else from the whole view — which
+    takes its path from ``messages`` (the anchor's, for a context) when they are read whole
+    at once. The indexes hold the present only, so a read ``as_of`` builds the whole view."""
     node = None if anchor is None else ns.event_node(anchor)
-    if node is not None and node.attached and not cross_tree and not include_superseded:
+    if (
+        node is not None
+        and node.attached
+        and not cross_tree
+        and not include_superseded
+        and as_of is None
+    ):
         found = indexed_visible(ns, node, mode, kind, key, scope, include_stale)
         if found is not None:
             assert node.depth is not None
             return found, node.depth + 1
     anchor_path = None if messages is None else messages.whole_path()
-    shown = view(ns, anchor, cross_tree, mode, anchor_path)
+    shown = view(ns, anchor, cross_tree, mode, anchor_path, as_of)
     nodes = visible_in(ns, shown, kind, key, scope, include_superseded, include_stale)
     return nodes, len(shown.main.ids) if shown.main is not None else 0
 
@@ -168,10 +180,12 @@ def visible(
     scope: str | None,
     include_superseded: bool,
     include_stale: bool,
+    as_of: int | None = None,
 ) -> list[Record]:
     nodes, _ = visible_revisions(
-        ns, anchor, cross_tree, mode, kind, key, scope, include_superseded, include_stale
-    )
+        ns, anchor, cross_tree, mode, kind, key, scope, include_superseded, include_stale,
+        as_of=as_of,
+    )  # fmt: skip
     return [ns.to_record(node) for node in nodes]
 
 
@@ -182,14 +196,19 @@ def current(
     scope: str | None,
     cross_tree: bool,
     mode: str | None,
+    as_of: int | None = None,
 ) -> Record | None:
     """The value of ``(scope, key)`` at ``anchor``: ``visible(key=...)[-1]``.
 
     At an attached anchor (cross-tree: with every head attached) it is read from the key's
     frontier-ordered index (``keyed.KeyedView``), at the cost of the answer, not of the
     path or of the key's superseded history. A partial path (a detached anchor or head)
-    makes "undecided" depend on its whole known chain: the whole view decides that."""
+    makes "undecided" depend on its whole known chain: the whole view decides that, and
+    so does a read ``as_of`` an earlier point (the index holds the present only)."""
     check_id(key, "key")
+    if as_of is not None:
+        found = visible(ns, anchor, cross_tree, mode, None, key, scope, False, False, as_of)
+        return found[-1] if found else None
     node = None if anchor is None else ns.event_node(anchor)
     heads: dict[str, EventNode] | None = None
     if node is not None and node.attached and cross_tree:

@@ -154,6 +154,7 @@ QUERY_CONSTRAINTS: Final[dict[str, dict[str, Any]]] = {
     "k": {"ge": BOUNDS["k"].low, "le": BOUNDS["k"].high},  # the rule every face applies
     "revision": {"ge": 1},
     "anchor": {"min_length": 1, "max_length": MAX_ID, "description": "event id; omitted: none"},
+    "as_of": {"description": "a seq, or an ISO 8601 time (no zone: UTC); omitted: now"},
 }
 
 

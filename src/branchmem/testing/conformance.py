@@ -18,6 +18,7 @@ import pytest
 from branchmem import ConflictError, CycleError, ErasedError, InvalidInput, Memory, NotFoundError
 from branchmem.errors import BranchmemError
 
+from .asof_conformance import AsOfConformance
 from .differential import run_scenario
 
 SCALE = int(os.environ.get("BRANCHMEM_BENCH_SCALE", "1"))
@@ -41,7 +42,7 @@ def chengdu(mem: Memory, *, root_meta: dict[str, object] | None = None) -> None:
     mem.add_record("f-planning", sources=["u1"], content="user is planning a move")
 
 
-class BackendConformance:
+class BackendConformance(AsOfConformance):
     """The engine's contract. Subclasses say how to build a ``Memory`` on their backend."""
 
     differential_trees = 2720 * SCALE

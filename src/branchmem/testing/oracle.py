@@ -56,6 +56,13 @@ class Oracle:
     heads: dict[str, str] = field(default_factory=dict)
     redacted: set[str] = field(default_factory=set)  # retractions whose text an erase took
     seq: int = 0
+    # when each change without a seq of its own happened (for as_of): the seq its call took
+    supersede_seq: dict[tuple[str, str], int] = field(default_factory=dict)
+    status_log: list[tuple[int, str, str | None]] = field(default_factory=list)
+    head_log: list[tuple[int, str, str]] = field(default_factory=list)
+    # set on a copy ``at(seq)`` made: every revision ever written, which sources still expand
+    # through (where events and sources lie is read as known now)
+    provenance: dict[str, list[ORevision]] | None = None
 
     # -- topology ----------------------------------------------------------------------
     def chain(self, event_id: str) -> list[str]:
@@ -241,6 +248,7 @@ class Oracle:
                 stack.extend(o for n, o in self.supersedes if n == current)
         if (new, old) not in self.supersedes:
             self.supersedes.append((new, old))
+            self.supersede_seq[(new, old)] = self.seq + 1
         self.seq += 1
 
     def retract(
@@ -268,6 +276,7 @@ class Oracle:
             raise ErasedError(item)
         self.status[item] = "withdrawn"
         self.seq += 1
+        self.status_log.append((self.seq, item, "withdrawn"))
 
     def restore(self, item: str) -> None:
         if item not in self.events and item not in self.records:
@@ -276,6 +285,7 @@ class Oracle:
             raise ErasedError(item)
         if self.status.pop(item, None) is not None:
             self.seq += 1
+            self.status_log.append((self.seq, item, None))
 
     def names(self, revision: ORevision) -> set[str]:
         """Every id a revision's sources name, resolved or not (what dependents follow)."""
@@ -331,6 +341,41 @@ class Oracle:
             raise InvalidInput(event_id)
         self.heads[tree] = event_id
         self.seq += 1
+        self.head_log.append((self.seq, tree, event_id))
+
+    # -- as of -------------------------------------------------------------------------
+    def at(self, seq: int) -> Oracle:
+        """The memory as it stood once everything numbered up to ``seq`` had happened
+        (docs/semantics.md "As of"): revisions (so records and retractions) written later
+        are absent, supersedes, withdrawals, restores and head moves made later undone;
+        events and where they lie are as known now, and an erased item is erased at every
+        point. A copy: decide on it as on the present."""
+        withdrawn: set[str] = set()
+        for when, item, value in self.status_log:  # in the order they happened
+            if when <= seq and value is None:
+                withdrawn.discard(item)
+            elif when <= seq:
+                withdrawn.add(item)
+        status = {item: "withdrawn" for item in withdrawn}
+        status.update({item: value for item, value in self.status.items() if value == "erased"})
+        heads: dict[str, str] = {}
+        for when, tree, event_id in self.head_log:
+            if when <= seq:
+                heads[tree] = event_id
+        records = {
+            rid: [r for r in revisions if r.seq <= seq] for rid, revisions in self.records.items()
+        }
+        return Oracle(
+            events=self.events,
+            records={rid: revisions for rid, revisions in records.items() if revisions},
+            retractions={rid: n for rid, n in self.retractions.items() if n.seq <= seq},
+            supersedes=[p for p in self.supersedes if self.supersede_seq[p] <= seq],
+            status=status,
+            heads=heads,
+            redacted=self.redacted,
+            seq=seq,
+            provenance=self.records,
+        )
 
     # -- effective sources -------------------------------------------------------------
     def effective(self, revision: ORevision) -> tuple[set[str], set[str], bool]:
@@ -344,7 +389,8 @@ class Oracle:
             if kind == "event":
                 events.add(target)
             elif kind == "record":
-                cited = self.records[target][number - 1]
+                every = self.records if self.provenance is None else self.provenance
+                cited = every[target][number - 1]
                 e, u, lg = self.effective(cited)
                 events |= e
                 unknown |= u

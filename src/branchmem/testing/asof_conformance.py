@@ -1,0 +1,156 @@
+"""The conformance cases of ``as_of`` (docs/semantics.md "As of"), mixed into
+``BackendConformance`` so every backend and face runs them; the differential test compares
+as-of decisions with the oracle on random histories."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from branchmem import InvalidInput, Memory
+
+
+def ids(records: list) -> list[str]:  # type: ignore[type-arg]
+    return [record.id for record in records]
+
+
+def last_seq(mem: Memory) -> int:
+    """The newest arrival number: each write call ends with its audit entry."""
+    return mem.audit()[-1].seq
+
+
+def move(mem: Memory) -> None:
+    """Chengdu, then the edit to Hangzhou, each with its keyed fact."""
+    mem.add_event("u1", content="Hi, I need help planning a move.")
+    mem.add_event("a1", "u1", role="assistant", content="Where to?")
+    mem.add_event("u2", "a1", content="I'm moving to Chengdu next month.")
+    mem.add_record("f-chengdu", sources=["u2"], content="moving to Chengdu", key="city")
+    mem.add_event("u2b", "a1", content="I'm moving to Hangzhou next month.")
+    mem.add_record("f-hangzhou", sources=["u2b"], content="moving to Hangzhou", key="city")
+
+
+class AsOfConformance:
+    """``visible``, ``current``, ``context`` and ``deliveries`` as the memory stood then."""
+
+    def test_as_of_leaves_out_what_was_written_later(self, mem: Memory) -> None:
+        move(mem)
+        before_chengdu = mem.get_record("f-chengdu").seq - 1
+        after_chengdu = last_seq(mem) - 2  # before u2b and f-hangzhou arrived
+        assert ids(mem.visible("u2", as_of=before_chengdu)) == []
+        assert ids(mem.visible("u2", as_of=after_chengdu)) == ["f-chengdu"]
+        assert mem.current("city", "u2b", as_of=after_chengdu) is None
+        now = mem.current("city", "u2b")
+        assert now is not None and now.id == "f-hangzhou"
+        assert ids(mem.visible("u2", as_of=0)) == []
+
+    def test_as_of_undoes_later_withdrawals_and_restores(self, mem: Memory) -> None:
+        move(mem)
+        written = last_seq(mem)
+        mem.withdraw("f-chengdu")
+        withdrawn = last_seq(mem)
+        mem.restore("f-chengdu")
+        assert ids(mem.visible("u2", as_of=written)) == ["f-chengdu"]
+        assert ids(mem.visible("u2", as_of=withdrawn)) == []
+        assert ids(mem.visible("u2")) == ["f-chengdu"]
+
+    def test_as_of_undoes_later_supersedes_and_retractions(self, mem: Memory) -> None:
+        move(mem)
+        mem.add_event("u3", "u2", content="Actually Chengdu is off; Xi'an.")
+        mem.add_record("f-xian", sources=["u3"], content="moving to Xi'an", key="town")
+        written = last_seq(mem)
+        mem.supersede("f-xian", "f-chengdu")
+        superseded = last_seq(mem)
+        mem.retract("x1", sources=["u3"], targets=["f-xian"], reason="not moving at all")
+        assert ids(mem.visible("u3", as_of=written)) == ["f-chengdu", "f-xian"]
+        assert ids(mem.visible("u3", as_of=superseded)) == ["f-xian"]
+        assert ids(mem.visible("u3", kind="fact")) == []
+        held = mem.current("city", "u3", as_of=written)
+        assert held is not None and held.id == "f-chengdu"
+        assert mem.current("city", "u3") is None
+
+    def test_as_of_shows_the_revision_current_then(self, mem: Memory) -> None:
+        move(mem)
+        written = last_seq(mem)
+        mem.revise("f-chengdu", content="moving to Chengdu in May")
+        (then,) = mem.visible("u2", as_of=written)
+        assert (then.revision, then.content) == (1, "moving to Chengdu")
+        assert mem.visible("u2")[0].revision == 2
+
+    def test_as_of_never_brings_erased_text_back(self, mem: Memory) -> None:
+        move(mem)
+        mem.add_record("f-summary", sources=["f-chengdu"], content="a Chengdu summary")
+        written = last_seq(mem)
+        mem.erase("u2")
+        assert ids(mem.visible("u2", as_of=written)) == []
+        assert mem.current("city", "u2", as_of=written) is None
+        text = mem.context("u2", as_of=written).text
+        assert "Chengdu" not in text and "planning a move" in text
+
+    def test_as_of_names_a_time_as_well(self, mem: Memory) -> None:
+        move(mem)
+        stamped = next(e for e in mem.audit() if e.ids == ("f-chengdu",))
+        moment = datetime.fromtimestamp(stamped.time, UTC)
+        assert ids(mem.visible("u2", as_of=moment.isoformat())) == ["f-chengdu"]
+        naive = moment.replace(tzinfo=None).isoformat()  # a time without a zone is UTC
+        assert ids(mem.visible("u2", as_of=naive)) == ["f-chengdu"]
+        assert mem.visible("u2", as_of="2001-01-01T00:00:00Z") == []
+        assert ids(mem.visible("u2", as_of=str(stamped.seq))) == ["f-chengdu"]
+
+    @pytest.mark.parametrize("bad", [-1, "yesterday", 1.5, True])
+    def test_as_of_refuses_what_names_no_point(self, mem: Memory, bad: object) -> None:
+        move(mem)
+        with pytest.raises(InvalidInput, match="as_of"):
+            mem.visible("u2", as_of=bad)  # type: ignore[arg-type]
+
+    def test_context_as_of_shows_the_messages_and_records_of_then(self, mem: Memory) -> None:
+        move(mem)
+        written = last_seq(mem)
+        mem.add_event("u4", "u2", content="Also I have a cat.")
+        mem.withdraw("u2")
+        then = mem.context("u4", as_of=written)
+        assert "I'm moving to Chengdu" in then.text  # withdrawn only later
+        assert "a cat" not in then.text  # had not arrived
+        assert ("f-chengdu", 1) in then.items
+        now = mem.context("u4")
+        assert "I'm moving to Chengdu" not in now.text and "a cat" in now.text
+
+    def test_context_as_of_is_never_delivered(self, mem: Memory) -> None:
+        move(mem)
+        with pytest.raises(InvalidInput, match="as_of"):
+            mem.context("u2", session="s1", as_of=1)
+        assert mem.deliveries("s1") == []
+
+    def test_deliveries_as_of_lists_those_made_by_then(self, mem: Memory) -> None:
+        move(mem)
+        mem.context("u2", session="s1")
+        first = last_seq(mem)
+        mem.context("u2b", session="s1")
+        assert [d.anchor for d in mem.deliveries("s1", as_of=first)] == ["u2"]
+        assert [d.anchor for d in mem.deliveries("s1")] == ["u2", "u2b"]
+        assert mem.deliveries("s1", as_of=0) == []
+
+    def test_cross_tree_as_of_reads_the_heads_of_then(self, mem: Memory) -> None:
+        move(mem)
+        mem.add_event("w1", tree="work", content="I lead the data team.")
+        mem.add_record("f-team", sources=["w1"], content="leads the data team")
+        mem.add_event("w2", "w1", content="I moved to the platform team.")
+        mem.add_record("f-platform", sources=["w2"], content="platform team")
+        mem.set_head("w1")
+        first_head = last_seq(mem)
+        mem.set_head("w2")
+        assert ids(mem.visible("u2", cross_tree=True, as_of=first_head)) == [
+            "f-team",
+            "f-chengdu",
+        ]
+        assert "f-platform" in ids(mem.visible("u2", cross_tree=True))
+        assert ids(mem.visible("u2", cross_tree=True, as_of=first_head - 1)) == ["f-chengdu"]
+
+    def test_as_of_reads_where_events_lie_as_known_now(self, mem: Memory) -> None:
+        mem.add_event("q0", content="the question")
+        mem.add_record("f-early", sources=["q1"], content="written before its source")
+        written = last_seq(mem)
+        assert mem.explain("f-early", "q0").reason == "unknown_source"  # asked then
+        mem.add_event("q1", "q0", content="the answer")  # where f-early always belonged
+        assert ids(mem.visible("q1", as_of=written)) == ["f-early"]
+        assert ids(mem.visible("q0", as_of=written)) == []  # its source lies below q0
