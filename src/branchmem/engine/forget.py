@@ -65,6 +65,7 @@ def plan(ns: Namespace, kind: str, target: str) -> Plan:
         found.records = set(_naming_subject(ns, target))
     for item in sorted(found.events | found.records):
         found.records |= dependents(ns, item)
+    _follow_copies(ns, found)
     statuses = store.statuses(ns.name, found.events | found.records)
     found.events = {e for e in found.events if statuses.get(e) != ERASED}
     found.records = {r for r in found.records if statuses.get(r) != ERASED}
@@ -180,6 +181,28 @@ def _naming_subject(ns: Namespace, subject: str) -> Iterator[str]:
             for rev in revisions
         ):
             yield record_id
+
+
+def _follow_copies(ns: Namespace, found: Plan) -> None:
+    """Add every promoted copy (``meta["copied_from"]``) of a record that goes, with what is
+    built on it, until nothing new is found: a copy restates the original's text without
+    citing it, so ``dependents`` cannot see it, yet forgetting the text must take it too.
+    Reads every record's revisions once, only when something is promoted in the namespace."""
+    if not found.records:
+        return
+    copies: dict[str, set[str]] = {}
+    for record_id in ns.store.record_ids(ns.name):
+        for rev in ns.store.get_revisions(ns.name, record_id):
+            origin = rev.meta.get("copied_from") if isinstance(rev.meta, dict) else None
+            if isinstance(origin, dict) and isinstance(origin.get("id"), str):
+                copies.setdefault(origin["id"], set()).add(record_id)
+    if not copies:
+        return
+    todo = sorted(found.records)
+    while todo:
+        for copy in sorted(copies.get(todo.pop(), set()) - found.records):
+            found.records |= {copy} | dependents(ns, copy)
+            todo.append(copy)
 
 
 def _revision_texts(rev: RevisionNode) -> Iterator[str]:
