@@ -39,7 +39,7 @@ from langgraph.store.base import (
 from ...errors import BranchmemError, InvalidInput, NotFoundError
 from ...memory import Memory
 from ...model import Record
-from ...search.lexical import rank
+from ...search.lexical import CorpusStats, bm25, corpus_stats, normalize, query_terms, rank
 from .checkpointer import ASYNC_RUN, MIRRORED, BranchCheckpointer, step_event
 from .mapping import (
     CONFIG_KEY_CHECKPOINTER,
@@ -116,6 +116,8 @@ class _Cache:
         self.generation = -1
         self.heads: dict[str, str | None] = {}
         self.items: dict[str, dict[tuple[str, ...], dict[str, _Found]]] = {}
+        # (anchor, namespace prefix, filter) -> the candidates a search ranks
+        self.candidates: dict[tuple[str, tuple[str, ...], str], _Candidates] = {}
 
     def fresh(self, generation: int) -> None:
         """Forget everything if the Memory has been written since it was filled."""
@@ -123,6 +125,90 @@ class _Cache:
             self.generation = generation
             self.heads = {}
             self.items = {}
+            self.candidates = {}
+
+
+class _Refreshed(dict[tuple[str, int], float]):
+    """TTL refreshes by (record id, revision), with a count of the assignments that may
+    expire or revive an item: a cached candidate set built before one is rebuilt."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.version = 0
+
+    def __setitem__(self, key: tuple[str, int], value: float) -> None:
+        super().__setitem__(key, value)
+        self.version += 1
+
+    def extend(self, key: tuple[str, int], value: float) -> None:
+        """Push back the expiry of an item that is live now: no live item expires and no
+        expired one revives, so the version stays."""
+        super().__setitem__(key, value)
+
+
+QUERY_MEMO: Final = 256  # ranked answers kept per candidate set (distinct queries)
+
+
+class _Candidates:
+    """What a search ranks at one anchor under one namespace prefix and filter, within one
+    Memory generation: the live items in LangGraph's order (newest first), and, built on
+    the first query, the lexical statistics BM25 needs, so a query costs its terms rather
+    than re-reading and re-normalising every value. Ranked answers are memoised per query.
+    Valid until the earliest expiry among the items (``horizon``) or a TTL assignment that
+    may expire or revive one (``refreshes``)."""
+
+    __slots__ = ("by_query", "found", "horizon", "postings", "refreshes", "stats", "texts")
+
+    def __init__(self, found: list[_Found], horizon: float, refreshes: int) -> None:
+        self.found = found
+        self.horizon = horizon
+        self.refreshes = refreshes
+        self.texts: list[str] | None = None  # normalised values
+        self.stats: CorpusStats | None = None
+        self.postings: dict[str, dict[int, int]] = {}  # term -> {candidate: tf}
+        self.by_query: dict[str, list[tuple[float | None, _Found]]] = {}
+
+    def by_words(self, query: str) -> list[tuple[float | None, _Found]]:
+        """``_by_words(query, self.found)``, bit for bit, from the cached statistics."""
+        ranked = self.by_query.get(query)
+        if ranked is None:
+            ranked = self._rank(query)
+            if len(self.by_query) >= QUERY_MEMO:
+                self.by_query.clear()
+            self.by_query[query] = ranked
+        return ranked
+
+    def _rank(self, query: str) -> list[tuple[float | None, _Found]]:
+        terms = query_terms(query)
+        if not terms:
+            return [(None, f) for f in self.found]
+        texts, stats = self.texts, self.stats
+        if texts is None or stats is None:
+            texts = self.texts = [normalize(f.text) for f in self.found]
+            stats = self.stats = corpus_stats(texts)
+        frequencies: dict[int, dict[str, int]] = {}
+        document_frequencies: dict[str, int] = {}
+        for term in terms:
+            postings = self.postings.get(term)
+            if postings is None:
+                postings = {}
+                for i, text in enumerate(texts):
+                    count = text.count(term)
+                    if count:
+                        postings[i] = count
+                self.postings[term] = postings
+            document_frequencies[term] = len(postings)
+            for i, count in postings.items():
+                frequencies.setdefault(i, {})[term] = count
+        hits = sorted(
+            (
+                (-bm25(found, len(texts[i]), document_frequencies, stats), str(i), i)
+                for i, found in frequencies.items()
+            )
+        )
+        ranked: list[tuple[float | None, _Found]] = [(-neg, self.found[i]) for neg, _, i in hits]
+        ranked.extend((None, f) for i, f in enumerate(self.found) if i not in frequencies)
+        return ranked
 
 
 class _Index:
@@ -223,7 +309,7 @@ class BranchStore(BaseStore):
         self._index = _Index(index) if index is not None else None
         self.ttl_config = ttl
         # (record id, revision) -> expiry refreshed by a read; in this process only
-        self._refreshed: dict[tuple[str, int], float] = {}
+        self._refreshed = _Refreshed()
         # reads are cached only where nothing but this Memory writes the store
         self._cache = _Cache() if memory.store.process_local else None
         if config is not None:
@@ -430,7 +516,13 @@ class BranchStore(BaseStore):
         ttl = record.meta.get("ttl_minutes")
         refresh = (self.ttl_config or {}).get("refresh_on_read", True)
         if refresh and isinstance(ttl, int | float):
-            self._refreshed[(record.id, record.revision)] = time.time() + 60.0 * float(ttl)
+            now = time.time()
+            expires, before = now + 60.0 * float(ttl), self._expires(record)
+            slot = (record.id, record.revision)
+            if before is not None and now < before <= expires:
+                self._refreshed.extend(slot, expires)
+            else:  # it gains an expiry, or an earlier one, or revives: cached sets rebuild
+                self._refreshed[slot] = expires
 
     # -- reads over every visible item -------------------------------------------------
     def _visible_items(self, place: _Place, prefix: tuple[str, ...] = ()) -> list[_Found]:
@@ -509,17 +601,22 @@ class BranchStore(BaseStore):
 
     def _search(self, op: SearchOp, place: _Place) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
-        found = self._visible_items(place, prefix)
-        if op.filter:
-            found = [f for f in found if _matches(f.item.value, op.filter)]
-        found.sort(key=lambda f: (f.item.updated_at, f.item.namespace, f.item.key), reverse=True)
-        if not op.query:
-            scored: list[tuple[float | None, _Found]] = [(None, f) for f in found]
-        elif self._index is not None:
-            scored = self._by_vector(op.query, found)
+        candidates = self._candidates(place, prefix, op.filter)
+        if candidates is not None:
+            found = candidates.found
         else:
-            scored = _by_words(op.query, found)
-        page = scored[op.offset : op.offset + op.limit]
+            found = _newest_first(
+                [f for f in self._visible_items(place, prefix) if _matches(f.item.value, op.filter)]
+            )
+        window = slice(op.offset, op.offset + op.limit)
+        if not op.query:
+            page: list[tuple[float | None, _Found]] = [(None, f) for f in found[window]]
+        elif self._index is not None:
+            page = self._by_vector(op.query, found)[window]
+        elif candidates is not None:
+            page = candidates.by_words(op.query)[window]
+        else:
+            page = _by_words(op.query, found)[window]
         for _, found_item in page:  # as LangGraph's stores do: the items returned
             self._refresh(found_item.record, op.refresh_ttl)
         return [
@@ -533,6 +630,48 @@ class BranchStore(BaseStore):
             )
             for score, f in page
         ]
+
+    def _candidates(
+        self, place: _Place, prefix: tuple[str, ...], conditions: Mapping[str, Any] | None
+    ) -> _Candidates | None:
+        """The cached candidates of a search (None where reads are not cached, or the
+        filter is not plain JSON and so has no reliable cache key): built once per
+        generation from the live items, rebuilt when one may have expired or revived."""
+        cache = self._cache
+        if cache is None or not self._cached(place):
+            return None
+        assert place.anchor is not None
+        try:
+            shape = json.dumps(conditions or {}, sort_keys=True)
+        except (TypeError, ValueError):
+            return None
+        key = (place.anchor, prefix, shape)
+        generation = self.memory.write_generation
+        refreshes = self._refreshed.version
+        with cache.lock:
+            cache.fresh(generation)
+            entry = cache.candidates.get(key)
+        if entry is not None and entry.refreshes == refreshes and time.time() < entry.horizon:
+            return entry
+        live = self._live(place.anchor, ())
+        now, horizon = time.time(), math.inf
+        found: list[_Found] = []
+        for namespace, items in live.items():
+            if namespace[: len(prefix)] != prefix:
+                continue
+            for item in items.values():
+                expires = self._expires(item.record)
+                if expires is not None:
+                    if expires <= now:
+                        continue
+                    horizon = min(horizon, expires)
+                if _matches(item.item.value, conditions):
+                    found.append(item)
+        entry = _Candidates(_newest_first(found), horizon, refreshes)
+        with cache.lock:
+            if cache.generation == generation:
+                cache.candidates[key] = entry
+        return entry
 
     def _by_vector(self, query: str, found: list[_Found]) -> list[tuple[float | None, _Found]]:
         """The query's similarity (``distance_type``: cosine, -l2 distance or inner product,
@@ -679,6 +818,12 @@ def _item(record: Record) -> Item | None:
         created_at=datetime.fromisoformat(meta["created_at"]),
         updated_at=datetime.fromisoformat(meta["updated_at"]),
     )
+
+
+def _newest_first(found: list[_Found]) -> list[_Found]:
+    """LangGraph's search order when no query ranks: the latest update first."""
+    found.sort(key=lambda f: (f.item.updated_at, f.item.namespace, f.item.key), reverse=True)
+    return found
 
 
 def _by_words(query: str, found: list[_Found]) -> list[tuple[float | None, _Found]]:
