@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
+from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 pytest.importorskip("langgraph")
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore
@@ -81,10 +83,17 @@ def random_read(rng: random.Random) -> tuple[Any, ...]:
     return ("list", rng.choice(PREFIXES))
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_cached_reads_equal_uncached_reads(seed: int) -> None:
+def open_memory(backend: str, folder: Path) -> Memory:
+    return Memory() if backend == "memory" else Memory.open(folder / "m.db")
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_cached_reads_equal_uncached_reads(seed: int, backend: str, tmp_path: Path) -> None:
+    """Over the in-memory store the cache is stamped with the write generation, over SQLite
+    with the namespace's arrival counter; puts and deletes patch it."""
     rng = random.Random(seed)
-    memory = Memory()
+    memory = open_memory(backend, tmp_path)
     store = BranchStore(memory, ttl={"default_ttl": 30.0, "refresh_on_read": True})
     builder = StateGraph(Turn)
     builder.add_node("turn", turn)
@@ -137,14 +146,42 @@ def test_cached_reads_equal_uncached_reads(seed: int) -> None:
             compared += bool(first)
             assert store._cache is not None
             served += sum(bool(c.by_query) for c in store._cache.candidates.values())
+    memory.close()
     assert compared > 30  # not a comparison of empty answers
     assert served > 10  # and the cache answered ranked queries
 
 
-def test_an_item_leaves_cached_search_when_it_expires_without_a_write() -> None:
+def test_a_write_by_another_memory_on_the_same_database_is_seen(tmp_path: Path) -> None:
+    """Another process writing the SQLite file moves the arrival counter: the cache of a
+    store that did not write is emptied, not served."""
+    ours, theirs = Memory.open(tmp_path / "m.db"), Memory.open(tmp_path / "m.db")
+    thread: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    BranchCheckpointer(InMemorySaver(), ours).put(
+        {"configurable": {"thread_id": "t", "checkpoint_ns": ""}},
+        empty_checkpoint(),
+        {"source": "input", "step": -1, "parents": {}},
+        {},
+    )
+    mine, other = BranchStore(ours).at(thread), BranchStore(theirs).at(thread)
+    mine.put(("n",), "a", {"text": "cat"})
+    assert [i.key for i in mine.search(("n",), query="cat")] == ["a"]
+    assert mine._cache is not None and mine._cache.items  # served from the cache from now on
+    other.put(("n",), "b", {"text": "cat cat"})
+    other.delete(("n",), "a")
+    mine.put(("n",), "c", {"text": "dog"})  # patches nothing: the cache predates their writes
+    assert [i.key for i in mine.search(("n",), query="cat")] == ["b", "c"]
+    assert mine.get(("n",), "a") is None
+    ours.close()
+    theirs.close()
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_an_item_leaves_cached_search_when_it_expires_without_a_write(
+    backend: str, tmp_path: Path
+) -> None:
     """The cached candidates are kept until the earliest expiry among them, or until a TTL
     assignment may expire or revive one: no write is needed to drop an expired item."""
-    memory = Memory()
+    memory = open_memory(backend, tmp_path)
     store = BranchStore(memory)
     graph = StateGraph(Turn)
     graph.add_node("turn", turn)
@@ -165,3 +202,4 @@ def test_an_item_leaves_cached_search_when_it_expires_without_a_write() -> None:
     assert view.search(("n",), query="cat") == []
     view._refreshed[(record.id, record.revision)] = time.time() + 60.0  # revived
     assert [i.key for i in view.search(("n",), query="cat")] == ["long"]
+    memory.close()

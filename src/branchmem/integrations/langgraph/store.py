@@ -10,7 +10,8 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any, Final
 
@@ -54,6 +55,7 @@ from .mapping import (
 )
 
 ITEM_KIND: Final = "langgraph.item"
+_BATCH_STAMP: ContextVar[int | None] = ContextVar("branchmem_langgraph_stamp", default=None)
 
 
 class MissingAnchor(InvalidInput):
@@ -74,7 +76,7 @@ class _Place:
 
     anchor: str | None
     source: str | None
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: Sequence[dict[str, Any]] = ()
 
 
 @dataclass(slots=True)
@@ -106,10 +108,12 @@ class _Found:
 
 
 class _Cache:
-    """Answers of one Memory generation (``Memory.write_generation``): each thread's head and the
-    live items seen from each anchor, by namespace. Any write through the Memory starts a
-    new generation and empties it, so it holds at most what reads met since the last write.
-    Used only over branchmem's in-memory store, which no other process can write."""
+    """Answers of one state of the store, named by a stamp every write moves: each thread's
+    head and the live items seen from each anchor, by namespace. Over branchmem's in-memory
+    store (no other process writes it) the stamp is ``Memory.write_generation``; over SQLite
+    and PostgreSQL it is the namespace's arrival counter, which every write of any process
+    draws from (one read per batch). A new stamp empties the cache, except after this
+    store's own put or delete, which patches the one item it changed (see ``_put``)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -311,7 +315,13 @@ class BranchStore(BaseStore):
         # (record id, revision) -> expiry refreshed by a read; in this process only
         self._refreshed = _Refreshed()
         # reads are cached only where nothing but this Memory writes the store
-        self._cache = _Cache() if memory.store.process_local else None
+        # reads are cached against a stamp every write moves (see _Cache); a backend with
+        # neither a process-local store nor an arrival counter is read every time
+        self._sequence: Callable[[str], int] | None = None
+        if not memory.store.process_local:
+            self._sequence = getattr(memory.store, "_current_seq", None)
+        cached = memory.store.process_local or self._sequence is not None
+        self._cache = _Cache() if cached else None
         if config is not None:
             thread_of(config)
         self._anchor_config = config
@@ -339,11 +349,27 @@ class BranchStore(BaseStore):
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
         self._refuse_on_event_loop()
-        place = self._place()
-        with MIRRORED:
-            if place.events:
-                self.memory.add_events(place.events, namespace=self.namespace)
-            return self._run_all(ops, place)
+        token = _BATCH_STAMP.set(None)  # the stamp is read once per batch, when first needed
+        try:
+            place = self._place()
+            with MIRRORED:
+                if place.events:
+                    self.memory.add_events(place.events, namespace=self.namespace)
+                return self._run_all(ops, place)
+        finally:
+            _BATCH_STAMP.reset(token)
+
+    def _stamp(self) -> int:
+        """What the cache is valid for: the in-memory Memory's write generation, or the
+        namespace's arrival counter in the database (read once per batch)."""
+        if self._sequence is None:
+            return self.memory.write_generation
+        stamp = _BATCH_STAMP.get()
+        if stamp is None:
+            with self.memory._read(self.namespace):
+                stamp = int(self._sequence(self.namespace))
+            _BATCH_STAMP.set(stamp)
+        return stamp
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         # Off the event loop: a read may wait for a checkpoint the loop is still saving.
@@ -427,7 +453,7 @@ class BranchStore(BaseStore):
         """The event of the thread's latest mirrored checkpoint (cached per generation)."""
         cache = self._cache
         if cache is not None:
-            generation = self.memory.write_generation
+            generation = self._stamp()
             with cache.lock:
                 cache.fresh(generation)
                 if thread_id in cache.heads:
@@ -488,9 +514,13 @@ class BranchStore(BaseStore):
             assert place.anchor is not None
             live = self._live(place.anchor, ()).get(tuple(op.namespace), {})
             found = live.get(op.key)
-            if found is None or self._expired(found.record):
+            if found is None:
                 return None
-            self._refresh(found.record, op.refresh_ttl)
+            held = found.record
+            if "ttl_minutes" in held.meta or self._refreshed:  # else it cannot expire
+                if self._expired(held):
+                    return None
+                self._refresh(held, op.refresh_ttl)
             return found.item
         record = self._record(op.namespace, op.key, place)
         if record is None or self._expired(record):
@@ -555,7 +585,7 @@ class BranchStore(BaseStore):
         with every item, whatever ``prefix`` asked, so that later reads find it there)."""
         cache = self._cache
         assert cache is not None
-        generation = self.memory.write_generation
+        generation = self._stamp()
         with cache.lock:
             cache.fresh(generation)
             live = cache.items.get(anchor)
@@ -617,8 +647,10 @@ class BranchStore(BaseStore):
             page = candidates.by_words(op.query)[window]
         else:
             page = _by_words(op.query, found)[window]
-        for _, found_item in page:  # as LangGraph's stores do: the items returned
-            self._refresh(found_item.record, op.refresh_ttl)
+        if op.refresh_ttl:  # as LangGraph's stores do: the items returned
+            for _, found_item in page:
+                if "ttl_minutes" in found_item.record.meta:
+                    self._refresh(found_item.record, True)
         return [
             SearchItem(
                 namespace=f.item.namespace,
@@ -642,11 +674,11 @@ class BranchStore(BaseStore):
             return None
         assert place.anchor is not None
         try:
-            shape = json.dumps(conditions or {}, sort_keys=True)
+            shape = json.dumps(conditions, sort_keys=True) if conditions else ""
         except (TypeError, ValueError):
             return None
         key = (place.anchor, prefix, shape)
-        generation = self.memory.write_generation
+        generation = self._stamp()
         refreshes = self._refreshed.version
         with cache.lock:
             cache.fresh(generation)
@@ -692,6 +724,55 @@ class BranchStore(BaseStore):
         return [*scored, *unscored]
 
     def _put(self, op: PutOp, place: _Place) -> None:
+        """Write one item. Where reads are cached, the write runs in one transaction that
+        also reads the stamp before it and the item's new revision after it: if the cache
+        held the store exactly as it was before, it is patched (that item, at this anchor)
+        and labelled with the stamp after, instead of being emptied, so an agent that writes
+        and reads in turn does not re-read every live item after each write."""
+        cache = self._cache
+        if cache is None or not self._cached(place):
+            self._write_item(op, place, None)
+            return
+        anchor = place.anchor
+        assert anchor is not None
+        with self.memory._write(self.namespace):
+            before = self._stamp_in_write()
+            with cache.lock:
+                live = cache.items.get(anchor) if cache.generation == before else None
+            known = live.get(tuple(op.namespace), {}).get(op.key) if live is not None else None
+            self._write_item(op, place, known.record if known is not None else None)
+            if live is None:
+                return
+            record = self._record(op.namespace, op.key, place)
+            item = _item(record) if record is not None else None
+            after = self._stamp_in_write()
+        if self._sequence is None:
+            after += 1  # the generation this transaction's own end adds
+        namespace = tuple(op.namespace)
+        patched = dict(live)
+        slots = dict(patched.get(namespace, {}))
+        if item is not None and record is not None:
+            slots[op.key] = _Found(item, record)
+        else:
+            slots.pop(op.key, None)
+        if slots:
+            patched[namespace] = slots
+        else:
+            patched.pop(namespace, None)
+        with cache.lock:
+            if cache.generation == before:  # nothing refilled or emptied it meanwhile
+                cache.generation = after
+                cache.items = {anchor: patched}  # other anchors may see the item too
+                cache.candidates = {}
+
+    def _stamp_in_write(self) -> int:
+        """The stamp inside a write transaction, which no other writer can move."""
+        if self._sequence is None:
+            return self.memory.write_generation
+        return int(self._sequence(self.namespace))
+
+    def _write_item(self, op: PutOp, place: _Place, previous: Record | None) -> None:
+        """The put or delete itself; ``previous``, when known, spares a read."""
         sources: list[str] | None
         if place.source is not None:
             sources = [place.source]
@@ -714,7 +795,8 @@ class BranchStore(BaseStore):
             )
             return
         now = datetime.now(UTC).isoformat()
-        previous = self._record(op.namespace, op.key, place)
+        if previous is None:
+            previous = self._record(op.namespace, op.key, place)
         created = previous.meta.get("created_at") if previous is not None else None
         meta: dict[str, Any] = {
             "namespace": list(op.namespace),
