@@ -55,7 +55,8 @@ from .mapping import (
 )
 
 ITEM_KIND: Final = "langgraph.item"
-_BATCH_STAMP: ContextVar[int | None] = ContextVar("branchmem_langgraph_stamp", default=None)
+# inside a batch: a slot for the stamp, read once when first needed (None: not in a batch)
+_BATCH_STAMP: ContextVar[list[int] | None] = ContextVar("branchmem_langgraph_stamp", default=None)
 
 
 class MissingAnchor(InvalidInput):
@@ -124,8 +125,10 @@ class _Cache:
         self.candidates: dict[tuple[str, tuple[str, ...], str], _Candidates] = {}
 
     def fresh(self, generation: int) -> None:
-        """Forget everything if the Memory has been written since it was filled."""
-        if generation != self.generation:
+        """Forget everything if the store has been written since it was filled. Stamps only
+        grow: a reader whose stamp is older than the cache's (a write landed since its batch
+        began) is served the newer state, which existed during its call, and empties nothing."""
+        if generation > self.generation:
             self.generation = generation
             self.heads = {}
             self.items = {}
@@ -349,7 +352,7 @@ class BranchStore(BaseStore):
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
         self._refuse_on_event_loop()
-        token = _BATCH_STAMP.set(None)  # the stamp is read once per batch, when first needed
+        token = _BATCH_STAMP.set([])  # the stamp is read once per batch, when first needed
         try:
             place = self._place()
             with MIRRORED:
@@ -364,11 +367,13 @@ class BranchStore(BaseStore):
         namespace's arrival counter in the database (read once per batch)."""
         if self._sequence is None:
             return self.memory.write_generation
-        stamp = _BATCH_STAMP.get()
-        if stamp is None:
-            with self.memory._read(self.namespace):
-                stamp = int(self._sequence(self.namespace))
-            _BATCH_STAMP.set(stamp)
+        slot = _BATCH_STAMP.get()
+        if slot:
+            return slot[0]
+        with self.memory._read(self.namespace):
+            stamp = int(self._sequence(self.namespace))
+        if slot is not None:
+            slot.append(stamp)
         return stamp
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -583,21 +588,31 @@ class BranchStore(BaseStore):
     ) -> dict[tuple[str, ...], dict[str, _Found]]:
         """Every live item seen from ``anchor``, by namespace and key, from the cache (filled
         with every item, whatever ``prefix`` asked, so that later reads find it there)."""
+        return self._labelled_live(anchor)[1]
+
+    def _labelled_live(self, anchor: str) -> tuple[int, dict[tuple[str, ...], dict[str, _Found]]]:
+        """``_live`` with the stamp of the state it shows. A fill reads the stamp in the same
+        snapshot as the items (under the Memory's lock: no write of this process lands in
+        between), so the label is exact and this store's next write can patch it."""
         cache = self._cache
         assert cache is not None
         generation = self._stamp()
         with cache.lock:
             cache.fresh(generation)
             live = cache.items.get(anchor)
+            label = cache.generation
         if live is not None:
-            return live
+            return label, live
         live = {}
-        for found in self._read_items(anchor, ()):
-            live.setdefault(found.item.namespace, {})[found.item.key] = found
+        with self.memory._read(self.namespace):
+            label = self._stamp_in_write()
+            for found in self._read_items(anchor, ()):
+                live.setdefault(found.item.namespace, {})[found.item.key] = found
         with cache.lock:
-            if cache.generation == generation:
+            cache.fresh(label)
+            if cache.generation == label:
                 cache.items[anchor] = live
-        return live
+        return label, live
 
     def _read_items(self, anchor: str | None, prefix: tuple[str, ...]) -> list[_Found]:
         """The live items under ``prefix`` read from the Memory: through the key index (the
@@ -685,7 +700,7 @@ class BranchStore(BaseStore):
             entry = cache.candidates.get(key)
         if entry is not None and entry.refreshes == refreshes and time.time() < entry.horizon:
             return entry
-        live = self._live(place.anchor, ())
+        label, live = self._labelled_live(place.anchor)
         now, horizon = time.time(), math.inf
         found: list[_Found] = []
         for namespace, items in live.items():
@@ -701,7 +716,7 @@ class BranchStore(BaseStore):
                     found.append(item)
         entry = _Candidates(_newest_first(found), horizon, refreshes)
         with cache.lock:
-            if cache.generation == generation:
+            if cache.generation == label:
                 cache.candidates[key] = entry
         return entry
 
@@ -766,7 +781,8 @@ class BranchStore(BaseStore):
                 cache.candidates = {}
 
     def _stamp_in_write(self) -> int:
-        """The stamp inside a write transaction, which no other writer can move."""
+        """The stamp inside a write transaction or a read snapshot, where it is exactly that
+        of the state read (no other writer moves it there)."""
         if self._sequence is None:
             return self.memory.write_generation
         return int(self._sequence(self.namespace))
