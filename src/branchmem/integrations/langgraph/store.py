@@ -80,6 +80,9 @@ class _Place:
     events: Sequence[dict[str, Any]] = ()
 
 
+_Waiting = tuple[list[Op], "asyncio.Future[list[Result]]"]  # an async call's ops and answer
+
+
 @dataclass(slots=True)
 class _Found:
     """A visible item with the record revision that holds it."""
@@ -329,6 +332,9 @@ class BranchStore(BaseStore):
             thread_of(config)
         self._anchor_config = config
         self._anchor: tuple[str, str | None] | None = None  # _anchor_of(config), once read
+        # async calls waiting for the next batch, and the task running them, per event loop
+        self._waiting: dict[asyncio.AbstractEventLoop, list[_Waiting]] = {}
+        self._flushing: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
 
     @property
     def embeddings(self) -> Embeddings | None:
@@ -346,6 +352,7 @@ class BranchStore(BaseStore):
         view.__dict__.update(self.__dict__)
         view._anchor_config = config
         view._anchor = None
+        view._waiting, view._flushing = {}, {}
         return view
 
     # -- BaseStore ---------------------------------------------------------------------
@@ -379,7 +386,41 @@ class BranchStore(BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         # Off the event loop: a read may wait for a checkpoint the loop is still saving.
         # ``to_thread`` copies the context, so the node's config is still visible there.
-        return await asyncio.to_thread(self.batch, list(ops))
+        ops = list(ops)
+        if self._anchor_config is None:  # where it stands depends on each caller's run
+            return await asyncio.to_thread(self.batch, ops)
+        # A view with an explicit anchor answers every caller alike: calls made while a
+        # batch runs wait and run together as the next one, as LangGraph's batched async
+        # stores do (one stamp read and one write transaction for all of them; concurrent
+        # calls may be ordered either way, and an error fails every call of its batch).
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[list[Result]] = loop.create_future()
+        self._waiting.setdefault(loop, []).append((ops, done))
+        if loop not in self._flushing:
+            self._flushing[loop] = loop.create_task(self._flush(loop))
+        return await done
+
+    async def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Run the calls waiting on ``loop`` as one batch each round, until none wait."""
+        try:
+            await asyncio.sleep(0)  # the calls made in this tick join the first batch
+            while waiting := self._waiting.pop(loop, []):
+                taken = [(ops, done) for ops, done in waiting if not done.done()]
+                merged = [op for ops, _ in taken for op in ops]
+                try:
+                    results = await asyncio.to_thread(self.batch, merged)
+                except Exception as exc:
+                    for _, done in taken:
+                        if not done.done():
+                            done.set_exception(exc)
+                    continue
+                cursor = 0
+                for ops, done in taken:
+                    if not done.done():
+                        done.set_result(results[cursor : cursor + len(ops)])
+                    cursor += len(ops)
+        finally:
+            del self._flushing[loop]
 
     def _refuse_on_event_loop(self) -> None:
         """A sync call on the event loop inside an async run would block the loop while it
@@ -497,8 +538,8 @@ class BranchStore(BaseStore):
         for put in puts:
             last.pop((put.namespace, put.key), None)
             last[(put.namespace, put.key)] = put
-        for put in last.values():
-            self._put(put, place)
+        if last:
+            self._write_all(list(last.values()), place)
         return results
 
     def _record(self, namespace: tuple[str, ...], key: str, place: _Place) -> Record | None:
@@ -738,46 +779,54 @@ class BranchStore(BaseStore):
         scored.sort(key=lambda pair: pair[0], reverse=True)
         return [*scored, *unscored]
 
-    def _put(self, op: PutOp, place: _Place) -> None:
-        """Write one item. Where reads are cached, the write runs in one transaction that
-        also reads the stamp before it and the item's new revision after it: if the cache
-        held the store exactly as it was before, it is patched (that item, at this anchor)
-        and labelled with the stamp after, instead of being emptied, so an agent that writes
-        and reads in turn does not re-read every live item after each write."""
+    def _write_all(self, puts: list[PutOp], place: _Place) -> None:
+        """Write a batch's items in one transaction. Where reads are cached, it also reads
+        the stamp before the writes and each written item's new revision after them: if the
+        cache held the store exactly as it was before, it is patched with those items (at
+        this anchor) and labelled with the stamp after, once the transaction has committed,
+        instead of being emptied, so an agent that writes and reads in turn does not re-read
+        every live item after each write."""
         cache = self._cache
         if cache is None or not self._cached(place):
-            self._write_item(op, place, None)
+            for op in puts:
+                self._write_item(op, place, None)
             return
         anchor = place.anchor
         assert anchor is not None
+        written: dict[tuple[tuple[str, ...], str], _Found | None] = {}
         with self.memory._write(self.namespace):
             before = self._stamp_in_write()
             with cache.lock:
                 live = cache.items.get(anchor) if cache.generation == before else None
-            known = live.get(tuple(op.namespace), {}).get(op.key) if live is not None else None
-            self._write_item(op, place, known.record if known is not None else None)
+            for op in puts:
+                slots = live.get(tuple(op.namespace), {}) if live is not None else {}
+                known = slots.get(op.key)
+                self._write_item(op, place, known.record if known is not None else None)
             if live is None:
                 return
-            record = self._record(op.namespace, op.key, place)
-            item = _item(record) if record is not None else None
+            for op in puts:
+                record = self._record(op.namespace, op.key, place)
+                item = _item(record) if record is not None else None
+                found = _Found(item, record) if item is not None and record is not None else None
+                written[(tuple(op.namespace), op.key)] = found
             after = self._stamp_in_write()
         if self._sequence is None:
             after += 1  # the generation this transaction's own end adds
-        namespace = tuple(op.namespace)
         patched = dict(live)
-        slots = dict(patched.get(namespace, {}))
-        if item is not None and record is not None:
-            slots[op.key] = _Found(item, record)
-        else:
-            slots.pop(op.key, None)
-        if slots:
-            patched[namespace] = slots
-        else:
-            patched.pop(namespace, None)
+        for (namespace, key), found in written.items():
+            slots = dict(patched.get(namespace, {}))
+            if found is not None:
+                slots[key] = found
+            else:
+                slots.pop(key, None)
+            if slots:
+                patched[namespace] = slots
+            else:
+                patched.pop(namespace, None)
         with cache.lock:
             if cache.generation == before:  # nothing refilled or emptied it meanwhile
                 cache.generation = after
-                cache.items = {anchor: patched}  # other anchors may see the item too
+                cache.items = {anchor: patched}  # other anchors may see the items too
                 cache.candidates = {}
 
     def _stamp_in_write(self) -> int:
