@@ -117,7 +117,7 @@ class _Cache:
     store (no other process writes it) the stamp is ``Memory.write_generation``; over SQLite
     and PostgreSQL it is the namespace's arrival counter, which every write of any process
     draws from (one read per batch). A new stamp empties the cache, except after this
-    store's own put or delete, which patches the one item it changed (see ``_put``)."""
+    store's own puts and deletes, which patch the items they changed (see ``_write_all``)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -160,8 +160,8 @@ QUERY_MEMO: Final = 256  # ranked answers kept per candidate set (distinct queri
 
 
 class _Candidates:
-    """What a search ranks at one anchor under one namespace prefix and filter, within one
-    Memory generation: the live items in LangGraph's order (newest first), and, built on
+    """What a search ranks at one anchor under one namespace prefix and filter, for one
+    stamp of the cache: the live items in LangGraph's order (newest first), and, built on
     the first query, the lexical statistics BM25 needs, so a query costs its terms rather
     than re-reading and re-normalising every value. Ranked answers are memoised per query.
     Valid until the earliest expiry among the items (``horizon``) or a TTL assignment that
@@ -320,7 +320,6 @@ class BranchStore(BaseStore):
         self.ttl_config = ttl
         # (record id, revision) -> expiry refreshed by a read; in this process only
         self._refreshed = _Refreshed()
-        # reads are cached only where nothing but this Memory writes the store
         # reads are cached against a stamp every write moves (see _Cache); a backend with
         # neither a process-local store nor an arrival counter is read every time
         self._sequence: Callable[[str], int] | None = None
