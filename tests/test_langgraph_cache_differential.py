@@ -21,7 +21,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore
 
-from branchmem import Memory
+from branchmem import ConflictError, Memory
 from branchmem.integrations.langgraph import BranchCheckpointer, BranchStore
 from branchmem.integrations.langgraph.store import item_key
 
@@ -202,4 +202,22 @@ def test_an_item_leaves_cached_search_when_it_expires_without_a_write(
     assert view.search(("n",), query="cat") == []
     view._refreshed[(record.id, record.revision)] = time.time() + 60.0  # revived
     assert [i.key for i in view.search(("n",), query="cat")] == ["long"]
+    memory.close()
+
+
+def test_a_rolled_back_write_leaves_the_stamp_at_the_database_value(tmp_path: Path) -> None:
+    """The SQL stores' arrival counter is the cache's stamp: a write that rolled back used
+    to leave the numbers it drew behind, so the stamp read next ran ahead of the database
+    (and could later match a state the cache never saw)."""
+    memory = Memory.open(tmp_path / "m.db")
+    memory.add_event("e")
+    stamp = memory.store._current_seq("default")  # type: ignore[attr-defined]
+    with pytest.raises(ConflictError, match="r1"):
+        memory.add_records(
+            [
+                {"id": "r1", "sources": ["e"], "content": "x"},
+                {"id": "r1", "sources": ["e"], "content": "y"},
+            ]
+        )
+    assert memory.store._current_seq("default") == stamp  # type: ignore[attr-defined]
     memory.close()
