@@ -2,9 +2,9 @@
 
 An agent graph puts one of 10 keys per step (``("agent", "u1")``, value ``{"value": i,
 "text": ...}``), so after N steps there are 10 live items and N puts of history. After 1k
-and 10k puts this times, in interleaved rounds, ``search`` (no query, with a filter, with a
-query), ``get``, and a put followed by a search (nothing read before the write can
-be reused) on:
+and 10k puts this times, in rounds of every read in a new random order (so no read always
+follows the same other one), ``search`` (no query, with a filter, with a query, with both),
+``get``, and a put followed by a search (the put changes what the search returns) on:
 
 - branchmem's ``BranchStore`` (in-memory Memory) seen from the thread's head, the puts made
   by a graph with ``BranchCheckpointer`` (one checkpoint per step, as an agent does);
@@ -91,6 +91,11 @@ def reads(store: Any, rng: random.Random) -> dict[str, Callable[[], object]]:
     def search_query() -> object:
         return store.search(("agent",), query=WORDS[rng.randrange(KEYS)], limit=10)
 
+    def search_query_filter() -> object:
+        topic = WORDS[rng.randrange(KEYS)]
+        query = WORDS[rng.randrange(KEYS)]
+        return store.search(("agent",), query=query, filter={"topic": topic}, limit=10)
+
     def get() -> object:
         return store.get(NS, f"k{rng.randrange(KEYS)}")
 
@@ -104,6 +109,7 @@ def reads(store: Any, rng: random.Random) -> dict[str, Callable[[], object]]:
         "search()": search,
         "search(filter)": search_filter,
         "search(query)": search_query,
+        "search(q+filter)": search_query_filter,
         "get()": get,
         "put+search()": put_search,
     }
@@ -152,12 +158,12 @@ def main() -> int:
         medians = measure(timed, args.queries)
 
     print(f"{KEYS} live items; N puts of history (one per graph step for BranchStore)\n")
-    print(f"{'store':<14} {'read':<15} {f'{small:,} us':>10} {f'{large:,} us':>10} "
+    print(f"{'store':<14} {'read':<17} {f'{small:,} us':>10} {f'{large:,} us':>10} "
           f"{'10k/1k':>7} {'/InMemory':>10}")  # fmt: skip
     for (name, read), by_size in medians.items():
         base = medians[("InMemoryStore", read)][large]
         print(
-            f"{name:<14} {read:<15} {by_size[small] * 1e6:>10.1f} {by_size[large] * 1e6:>10.1f} "
+            f"{name:<14} {read:<17} {by_size[small] * 1e6:>10.1f} {by_size[large] * 1e6:>10.1f} "
             f"{by_size[large] / by_size[small]:>7.2f} {by_size[large] / base:>10.2f}"
         )
     print("\ngoals: BranchStore search 10k/1k <= 1.5 and /InMemory <= 5; get /InMemory <= 3")
@@ -168,17 +174,19 @@ def main() -> int:
 def measure(
     timed: dict[tuple[str, str], dict[int, Callable[[], object]]], rounds: int
 ) -> dict[tuple[str, str], dict[int, float]]:
-    """Median seconds per read, every store and size timed in the same rounds."""
+    """Median seconds per read, every store and size timed in the same rounds, in a new
+    random order each round."""
     samples: dict[tuple[str, str], dict[int, list[float]]] = {
         name: {size: [] for size in sizes} for name, sizes in timed.items()
     }
-    for round_ in range(rounds):
-        for name, sizes in timed.items():
-            order = list(sizes.items())
-            for size, call in order if round_ % 2 else reversed(order):
-                started = time.perf_counter()
-                call()
-                samples[name][size].append(time.perf_counter() - started)
+    calls = [(name, size, call) for name, sizes in timed.items() for size, call in sizes.items()]
+    shuffle = random.Random(3).shuffle
+    for _ in range(rounds):
+        shuffle(calls)  # each read follows a random other: none always pays for a cold cache
+        for name, size, call in calls:
+            started = time.perf_counter()
+            call()
+            samples[name][size].append(time.perf_counter() - started)
     return {
         name: {size: statistics.median(values) for size, values in sizes.items()}
         for name, sizes in samples.items()

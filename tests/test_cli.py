@@ -15,6 +15,9 @@ from branchmem.cli import app, main
 
 # API methods without a command of their own, and what to use instead
 NO_COMMAND = {
+    "change_stamp": "a number every write moves, for in-process caches over a shared store",
+    "snapshot": "several reads in one snapshot of this process's connection",
+    "transaction": "several writes as one transaction of this process's connection",
     "open": "--db URL on every command",
     "close": "each command closes what it opened",
     "store": "the backend object; --db names it",

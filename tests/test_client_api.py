@@ -22,6 +22,9 @@ from branchmem.client import Client
 
 # public Memory members that are not in MemoryAPI, and why
 EMBEDDED_ONLY = {
+    "change_stamp": "a number every write moves, for in-process caches over a shared store",
+    "snapshot": "several reads in one snapshot of this process's connection",
+    "transaction": "several writes as one transaction of this process's connection",
     "open": "opens a store file or database; a client connects with Client(url, key)",
     "store": "the storage backend itself lives in the server",
     "repair": "takes a Python function (the deriver); run it next to the store",

@@ -303,3 +303,52 @@ def test_uncached_reads_hide_expired_items(tmp_path: Path) -> None:
     time.sleep(0.1)
     assert store.search(NS) == [] and store.get(NS, "k") is None
     memory.close()
+
+
+class RecordingStore(BranchStore):
+    """A BranchStore that notes the size of every batch it runs."""
+
+    sizes: list[int]
+
+    def batch(self, ops: Any) -> list[Any]:
+        ops = list(ops)
+        self.sizes.append(len(ops))
+        return super().batch(ops)
+
+
+def test_concurrent_async_calls_on_a_view_run_as_few_batches() -> None:
+    """LangGraph's large-batch tests issue thousands of calls at once: on a view with an
+    explicit anchor they run together (one stamp read, one write transaction per batch),
+    each caller still getting its own answer."""
+    memory = Memory()
+    store = RecordingStore(memory, config=thread_head(memory, "a"))
+    store.sizes = []
+
+    async def calls() -> list[Any]:
+        await asyncio.gather(*(store.aput(NS, f"k{i}", {"i": i}) for i in range(20)))
+        return await asyncio.gather(
+            *(store.aget(NS, f"k{i}") for i in range(20)), store.asearch(NS, limit=50)
+        )
+
+    *items, found = asyncio.run(calls())
+    assert [item.value["i"] for item in items] == list(range(20))
+    assert sorted(item.value["i"] for item in found) == list(range(20))
+    assert len(store.sizes) <= 4 and sum(store.sizes) == 41
+
+
+def test_an_error_fails_the_calls_of_its_batch_and_writes_none_of_them() -> None:
+    memory = Memory()
+    store = BranchStore(memory, config=thread_head(memory, "a"))
+
+    async def calls() -> list[Any]:
+        return await asyncio.gather(
+            store.aput(NS, "a", {"v": 1}),
+            store.aput(NS, "b", "not a dict"),  # type: ignore[arg-type]
+            return_exceptions=True,
+        )
+
+    outcomes = asyncio.run(calls())
+    assert all(isinstance(outcome, InvalidInput) for outcome in outcomes)
+    assert store.get(NS, "a") is None  # the batch is one transaction, refused before writing
+    asyncio.run(store.aput(NS, "a", {"v": 1}))
+    assert store.get(NS, "a") is not None

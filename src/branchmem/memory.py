@@ -229,6 +229,30 @@ class Memory:
         Memory may then trust ``write_generation`` alone (the LangGraph store does)."""
         return self._store.process_local
 
+    def change_stamp(self, namespace: str = DEFAULT_NAMESPACE) -> int | None:
+        """A number every write to the namespace moves, from any process (the store's arrival
+        counter), read in the caller's snapshot; None when the backend keeps none (a
+        process-local store, where ``write_generation`` is the stamp). For caching
+        integrations (the LangGraph store); not part of ``MemoryAPI``."""
+        counter = getattr(self._store, "_current_seq", None)
+        if counter is None or self._store.process_local:
+            return None
+        with self._read(namespace) as ns:
+            return int(counter(ns.name))
+
+    @contextmanager
+    def snapshot(self, namespace: str = DEFAULT_NAMESPACE) -> Iterator[None]:
+        """Run several reads in one consistent snapshot (an integration that reads an item
+        set and its change stamp together)."""
+        with self._read(namespace):
+            yield
+
+    @contextmanager
+    def transaction(self, namespace: str = DEFAULT_NAMESPACE) -> Iterator[None]:
+        """Run several writes as one: all or nothing (a savepoint when nested)."""
+        with self._write(namespace):
+            yield
+
     def api_keys(self) -> ApiKeys:
         """The service's API keys kept in this store (``branchmem.server.keys``)."""
         if not isinstance(self._store, KeyStore):

@@ -29,10 +29,6 @@ EXPECTED: dict[str, str] = {
 NOT_A_STORE: dict[str, str] = {
     "test_abatch_uses_single_pool_checkout": "AsyncPostgresStore's connection pool",
     "test_omit_expired_search_pagination": "backdates updated_at in PostgresStore's table",
-    # not an internal: a known gap (issue 25). 10k searches and list_namespaces over up to
-    # 2,000 deleted keys each read the whole view on PostgreSQL (~30 ms each at 200 keys,
-    # growing with the keys): hours, where stock takes seconds
-    "test_large_batches_async": "too slow on PostgreSQL: every search reads the whole view",
 }
 
 if PEER is not None:

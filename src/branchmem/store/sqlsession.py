@@ -170,6 +170,7 @@ class SQLSession(ABC):
                 self._depth = 0
                 self._drop_held()
                 self._forget()
+                self._seqs, self._seqs_read = {}, {}  # numbers drawn by the rolled-back writes
                 self._rollback()
                 raise
             self._after_commit()

@@ -10,7 +10,8 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any, Final
 
@@ -39,7 +40,7 @@ from langgraph.store.base import (
 from ...errors import BranchmemError, InvalidInput, NotFoundError
 from ...memory import Memory
 from ...model import Record
-from ...search.lexical import rank
+from ...search.lexical import CorpusStats, bm25, corpus_stats, normalize, query_terms, rank
 from .checkpointer import ASYNC_RUN, MIRRORED, BranchCheckpointer, step_event
 from .mapping import (
     CONFIG_KEY_CHECKPOINTER,
@@ -54,6 +55,8 @@ from .mapping import (
 )
 
 ITEM_KIND: Final = "langgraph.item"
+# inside a batch: a slot for the stamp, read once when first needed (None: not in a batch)
+_BATCH_STAMP: ContextVar[list[int] | None] = ContextVar("branchmem_langgraph_stamp", default=None)
 
 
 class MissingAnchor(InvalidInput):
@@ -74,7 +77,10 @@ class _Place:
 
     anchor: str | None
     source: str | None
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: Sequence[dict[str, Any]] = ()
+
+
+_Waiting = tuple[list[Op], "asyncio.Future[list[Result]]"]  # an async call's ops and answer
 
 
 @dataclass(slots=True)
@@ -106,23 +112,113 @@ class _Found:
 
 
 class _Cache:
-    """Answers of one Memory generation (``Memory.write_generation``): each thread's head and the
-    live items seen from each anchor, by namespace. Any write through the Memory starts a
-    new generation and empties it, so it holds at most what reads met since the last write.
-    Used only over branchmem's in-memory store, which no other process can write."""
+    """Answers of one state of the store, named by a stamp every write moves: each thread's
+    head and the live items seen from each anchor, by namespace. Over branchmem's in-memory
+    store (no other process writes it) the stamp is ``Memory.write_generation``; over SQLite
+    and PostgreSQL it is the namespace's arrival counter, which every write of any process
+    draws from (one read per batch). A new stamp empties the cache, except after this
+    store's own puts and deletes, which patch the items they changed (see ``_write_all``)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.generation = -1
         self.heads: dict[str, str | None] = {}
         self.items: dict[str, dict[tuple[str, ...], dict[str, _Found]]] = {}
+        # (anchor, namespace prefix, filter) -> the candidates a search ranks
+        self.candidates: dict[tuple[str, tuple[str, ...], str], _Candidates] = {}
 
     def fresh(self, generation: int) -> None:
-        """Forget everything if the Memory has been written since it was filled."""
-        if generation != self.generation:
+        """Forget everything if the store has been written since it was filled. Stamps only
+        grow: a reader whose stamp is older than the cache's (a write landed since its batch
+        began) is served the newer state, which existed during its call, and empties nothing."""
+        if generation > self.generation:
             self.generation = generation
             self.heads = {}
             self.items = {}
+            self.candidates = {}
+
+
+class _Refreshed(dict[tuple[str, int], float]):
+    """TTL refreshes by (record id, revision), with a count of the assignments that may
+    expire or revive an item: a cached candidate set built before one is rebuilt."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.version = 0
+
+    def __setitem__(self, key: tuple[str, int], value: float) -> None:
+        super().__setitem__(key, value)
+        self.version += 1
+
+    def extend(self, key: tuple[str, int], value: float) -> None:
+        """Push back the expiry of an item that is live now: no live item expires and no
+        expired one revives, so the version stays."""
+        super().__setitem__(key, value)
+
+
+QUERY_MEMO: Final = 256  # ranked answers kept per candidate set (distinct queries)
+
+
+class _Candidates:
+    """What a search ranks at one anchor under one namespace prefix and filter, for one
+    stamp of the cache: the live items in LangGraph's order (newest first), and, built on
+    the first query, the lexical statistics BM25 needs, so a query costs its terms rather
+    than re-reading and re-normalising every value. Ranked answers are memoised per query.
+    Valid until the earliest expiry among the items (``horizon``) or a TTL assignment that
+    may expire or revive one (``refreshes``)."""
+
+    __slots__ = ("by_query", "found", "horizon", "postings", "refreshes", "stats", "texts")
+
+    def __init__(self, found: list[_Found], horizon: float, refreshes: int) -> None:
+        self.found = found
+        self.horizon = horizon
+        self.refreshes = refreshes
+        self.texts: list[str] | None = None  # normalised values
+        self.stats: CorpusStats | None = None
+        self.postings: dict[str, dict[int, int]] = {}  # term -> {candidate: tf}
+        self.by_query: dict[str, list[tuple[float | None, _Found]]] = {}
+
+    def by_words(self, query: str) -> list[tuple[float | None, _Found]]:
+        """``_by_words(query, self.found)``, bit for bit, from the cached statistics."""
+        ranked = self.by_query.get(query)
+        if ranked is None:
+            ranked = self._rank(query)
+            if len(self.by_query) >= QUERY_MEMO:
+                self.by_query.clear()
+            self.by_query[query] = ranked
+        return ranked
+
+    def _rank(self, query: str) -> list[tuple[float | None, _Found]]:
+        terms = query_terms(query)
+        if not terms:
+            return [(None, f) for f in self.found]
+        texts, stats = self.texts, self.stats
+        if texts is None or stats is None:
+            texts = self.texts = [normalize(f.text) for f in self.found]
+            stats = self.stats = corpus_stats(texts)
+        frequencies: dict[int, dict[str, int]] = {}
+        document_frequencies: dict[str, int] = {}
+        for term in terms:
+            postings = self.postings.get(term)
+            if postings is None:
+                postings = {}
+                for i, text in enumerate(texts):
+                    count = text.count(term)
+                    if count:
+                        postings[i] = count
+                self.postings[term] = postings
+            document_frequencies[term] = len(postings)
+            for i, count in postings.items():
+                frequencies.setdefault(i, {})[term] = count
+        hits = sorted(
+            (
+                (-bm25(found, len(texts[i]), document_frequencies, stats), str(i), i)
+                for i, found in frequencies.items()
+            )
+        )
+        ranked: list[tuple[float | None, _Found]] = [(-neg, self.found[i]) for neg, _, i in hits]
+        ranked.extend((None, f) for i, f in enumerate(self.found) if i not in frequencies)
+        return ranked
 
 
 class _Index:
@@ -223,13 +319,18 @@ class BranchStore(BaseStore):
         self._index = _Index(index) if index is not None else None
         self.ttl_config = ttl
         # (record id, revision) -> expiry refreshed by a read; in this process only
-        self._refreshed: dict[tuple[str, int], float] = {}
-        # reads are cached only where nothing but this Memory writes the store
-        self._cache = _Cache() if memory.process_local else None
+        self._refreshed = _Refreshed()
+        # reads are cached against a stamp every write moves (see _Cache); a backend with
+        # neither a process-local store nor a change stamp is read every time
+        self._stamped = not memory.process_local and memory.change_stamp(namespace) is not None
+        self._cache = _Cache() if memory.process_local or self._stamped else None
         if config is not None:
             thread_of(config)
         self._anchor_config = config
         self._anchor: tuple[str, str | None] | None = None  # _anchor_of(config), once read
+        # async calls waiting for the next batch, and the task running them, per event loop
+        self._waiting: dict[asyncio.AbstractEventLoop, list[_Waiting]] = {}
+        self._flushing: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
 
     @property
     def embeddings(self) -> Embeddings | None:
@@ -247,22 +348,74 @@ class BranchStore(BaseStore):
         view.__dict__.update(self.__dict__)
         view._anchor_config = config
         view._anchor = None
+        view._waiting, view._flushing = {}, {}
         return view
 
     # -- BaseStore ---------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
         self._refuse_on_event_loop()
-        place = self._place()
-        with MIRRORED:
-            if place.events:
-                self.memory.add_events(place.events, namespace=self.namespace)
-            return self._run_all(ops, place)
+        token = _BATCH_STAMP.set([])  # the stamp is read once per batch, when first needed
+        try:
+            place = self._place()
+            with MIRRORED:
+                if place.events:
+                    self.memory.add_events(place.events, namespace=self.namespace)
+                return self._run_all(ops, place)
+        finally:
+            _BATCH_STAMP.reset(token)
+
+    def _stamp(self) -> int:
+        """What the cache is valid for: the in-memory Memory's write generation, or the
+        namespace's arrival counter in the database (read once per batch)."""
+        if not self._stamped:
+            return self.memory.write_generation
+        slot = _BATCH_STAMP.get()
+        if slot:
+            return slot[0]
+        stamp = self._store_stamp()
+        if slot is not None:
+            slot.append(stamp)
+        return stamp
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         # Off the event loop: a read may wait for a checkpoint the loop is still saving.
         # ``to_thread`` copies the context, so the node's config is still visible there.
-        return await asyncio.to_thread(self.batch, list(ops))
+        ops = list(ops)
+        if self._anchor_config is None:  # where it stands depends on each caller's run
+            return await asyncio.to_thread(self.batch, ops)
+        # A view with an explicit anchor answers every caller alike: calls made while a
+        # batch runs wait and run together as the next one, as LangGraph's batched async
+        # stores do (one stamp read and one write transaction for all of them; concurrent
+        # calls may be ordered either way, and an error fails every call of its batch).
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[list[Result]] = loop.create_future()
+        self._waiting.setdefault(loop, []).append((ops, done))
+        if loop not in self._flushing:
+            self._flushing[loop] = loop.create_task(self._flush(loop))
+        return await done
+
+    async def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Run the calls waiting on ``loop`` as one batch each round, until none wait."""
+        try:
+            await asyncio.sleep(0)  # the calls made in this tick join the first batch
+            while waiting := self._waiting.pop(loop, []):
+                taken = [(ops, done) for ops, done in waiting if not done.done()]
+                merged = [op for ops, _ in taken for op in ops]
+                try:
+                    results = await asyncio.to_thread(self.batch, merged)
+                except Exception as exc:
+                    for _, done in taken:
+                        if not done.done():
+                            done.set_exception(exc)
+                    continue
+                cursor = 0
+                for ops, done in taken:
+                    if not done.done():
+                        done.set_result(results[cursor : cursor + len(ops)])
+                    cursor += len(ops)
+        finally:
+            del self._flushing[loop]
 
     def _refuse_on_event_loop(self) -> None:
         """A sync call on the event loop inside an async run would block the loop while it
@@ -341,7 +494,7 @@ class BranchStore(BaseStore):
         """The event of the thread's latest mirrored checkpoint (cached per generation)."""
         cache = self._cache
         if cache is not None:
-            generation = self.memory.write_generation
+            generation = self._stamp()
             with cache.lock:
                 cache.fresh(generation)
                 if thread_id in cache.heads:
@@ -380,8 +533,8 @@ class BranchStore(BaseStore):
         for put in puts:
             last.pop((put.namespace, put.key), None)
             last[(put.namespace, put.key)] = put
-        for put in last.values():
-            self._put(put, place)
+        if last:
+            self._write_all(list(last.values()), place)
         return results
 
     def _record(self, namespace: tuple[str, ...], key: str, place: _Place) -> Record | None:
@@ -402,9 +555,13 @@ class BranchStore(BaseStore):
             assert place.anchor is not None
             live = self._live(place.anchor, ()).get(tuple(op.namespace), {})
             found = live.get(op.key)
-            if found is None or self._expired(found.record):
+            if found is None:
                 return None
-            self._refresh(found.record, op.refresh_ttl)
+            held = found.record
+            if "ttl_minutes" in held.meta or self._refreshed:  # else it cannot expire
+                if self._expired(held):
+                    return None
+                self._refresh(held, op.refresh_ttl)
             return found.item
         record = self._record(op.namespace, op.key, place)
         if record is None or self._expired(record):
@@ -430,7 +587,13 @@ class BranchStore(BaseStore):
         ttl = record.meta.get("ttl_minutes")
         refresh = (self.ttl_config or {}).get("refresh_on_read", True)
         if refresh and isinstance(ttl, int | float):
-            self._refreshed[(record.id, record.revision)] = time.time() + 60.0 * float(ttl)
+            now = time.time()
+            expires, before = now + 60.0 * float(ttl), self._expires(record)
+            slot = (record.id, record.revision)
+            if before is not None and now < before <= expires:
+                self._refreshed.extend(slot, expires)
+            else:  # it gains an expiry, or an earlier one, or revives: cached sets rebuild
+                self._refreshed[slot] = expires
 
     # -- reads over every visible item -------------------------------------------------
     def _visible_items(self, place: _Place, prefix: tuple[str, ...] = ()) -> list[_Found]:
@@ -461,21 +624,31 @@ class BranchStore(BaseStore):
     ) -> dict[tuple[str, ...], dict[str, _Found]]:
         """Every live item seen from ``anchor``, by namespace and key, from the cache (filled
         with every item, whatever ``prefix`` asked, so that later reads find it there)."""
+        return self._labelled_live(anchor)[1]
+
+    def _labelled_live(self, anchor: str) -> tuple[int, dict[tuple[str, ...], dict[str, _Found]]]:
+        """``_live`` with the stamp of the state it shows. A fill reads the stamp in the same
+        snapshot as the items (under the Memory's lock: no write of this process lands in
+        between), so the label is exact and this store's next write can patch it."""
         cache = self._cache
         assert cache is not None
-        generation = self.memory.write_generation
+        generation = self._stamp()
         with cache.lock:
             cache.fresh(generation)
             live = cache.items.get(anchor)
+            label = cache.generation
         if live is not None:
-            return live
+            return label, live
         live = {}
-        for found in self._read_items(anchor, ()):
-            live.setdefault(found.item.namespace, {})[found.item.key] = found
+        with self.memory.snapshot(self.namespace):
+            label = self._stamp_in_write()
+            for found in self._read_items(anchor, ()):
+                live.setdefault(found.item.namespace, {})[found.item.key] = found
         with cache.lock:
-            if cache.generation == generation:
+            cache.fresh(label)
+            if cache.generation == label:
                 cache.items[anchor] = live
-        return live
+        return label, live
 
     def _read_items(self, anchor: str | None, prefix: tuple[str, ...]) -> list[_Found]:
         """The live items under ``prefix`` read from the Memory: through the key index (the
@@ -509,19 +682,26 @@ class BranchStore(BaseStore):
 
     def _search(self, op: SearchOp, place: _Place) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
-        found = self._visible_items(place, prefix)
-        if op.filter:
-            found = [f for f in found if _matches(f.item.value, op.filter)]
-        found.sort(key=lambda f: (f.item.updated_at, f.item.namespace, f.item.key), reverse=True)
-        if not op.query:
-            scored: list[tuple[float | None, _Found]] = [(None, f) for f in found]
-        elif self._index is not None:
-            scored = self._by_vector(op.query, found)
+        candidates = self._candidates(place, prefix, op.filter)
+        if candidates is not None:
+            found = candidates.found
         else:
-            scored = _by_words(op.query, found)
-        page = scored[op.offset : op.offset + op.limit]
-        for _, found_item in page:  # as LangGraph's stores do: the items returned
-            self._refresh(found_item.record, op.refresh_ttl)
+            found = _newest_first(
+                [f for f in self._visible_items(place, prefix) if _matches(f.item.value, op.filter)]
+            )
+        window = slice(op.offset, op.offset + op.limit)
+        if not op.query:
+            page: list[tuple[float | None, _Found]] = [(None, f) for f in found[window]]
+        elif self._index is not None:
+            page = self._by_vector(op.query, found)[window]
+        elif candidates is not None:
+            page = candidates.by_words(op.query)[window]
+        else:
+            page = _by_words(op.query, found)[window]
+        if op.refresh_ttl:  # as LangGraph's stores do: the items returned
+            for _, found_item in page:
+                if "ttl_minutes" in found_item.record.meta:
+                    self._refresh(found_item.record, True)
         return [
             SearchItem(
                 namespace=f.item.namespace,
@@ -533,6 +713,48 @@ class BranchStore(BaseStore):
             )
             for score, f in page
         ]
+
+    def _candidates(
+        self, place: _Place, prefix: tuple[str, ...], conditions: Mapping[str, Any] | None
+    ) -> _Candidates | None:
+        """The cached candidates of a search (None where reads are not cached, or the
+        filter is not plain JSON and so has no reliable cache key): built once per
+        generation from the live items, rebuilt when one may have expired or revived."""
+        cache = self._cache
+        if cache is None or not self._cached(place):
+            return None
+        assert place.anchor is not None
+        try:
+            shape = json.dumps(conditions, sort_keys=True) if conditions else ""
+        except (TypeError, ValueError):
+            return None
+        key = (place.anchor, prefix, shape)
+        generation = self._stamp()
+        refreshes = self._refreshed.version
+        with cache.lock:
+            cache.fresh(generation)
+            entry = cache.candidates.get(key)
+        if entry is not None and entry.refreshes == refreshes and time.time() < entry.horizon:
+            return entry
+        label, live = self._labelled_live(place.anchor)
+        now, horizon = time.time(), math.inf
+        found: list[_Found] = []
+        for namespace, items in live.items():
+            if namespace[: len(prefix)] != prefix:
+                continue
+            for item in items.values():
+                expires = self._expires(item.record)
+                if expires is not None:
+                    if expires <= now:
+                        continue
+                    horizon = min(horizon, expires)
+                if _matches(item.item.value, conditions):
+                    found.append(item)
+        entry = _Candidates(_newest_first(found), horizon, refreshes)
+        with cache.lock:
+            if cache.generation == label:
+                cache.candidates[key] = entry
+        return entry
 
     def _by_vector(self, query: str, found: list[_Found]) -> list[tuple[float | None, _Found]]:
         """The query's similarity (``distance_type``: cosine, -l2 distance or inner product,
@@ -552,7 +774,70 @@ class BranchStore(BaseStore):
         scored.sort(key=lambda pair: pair[0], reverse=True)
         return [*scored, *unscored]
 
-    def _put(self, op: PutOp, place: _Place) -> None:
+    def _write_all(self, puts: list[PutOp], place: _Place) -> None:
+        """Write a batch's items in one transaction. Where reads are cached, it also reads
+        the stamp before the writes and each written item's new revision after them: if the
+        cache held the store exactly as it was before, it is patched with those items (at
+        this anchor) and labelled with the stamp after, once the transaction has committed,
+        instead of being emptied, so an agent that writes and reads in turn does not re-read
+        every live item after each write."""
+        cache = self._cache
+        if cache is None or not self._cached(place):
+            for op in puts:
+                self._write_item(op, place, None)
+            return
+        anchor = place.anchor
+        assert anchor is not None
+        written: dict[tuple[tuple[str, ...], str], _Found | None] = {}
+        with self.memory.transaction(self.namespace):
+            before = self._stamp_in_write()
+            with cache.lock:
+                live = cache.items.get(anchor) if cache.generation == before else None
+            for op in puts:
+                slots = live.get(tuple(op.namespace), {}) if live is not None else {}
+                known = slots.get(op.key)
+                self._write_item(op, place, known.record if known is not None else None)
+            if live is None:
+                return
+            for op in puts:
+                record = self._record(op.namespace, op.key, place)
+                item = _item(record) if record is not None else None
+                found = _Found(item, record) if item is not None and record is not None else None
+                written[(tuple(op.namespace), op.key)] = found
+            after = self._stamp_in_write()
+        if not self._stamped:
+            after += 1  # the generation this transaction's own end adds
+        patched = dict(live)
+        for (namespace, key), found in written.items():
+            slots = dict(patched.get(namespace, {}))
+            if found is not None:
+                slots[key] = found
+            else:
+                slots.pop(key, None)
+            if slots:
+                patched[namespace] = slots
+            else:
+                patched.pop(namespace, None)
+        with cache.lock:
+            if cache.generation == before:  # nothing refilled or emptied it meanwhile
+                cache.generation = after
+                cache.items = {anchor: patched}  # other anchors may see the items too
+                cache.candidates = {}
+
+    def _stamp_in_write(self) -> int:
+        """The stamp inside a write transaction or a read snapshot, where it is exactly that
+        of the state read (no other writer moves it there)."""
+        if not self._stamped:
+            return self.memory.write_generation
+        return self._store_stamp()
+
+    def _store_stamp(self) -> int:
+        stamp = self.memory.change_stamp(self.namespace)
+        assert stamp is not None  # _stamped: the backend keeps a counter
+        return stamp
+
+    def _write_item(self, op: PutOp, place: _Place, previous: Record | None) -> None:
+        """The put or delete itself; ``previous``, when known, spares a read."""
         sources: list[str] | None
         if place.source is not None:
             sources = [place.source]
@@ -575,7 +860,8 @@ class BranchStore(BaseStore):
             )
             return
         now = datetime.now(UTC).isoformat()
-        previous = self._record(op.namespace, op.key, place)
+        if previous is None:
+            previous = self._record(op.namespace, op.key, place)
         created = previous.meta.get("created_at") if previous is not None else None
         meta: dict[str, Any] = {
             "namespace": list(op.namespace),
@@ -679,6 +965,12 @@ def _item(record: Record) -> Item | None:
         created_at=datetime.fromisoformat(meta["created_at"]),
         updated_at=datetime.fromisoformat(meta["updated_at"]),
     )
+
+
+def _newest_first(found: list[_Found]) -> list[_Found]:
+    """LangGraph's search order when no query ranks: the latest update first."""
+    found.sort(key=lambda f: (f.item.updated_at, f.item.namespace, f.item.key), reverse=True)
+    return found
 
 
 def _by_words(query: str, found: list[_Found]) -> list[tuple[float | None, _Found]]:

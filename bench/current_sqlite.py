@@ -1,0 +1,122 @@
+"""``Memory.current`` on SQLite next to a plain indexed latest-by-key lookup on the same rows.
+
+An agent writes one of 10 keys per turn (one event and one keyed record per turn, as in
+``bench/agent_history.py``). After 1k and 10k turns this times, in interleaved rounds:
+
+- ``Memory.current(key, head)`` on branchmem's SQLite store (one tree, and across trees:
+  three other threads have heads, as LangGraph's ``BranchStore.get`` reads);
+- the baseline: the same rows (key, turn, id, content, meta) in a plain ``sqlite3`` table
+  with an index on (key, turn), read by ``SELECT ... WHERE key = ? ORDER BY turn DESC
+  LIMIT 1`` (what a store without branches or provenance does), the row fetched;
+- LangGraph's ``SqliteStore.get`` given the same puts.
+
+It prints each read's median, t(10k)/t(1k) and its ratio to the baseline.
+Goal (issue 25): ``Memory.current`` within 4x the baseline.
+
+    python bench/current_sqlite.py [--turns 1000,10000] [--queries 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import json
+import random
+import sqlite3
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from agent_history import KEYS, build_langgraph, build_memory, measure
+from branchmem import Memory
+
+
+def baseline(path: Path, turns: int) -> sqlite3.Connection:
+    """The agent's rows in one plain table, indexed for the latest value of a key."""
+    connection = sqlite3.connect(path, check_same_thread=False)
+    connection.execute(
+        "CREATE TABLE slots (key TEXT NOT NULL, turn INTEGER NOT NULL, id TEXT NOT NULL, "
+        "content TEXT NOT NULL, meta TEXT NOT NULL)"
+    )
+    connection.execute("CREATE INDEX slots_latest ON slots (key, turn)")
+    connection.executemany(
+        "INSERT INTO slots VALUES (?, ?, ?, ?, ?)",
+        [(f"k{i % KEYS}", i, f"w{i}", f"value {i}", json.dumps({})) for i in range(turns)],
+    )
+    connection.commit()
+    return connection
+
+
+LATEST = "SELECT id, content, meta FROM slots WHERE key = ? ORDER BY turn DESC LIMIT 1"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--turns", default="1000,10000")
+    parser.add_argument("--queries", type=int, default=500)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.turns.split(",")]
+    small, large = sizes[0], sizes[-1]
+    rng = random.Random(11)
+    from langgraph.store.sqlite import SqliteStore
+
+    reads: dict[str, dict[int, Callable[[], object]]] = {}
+    with contextlib.ExitStack() as stack:
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        for size in sizes:
+            mem = Memory.open(folder / f"bm-{size}.db")
+            stack.callback(mem.close)
+            head = build_memory(mem, size)
+            assert mem.current("k1", head) is not None
+            table = baseline(folder / f"plain-{size}.db", size)
+            stack.callback(table.close)
+            connection = sqlite3.connect(
+                folder / f"lg-{size}.db", check_same_thread=False, isolation_level=None
+            )
+            stack.callback(connection.close)
+            store = SqliteStore(connection)
+            store.setup()
+            build_langgraph(store, size)
+
+            def current(mem: Memory = mem, head: str = head) -> object:
+                return mem.current(f"k{rng.randrange(KEYS)}", head)
+
+            def cross(mem: Memory = mem, head: str = head) -> object:
+                return mem.current(f"k{rng.randrange(KEYS)}", head, cross_tree=True)
+
+            def plain(table: sqlite3.Connection = table) -> object:
+                return table.execute(LATEST, (f"k{rng.randrange(KEYS)}",)).fetchone()
+
+            def get(store: Any = store) -> object:
+                return store.get(("agent",), f"k{rng.randrange(KEYS)}")
+
+            for name, read in {
+                "plain sqlite3 latest-by-key": plain,
+                "Memory.current": current,
+                "Memory.current(cross_tree)": cross,
+                "SqliteStore.get": get,
+            }.items():
+                reads.setdefault(name, {})[size] = read
+        gc.collect()
+        medians = measure(reads, dict.fromkeys(reads, args.queries))
+
+    base = medians["plain sqlite3 latest-by-key"][large]
+    print(f"{KEYS} keys; N turns of history, one keyed write per turn, on SQLite\n")
+    print(f"{'read':<28} {f'{small:,} us':>10} {f'{large:,} us':>10} {'10k/1k':>7} "
+          f"{'/plain':>7}")  # fmt: skip
+    for name, by_size in medians.items():
+        print(
+            f"{name:<28} {by_size[small] * 1e6:>10.1f} {by_size[large] * 1e6:>10.1f} "
+            f"{by_size[large] / by_size[small]:>7.2f} {by_size[large] / base:>7.2f}"
+        )
+    print("\ngoal: Memory.current /plain <= 4")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
