@@ -78,9 +78,9 @@ def test_drift_names_an_operation_the_client_lacks_or_the_document_dropped() -> 
     document = json.loads(DOCUMENT.read_text(encoding="utf-8"))
     schema_ts = (PACKAGE / "src" / "schema.ts").read_text(encoding="utf-8")
     added = json.loads(json.dumps(document))
-    added["paths"]["/v1/ns/{namespace}/forget"] = {"post": {"operationId": "forget_post"}}
+    added["paths"]["/v1/ns/{namespace}/undo"] = {"post": {"operationId": "undo_post"}}
     assert drift(added, schema_ts) == [
-        "not in the client: POST /v1/ns/{namespace}/forget (forget_post)"
+        "not in the client: POST /v1/ns/{namespace}/undo (undo_post)"
     ]
     renamed = json.loads(json.dumps(document))
     renamed["paths"]["/v1/ns/{namespace}/visible"]["get"]["operationId"] = "visible_at"

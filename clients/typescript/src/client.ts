@@ -27,7 +27,21 @@ export type StaleDelivery = Schemas["StaleDelivery"];
 export type RepairItem = Schemas["RepairItem"];
 export type RecordView = Schemas["RecordView"];
 export type TreeSummary = Schemas["TreeSummary"];
-export type TreeOut = Schemas["TreeOut"];
+export type TreeEvents = Schemas["TreeEvents"];
+/** @deprecated renamed `TreeEvents` (as in Python). */
+export type TreeOut = TreeEvents;
+/** What `forget` erased (or would erase); `verifyReceipt` takes it back as it came. */
+export type Receipt = Schemas["Receipt-Output"];
+export type ReceiptCheck = Schemas["ReceiptCheck"];
+export type ByteCheck = Schemas["ByteCheck-Output"];
+export type Shown = Schemas["Shown-Output"];
+export type Diff = Schemas["Diff"];
+export type DiffEntry = Schemas["DiffEntry"];
+export type KeyChange = Schemas["KeyChange"];
+export type Citation = Schemas["Citation"];
+export type Blame = Schemas["Blame"];
+export type BlamedLine = Schemas["BlamedLine"];
+export type BlamedMessage = Schemas["BlamedMessage"];
 export type ImportSummary = Schemas["ImportSummary"];
 export type WhoAmI = Schemas["WhoAmI"];
 export type AddEventIn = Schemas["AddEventIn"];
@@ -35,6 +49,9 @@ export type AddRecordIn = Schemas["AddRecordIn"];
 export type ReviseIn = Schemas["ReviseIn"];
 export type RetractIn = Schemas["RetractIn"];
 export type ContextIn = Schemas["ContextIn"];
+export type ForgetIn = Schemas["ForgetIn"];
+export type PromoteIn = Schemas["PromoteIn"];
+export type VerifyReceiptIn = Schemas["VerifyReceiptIn"];
 
 /** The query options of an operation, less paging (the client follows every page). */
 type QueryOf<O extends keyof operations> = NonNullable<operations[O]["parameters"]["query"]>;
@@ -52,10 +69,13 @@ export type CurrentOptions = Options<"current_v1_ns__namespace__current_get", "k
 export type StaleOptions = Options<"stale_v1_ns__namespace__stale_get", "anchor">;
 export type SearchOptions = Options<"search_v1_ns__namespace__search_get", "query" | "anchor">;
 export type AuditOptions = Options<"audit_v1_ns__namespace__audit_get">;
-export type ExplanationsOptions = Options<
-  "explanations_v1_ns__namespace__explanations_get",
+export type DiffOptions = Options<"diff_v1_ns__namespace__diff_get", "anchor_a" | "anchor_b">;
+export type DeliveriesOptions = Options<"deliveries_v1_ns__namespace__deliveries_get", "session">;
+export type RecordViewsOptions = Options<
+  "record_views_v1_ns__namespace__explanations_get",
   "anchor"
 >;
+export type ExplanationsOptions = Omit<RecordViewsOptions, "tree">;
 export type ImportOptions = Options<"import_export_v1_ns__namespace__import_post">;
 
 export interface ClientOptions {
@@ -348,9 +368,43 @@ export class Client {
     );
   }
 
+  // -- forget and receipts ------------------------------------------------------------
+
+  /**
+   * Erases a `message` (event id), a `branch` (an event and every event below it), a
+   * `conversation` (tree id) or a `subject` (records whose key, scope or a meta value names
+   * the id), with everything built on them; the receipt lists what went, the sessions shown
+   * it and a byte check of the store. `dry_run`: what would go, nothing erased or recorded.
+   */
+  forget(
+    kind: ForgetIn["kind"],
+    id: string,
+    options: Omit<ForgetIn, "kind" | "id"> = {},
+  ): Promise<Receipt> {
+    return this.call(
+      this.http.POST("/v1/ns/{namespace}/forget", {
+        params: { path: this.ns },
+        body: { ...options, kind, id },
+      }),
+    );
+  }
+
+  /** Re-checks a `forget` receipt: its hash, the audit log, the ids, the stored bytes. */
+  verifyReceipt(receipt: Receipt | VerifyReceiptIn["receipt"]): Promise<ReceiptCheck> {
+    return this.call(
+      this.http.POST("/v1/ns/{namespace}/receipts/verify", {
+        params: { path: this.ns },
+        body: { receipt },
+      }),
+    );
+  }
+
   // -- views --------------------------------------------------------------------------
 
-  /** The records visible at `anchor` (`null`: no anchor, which shows nothing in strict mode). */
+  /**
+   * The records visible at `anchor` (`null`: no anchor, which shows nothing in strict mode),
+   * in path order; `as_of` (a seq or an ISO 8601 time): as the memory stood then.
+   */
   visible(anchor: string | null, options: VisibleOptions = {}): Promise<MemoryRecord[]> {
     return this.pages((cursor) =>
       this.http.GET("/v1/ns/{namespace}/visible", {
@@ -372,7 +426,7 @@ export class Client {
     );
   }
 
-  /** The latest visible record under `key` at `anchor`, or `null`. */
+  /** The value of `key` that holds at `anchor` (`as_of`: held then), or `null`. */
   async current(
     key: string,
     anchor: string | null,
@@ -394,6 +448,33 @@ export class Client {
     );
   }
 
+  /**
+   * Records visible at one anchor and not the other, with why (`off_path` with its `source`
+   * and `fork`, `superseded`, `retracted`, `stale`, or `revised`), and the keys whose current
+   * value differs. Nothing is written.
+   */
+  diff(anchorA: string, anchorB: string, options: DiffOptions = {}): Promise<Diff> {
+    return this.call(
+      this.http.GET("/v1/ns/{namespace}/diff", {
+        params: { path: this.ns, query: { ...options, anchor_a: anchorA, anchor_b: anchorB } },
+      }),
+    );
+  }
+
+  /**
+   * Copies a record onto the branch of event `onto` as a new record citing only `onto` (id
+   * `RECORD~ONTO` unless `id` is given; `meta.copied_from` names the original, which is
+   * untouched). A repeat with the same arguments answers the copy already written.
+   */
+  promote(recordId: string, options: PromoteIn): Promise<MemoryRecord> {
+    return this.call(
+      this.http.POST("/v1/ns/{namespace}/records/{record_id}/promote", {
+        params: { path: { ...this.ns, record_id: recordId } },
+        body: options,
+      }),
+    );
+  }
+
   /** The best visible matches for `query` at `anchor` (bounded by `k`, not paged). */
   search(query: string, anchor: string | null, options: SearchOptions = {}): Promise<Hit[]> {
     return this.call(
@@ -403,7 +484,12 @@ export class Client {
     );
   }
 
-  /** A prompt-ready context of what is visible at `anchor`; a delivery, so a write. */
+  /**
+   * The prompt text at `anchor` within the token budget; with a `session`, remembered (a
+   * delivery, so a write; its seq is `delivery`, what `blame` takes); with `cite`, each memory
+   * line marked `[n]` and its record and messages listed in `citations`; `as_of`: the prompt
+   * as it stood then (never delivered: no session with it).
+   */
   context(anchor: string | null, options: Omit<ContextIn, "anchor"> = {}): Promise<Context> {
     return this.call(
       this.http.POST("/v1/ns/{namespace}/context", {
@@ -413,10 +499,11 @@ export class Client {
     );
   }
 
-  deliveries(session: string): Promise<Delivery[]> {
+  /** What `context(..., { session })` handed out (`as_of`: by then), oldest first (ids only). */
+  deliveries(session: string, options: DeliveriesOptions = {}): Promise<Delivery[]> {
     return this.pages((cursor) =>
       this.http.GET("/v1/ns/{namespace}/deliveries", {
-        params: { path: this.ns, query: { session, limit: PAGE, cursor } },
+        params: { path: this.ns, query: { ...options, session, limit: PAGE, cursor } },
       }),
     );
   }
@@ -425,6 +512,18 @@ export class Client {
     return this.pages((cursor) =>
       this.http.GET("/v1/ns/{namespace}/stale-deliveries", {
         params: { path: this.ns, query: { session, anchor, limit: PAGE, cursor } },
+      }),
+    );
+  }
+
+  /**
+   * Delivery `delivery` (its `seq`, `Context.delivery`) of `session` (or its memory line
+   * `[line]`) traced back to its records, their source messages and the branch it was given on.
+   */
+  blame(session: string, delivery: number, line: number | null = null): Promise<Blame> {
+    return this.call(
+      this.http.GET("/v1/ns/{namespace}/blame", {
+        params: { path: this.ns, query: { session, delivery, line } },
       }),
     );
   }
@@ -457,7 +556,7 @@ export class Client {
     );
   }
 
-  // -- imports and the explorer's views ------------------------------------------------
+  // -- imports and the explorer's reads ------------------------------------------------
 
   /** `POST /import`: an export's bytes (ChatGPT, Claude, ...), as `branchmem import` takes. */
   importData(
@@ -474,6 +573,7 @@ export class Client {
     );
   }
 
+  /** Every tree with its roots, size and head, by tree id. */
   trees(): Promise<TreeSummary[]> {
     return this.pages((cursor) =>
       this.http.GET("/v1/ns/{namespace}/trees", {
@@ -482,18 +582,35 @@ export class Client {
     );
   }
 
-  tree(tree: string): Promise<TreeOut> {
+  /** One tree's attached events in arrival order, and its head. */
+  treeEvents(tree: string): Promise<TreeEvents> {
     return this.call(
       this.http.GET("/v1/ns/{namespace}/trees/{tree}", { params: { path: { ...this.ns, tree } } }),
     );
   }
 
-  /** `explain` for every record of the namespace at once (what the explorer shows). */
-  explanations(anchor: string | null, options: ExplanationsOptions = {}): Promise<RecordView[]> {
+  /** @deprecated renamed `treeEvents` (Python's `tree_events`). */
+  tree(tree: string): Promise<TreeEvents> {
+    return this.treeEvents(tree);
+  }
+
+  /**
+   * Every record decided at `anchor` with its text, by id, from one snapshot; with `tree`,
+   * only those built from it, each with the tree's events it draws on (`tree_sources`).
+   */
+  recordViews(anchor: string | null, options: RecordViewsOptions = {}): Promise<RecordView[]> {
     return this.pages((cursor) =>
       this.http.GET("/v1/ns/{namespace}/explanations", {
         params: { path: this.ns, query: { ...options, anchor, limit: PAGE, cursor } },
       }),
     );
+  }
+
+  /** `explain` for every record of the namespace at once (`recordViews`' explanations). */
+  async explanations(
+    anchor: string | null,
+    options: ExplanationsOptions = {},
+  ): Promise<Explanation[]> {
+    return (await this.recordViews(anchor, options)).map((view) => view.explanation);
   }
 }

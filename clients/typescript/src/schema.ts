@@ -208,6 +208,67 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/ns/{namespace}/trees": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Trees
+         * @description ``Memory.trees``: Every tree with its roots, size and head, by tree id (the explorer's list).
+         */
+        get: operations["trees_v1_ns__namespace__trees_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/ns/{namespace}/trees/{tree}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Tree Events
+         * @description ``Memory.tree_events``: One tree's attached events in arrival order, and its head.
+         */
+        get: operations["tree_events_v1_ns__namespace__trees__tree__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/ns/{namespace}/explanations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Record Views
+         * @description ``Memory.record_views``: Every record decided at the anchor with its text, by id, from one snapshot; with
+         *     a tree, only those built from it, each with the tree's events it draws on.
+         */
+        get: operations["record_views_v1_ns__namespace__explanations_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/ns/{namespace}/records": {
         parameters: {
             query?: never;
@@ -408,6 +469,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/ns/{namespace}/forget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Forget
+         * @description ``Memory.forget``: Erase a message, branch, conversation or subject and all built on it; a receipt.
+         */
+        post: operations["forget_v1_ns__namespace__forget_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/ns/{namespace}/receipts/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Verify Receipt
+         * @description ``Memory.verify_receipt``: Re-check a forget receipt: its hash, the audit, the ids, the stored bytes.
+         */
+        post: operations["verify_receipt_v1_ns__namespace__receipts_verify_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/ns/{namespace}/visible": {
         parameters: {
             query?: never;
@@ -418,6 +519,7 @@ export interface paths {
         /**
          * Visible
          * @description ``Memory.visible``: Records visible at the anchor, in path order. No anchor: nothing (strict).
+         *     AS_OF (a seq or an ISO 8601 time): as the memory stood then.
          */
         get: operations["visible_v1_ns__namespace__visible_get"];
         put?: never;
@@ -457,7 +559,7 @@ export interface paths {
         };
         /**
          * Current
-         * @description ``Memory.current``: The value of (scope, key) that holds at the anchor, or None.
+         * @description ``Memory.current``: The value of (scope, key) that holds at the anchor (AS_OF: held then), or None.
          */
         get: operations["current_v1_ns__namespace__current_get"];
         put?: never;
@@ -482,6 +584,48 @@ export interface paths {
         get: operations["stale_v1_ns__namespace__stale_get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/ns/{namespace}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Diff
+         * @description ``Memory.diff``: Records visible at one anchor and not the other, with why, and the keys whose
+         *     current value differs.
+         */
+        get: operations["diff_v1_ns__namespace__diff_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/ns/{namespace}/records/{record_id}/promote": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Promote
+         * @description ``Memory.promote``: Copy a record onto the branch of event ONTO as a new record citing ONTO (meta
+         *     copied_from names the original, which is untouched).
+         */
+        post: operations["promote_v1_ns__namespace__records__record_id__promote_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -599,7 +743,9 @@ export interface paths {
         put?: never;
         /**
          * Context
-         * @description ``Memory.context``: The prompt text at the anchor within the token budget; with a session, remembered.
+         * @description ``Memory.context``: The prompt text at the anchor within the token budget; with a session, remembered;
+         *     with cite, each memory line marked [n] and its record and messages listed.
+         *     AS_OF: the prompt as it stood then (never delivered: no session with it).
          */
         post: operations["context_v1_ns__namespace__context_post"];
         delete?: never;
@@ -617,7 +763,7 @@ export interface paths {
         };
         /**
          * Deliveries
-         * @description ``Memory.deliveries``: What context(..., session=) handed out, oldest first (ids only).
+         * @description ``Memory.deliveries``: What context(..., session=) handed out (AS_OF: by then), oldest first (ids only).
          */
         get: operations["deliveries_v1_ns__namespace__deliveries_get"];
         put?: never;
@@ -648,6 +794,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/ns/{namespace}/blame": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Blame
+         * @description ``Memory.blame``: A delivered context (or its memory line [LINE]) traced back to its records, their
+         *     source messages and the branch it was given on.
+         */
+        get: operations["blame_v1_ns__namespace__blame_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/ns/{namespace}/import": {
         parameters: {
             query?: never;
@@ -662,67 +829,6 @@ export interface paths {
          * @description ``branchmem import``: a chat export (JSON, JSONL or .zip) as event trees.
          */
         post: operations["import_export_v1_ns__namespace__import_post"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/ns/{namespace}/trees": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Trees
-         * @description Conversations of the namespace: each tree's roots, size and head.
-         */
-        get: operations["trees_v1_ns__namespace__trees_get"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/ns/{namespace}/trees/{tree}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Tree
-         * @description One conversation's events (attached ones, in arrival order) and its head.
-         */
-        get: operations["tree_v1_ns__namespace__trees__tree__get"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/ns/{namespace}/explanations": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Explanations
-         * @description Every record of the namespace decided at the anchor, with the reason for each;
-         *     with ``tree``, only the records built from that conversation, their sources in it.
-         */
-        get: operations["explanations_v1_ns__namespace__explanations_get"];
-        put?: never;
-        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -821,12 +927,137 @@ export interface components {
             revision?: number | null;
         };
         /**
+         * Blame
+         * @description A delivered context traced back: its memory lines, their source messages and the
+         *     branch it was given on (``tree`` and ``path``, the anchor's event ids root first).
+         */
+        Blame: {
+            /** Session */
+            session: string;
+            /** Delivery */
+            delivery: number;
+            /** Anchor */
+            anchor: string | null;
+            /** Time */
+            time: number;
+            /** Tree */
+            tree: string | null;
+            /** Path */
+            path: string[];
+            /** Lines */
+            lines: components["schemas"]["BlamedLine"][];
+        };
+        /**
+         * BlamedLine
+         * @description One memory line of a delivered context: the revision given and what it rests on.
+         *     ``line`` is its citation marker (the n of ``[n]``, 1 for the first memory line).
+         */
+        BlamedLine: {
+            /** Line */
+            line: number;
+            /** Record Id */
+            record_id: string;
+            /** Revision */
+            revision: number;
+            /** Kind */
+            kind: string;
+            /** Text */
+            text: string | null;
+            /** Status */
+            status: string | null;
+            /** Sources */
+            sources: string[] | null;
+            /** Messages */
+            messages: components["schemas"]["BlamedMessage"][];
+        };
+        /**
+         * BlamedMessage
+         * @description A message a delivered memory rests on. ``text`` is shortened, None once erased;
+         *     ``status`` is withdrawn, erased or None; ``on_path``: on the delivery's anchor path.
+         */
+        BlamedMessage: {
+            /** Id */
+            id: string;
+            /** Tree */
+            tree: string | null;
+            /** Role */
+            role: string;
+            /** Text */
+            text: string | null;
+            /** Status */
+            status: string | null;
+            /** On Path */
+            on_path: boolean;
+        };
+        /**
+         * ByteCheck
+         * @description Fingerprint hits per location (file, table, statistics); 0 everywhere is clean.
+         *     ``unchecked`` names what could not be read, and why.
+         */
+        "ByteCheck-Input": {
+            /** Backend */
+            backend: string;
+            /** Locations */
+            locations: {
+                [key: string]: number;
+            };
+            /** Unchecked */
+            unchecked: string[];
+            /** Clean */
+            clean: boolean;
+            /** Time */
+            time: number;
+        };
+        /**
+         * ByteCheck
+         * @description Fingerprint hits per location (file, table, statistics); 0 everywhere is clean.
+         *     ``unchecked`` names what could not be read, and why.
+         */
+        "ByteCheck-Output": {
+            /** Backend */
+            backend: string;
+            /** Locations */
+            locations: {
+                [key: string]: number;
+            };
+            /** Unchecked */
+            unchecked: string[];
+            /** Clean */
+            clean: boolean;
+            /** Time */
+            time: number;
+        };
+        /**
+         * Citation
+         * @description Where one memory line of a cited context came from.
+         *
+         *     ``marker`` is the n of the line's ``[n]``; ``sources`` the record's sources as written
+         *     (None: legacy); ``messages`` the events it rests on, through the records it cites, first
+         *     seen first; ``trees`` the conversations of those messages (a detached one has none yet).
+         */
+        Citation: {
+            /** Marker */
+            marker: number;
+            /** Record Id */
+            record_id: string;
+            /** Revision */
+            revision: number;
+            /** Sources */
+            sources: string[] | null;
+            /** Messages */
+            messages: string[];
+            /** Trees */
+            trees: string[];
+        };
+        /**
          * Context
          * @description The text for a prompt and what it was made of.
          *
          *     ``items`` are the (record id, revision) pairs rendered, in rendered order (what delivery
          *     tracking remembers); ``events`` the ids of the messages rendered, oldest first; ``tokens``
-         *     the counter's count of ``text``, never above the budget.
+         *     the counter's count of ``text``, never above the budget; ``citations`` (a cited context
+         *     only) one per item, in the same order, marker n for the n-th memory line; ``delivery``
+         *     the seq of the delivery a session's context was remembered as (what ``blame`` takes).
          */
         Context: {
             /** Text */
@@ -842,6 +1073,13 @@ export interface components {
              * @default []
              */
             events?: string[];
+            /**
+             * Citations
+             * @default []
+             */
+            citations?: components["schemas"]["Citation"][];
+            /** Delivery */
+            delivery?: number | null;
         };
         /** ContextIn */
         ContextIn: {
@@ -851,6 +1089,11 @@ export interface components {
             query?: string | null;
             /** Budget */
             budget?: number | null;
+            /**
+             * Cite
+             * @default false
+             */
+            cite?: boolean;
             /** Session */
             session?: string | null;
             /**
@@ -860,6 +1103,8 @@ export interface components {
             cross_tree?: boolean;
             /** Mode */
             mode?: ("strict" | "compat") | null;
+            /** As Of */
+            as_of?: number | string | null;
         };
         /**
          * Conversation
@@ -918,6 +1163,43 @@ export interface components {
             time: number;
             /** Items */
             items: (string | number)[][];
+        };
+        /**
+         * Diff
+         * @description ``diff(anchor_a, anchor_b)``: records returned at one anchor only, each side in its
+         *     own path order, and the keys whose current value differs, by (scope, key).
+         */
+        Diff: {
+            /** Anchor A */
+            anchor_a: string;
+            /** Anchor B */
+            anchor_b: string;
+            /** Only A */
+            only_a?: components["schemas"]["DiffEntry"][];
+            /** Only B */
+            only_b?: components["schemas"]["DiffEntry"][];
+            /** Keys */
+            keys?: components["schemas"]["KeyChange"][];
+        };
+        /**
+         * DiffEntry
+         * @description A record returned at one anchor of a diff and not at the other, and why not there.
+         *
+         *     ``record`` is the revision shown where it is returned. ``reason`` is the other anchor's
+         *     decision about it (``off_path`` with the offending ``source`` and the ``fork`` where the
+         *     paths part, ``superseded``, ``retracted``, ``stale``, a missing-information reason) or
+         *     ``revised``: the other anchor returns the record too, at ``other_revision``.
+         */
+        DiffEntry: {
+            record: components["schemas"]["Record"];
+            /** Reason */
+            reason: string;
+            /** Source */
+            source?: string | null;
+            /** Fork */
+            fork?: string | null;
+            /** Other Revision */
+            other_revision?: number | null;
         };
         /** EraseIn */
         EraseIn: {
@@ -997,6 +1279,18 @@ export interface components {
              * @default
              */
             detail?: string;
+        };
+        /** ForgetIn */
+        ForgetIn: {
+            /** Kind */
+            kind: string;
+            /** Id */
+            id: string;
+            /**
+             * Dry Run
+             * @default false
+             */
+            dry_run?: boolean;
         };
         /** HeadOut */
         HeadOut: {
@@ -1085,6 +1379,18 @@ export interface components {
             replaced?: string[];
             /** Outcomes */
             outcomes?: components["schemas"]["ConversationOutcome"][];
+        };
+        /**
+         * KeyChange
+         * @description A ``(scope, key)`` whose current value differs between the anchors; None: no value.
+         */
+        KeyChange: {
+            /** Key */
+            key: string;
+            /** Scope */
+            scope: string | null;
+            a: components["schemas"]["Record"] | null;
+            b: components["schemas"]["Record"] | null;
         };
         /** NamespacesOut */
         NamespacesOut: {
@@ -1186,6 +1492,135 @@ export interface components {
             /** Code */
             code: string;
         };
+        /** PromoteIn */
+        PromoteIn: {
+            /** Onto */
+            onto: string | null;
+            /** Id */
+            id?: string | null;
+            /** Revision */
+            revision?: number | null;
+            /** Meta */
+            meta?: {
+                [key: string]: unknown;
+            } | null;
+        };
+        /**
+         * Receipt
+         * @description What ``forget`` erased (or, with ``dry_run``, would erase), per table; the sessions
+         *     that had been shown it; the byte check run after the erase; what the backend cannot
+         *     clean; and ``content_hash``, which the audit log keeps (op ``forget``).
+         */
+        "Receipt-Input": {
+            /** Version */
+            version: number;
+            /** Namespace */
+            namespace: string;
+            /** Kind */
+            kind: string;
+            /** Target */
+            target: string;
+            /** Dry Run */
+            dry_run: boolean;
+            /** Time */
+            time: number;
+            /** Actor */
+            actor: string | null;
+            /** Erased */
+            erased: {
+                [key: string]: string[];
+            };
+            /** Counts */
+            counts: {
+                [key: string]: number;
+            };
+            /** Shown */
+            shown: components["schemas"]["Shown-Input"][];
+            /** Sources Kept */
+            sources_kept: string[];
+            check: components["schemas"]["ByteCheck-Input"];
+            /** Cannot Clean */
+            cannot_clean: string[];
+            /** Cleanup Pending */
+            cleanup_pending: string | null;
+            /** Short Fields */
+            short_fields: number;
+            /** Fingerprint Digest */
+            fingerprint_digest: string;
+            /** Key */
+            key: string;
+            /** Fingerprints */
+            fingerprints: string[];
+            /** Content Hash */
+            content_hash: string;
+        };
+        /**
+         * Receipt
+         * @description What ``forget`` erased (or, with ``dry_run``, would erase), per table; the sessions
+         *     that had been shown it; the byte check run after the erase; what the backend cannot
+         *     clean; and ``content_hash``, which the audit log keeps (op ``forget``).
+         */
+        "Receipt-Output": {
+            /** Version */
+            version: number;
+            /** Namespace */
+            namespace: string;
+            /** Kind */
+            kind: string;
+            /** Target */
+            target: string;
+            /** Dry Run */
+            dry_run: boolean;
+            /** Time */
+            time: number;
+            /** Actor */
+            actor: string | null;
+            /** Erased */
+            erased: {
+                [key: string]: string[];
+            };
+            /** Counts */
+            counts: {
+                [key: string]: number;
+            };
+            /** Shown */
+            shown: components["schemas"]["Shown-Output"][];
+            /** Sources Kept */
+            sources_kept: string[];
+            check: components["schemas"]["ByteCheck-Output"];
+            /** Cannot Clean */
+            cannot_clean: string[];
+            /** Cleanup Pending */
+            cleanup_pending: string | null;
+            /** Short Fields */
+            short_fields: number;
+            /** Fingerprint Digest */
+            fingerprint_digest: string;
+            /** Key */
+            key: string;
+            /** Fingerprints */
+            fingerprints: string[];
+            /** Content Hash */
+            content_hash: string;
+        };
+        /**
+         * ReceiptCheck
+         * @description ``verify_receipt``'s answer: the receipt is intact and in the audit, every id it
+         *     erased is still erased, and (unless redacted) a fresh byte check.
+         */
+        ReceiptCheck: {
+            /** Content Hash */
+            content_hash: string;
+            /** Hash Matches */
+            hash_matches: boolean;
+            /** In Audit */
+            in_audit: boolean;
+            /** Reappeared */
+            reappeared: string[];
+            check: components["schemas"]["ByteCheck-Output"] | null;
+            /** Ok */
+            ok: boolean;
+        };
         /**
          * Record
          * @description One revision of a derived memory; ``sources=None`` marks a legacy record.
@@ -1222,7 +1657,9 @@ export interface components {
         };
         /**
          * RecordView
-         * @description A record at an anchor for the explorer: its decision and what it says.
+         * @description One record decided at an anchor, with the text of the revision decided (None once
+         *     erased). ``tree_sources``: when asked for one tree, the events of it the record draws
+         *     on (direct sources and the frontier standing for those reached through cited records).
          */
         RecordView: {
             explanation: components["schemas"]["Explanation"];
@@ -1313,6 +1750,40 @@ export interface components {
             event_id: string;
         };
         /**
+         * Shown
+         * @description A delivered context that showed forgotten text: records it contained, or an anchor at
+         *     or below a forgotten message (the context's recent messages may have quoted it).
+         */
+        "Shown-Input": {
+            /** Session */
+            session: string;
+            /** Seq */
+            seq: number;
+            /** Anchor */
+            anchor: string | null;
+            /** Records */
+            records: string[];
+            /** Messages */
+            messages: boolean;
+        };
+        /**
+         * Shown
+         * @description A delivered context that showed forgotten text: records it contained, or an anchor at
+         *     or below a forgotten message (the context's recent messages may have quoted it).
+         */
+        "Shown-Output": {
+            /** Session */
+            session: string;
+            /** Seq */
+            seq: number;
+            /** Anchor */
+            anchor: string | null;
+            /** Records */
+            records: string[];
+            /** Messages */
+            messages: boolean;
+        };
+        /**
          * StaleDelivery
          * @description A delivered item the session would not be given now, and why.
          */
@@ -1339,8 +1810,11 @@ export interface components {
             /** Old Id */
             old_id: string;
         };
-        /** TreeOut */
-        TreeOut: {
+        /**
+         * TreeEvents
+         * @description The attached events of one tree in arrival order, and its head.
+         */
+        TreeEvents: {
             /** Tree */
             tree: string;
             /** Head */
@@ -1348,7 +1822,11 @@ export interface components {
             /** Events */
             events: components["schemas"]["Event"][];
         };
-        /** TreeSummary */
+        /**
+         * TreeSummary
+         * @description One tree of a namespace: its roots (several while ancestry is missing), how many
+         *     attached events it has, and its head.
+         */
         TreeSummary: {
             /** Tree */
             tree: string;
@@ -1358,6 +1836,13 @@ export interface components {
             events: number;
             /** Head */
             head: string | null;
+        };
+        /** VerifyReceiptIn */
+        VerifyReceiptIn: {
+            /** Receipt */
+            receipt: components["schemas"]["Receipt-Input"] | {
+                [key: string]: unknown;
+            };
         };
         /** WhoAmI */
         WhoAmI: {
@@ -2640,6 +3125,359 @@ export interface operations {
             };
         };
     };
+    trees_v1_ns__namespace__trees_get: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description the namespace (isolation unit) */
+                namespace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page_TreeSummary_"];
+                };
+            };
+            /** @description malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the key is not bound to this namespace */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such event or record */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description conflict or cycle */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description erased */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description request too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description invalid input */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not available on this server */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description storage unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    tree_events_v1_ns__namespace__trees__tree__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the namespace (isolation unit) */
+                namespace: string;
+                tree: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TreeEvents"];
+                };
+            };
+            /** @description malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the key is not bound to this namespace */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such event or record */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description conflict or cycle */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description erased */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description request too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description invalid input */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not available on this server */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description storage unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    record_views_v1_ns__namespace__explanations_get: {
+        parameters: {
+            query?: {
+                /** @description event id; omitted: none */
+                anchor?: string | null;
+                cross_tree?: boolean;
+                mode?: ("strict" | "compat") | null;
+                include_superseded?: boolean;
+                include_stale?: boolean;
+                tree?: string | null;
+                limit?: number;
+                cursor?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description the namespace (isolation unit) */
+                namespace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page_RecordView_"];
+                };
+            };
+            /** @description malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the key is not bound to this namespace */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such event or record */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description conflict or cycle */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description erased */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description request too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description invalid input */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not available on this server */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description storage unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     add_record_v1_ns__namespace__records_post: {
         parameters: {
             query?: never;
@@ -3803,6 +4641,240 @@ export interface operations {
             };
         };
     };
+    forget_v1_ns__namespace__forget_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the namespace (isolation unit) */
+                namespace: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ForgetIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Receipt-Output"];
+                };
+            };
+            /** @description malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the key is not bound to this namespace */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such event or record */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description conflict or cycle */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description erased */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description request too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description invalid input */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not available on this server */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description storage unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    verify_receipt_v1_ns__namespace__receipts_verify_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the namespace (isolation unit) */
+                namespace: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VerifyReceiptIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReceiptCheck"];
+                };
+            };
+            /** @description malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the key is not bound to this namespace */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such event or record */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description conflict or cycle */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description erased */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description request too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description invalid input */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not available on this server */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description storage unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     visible_v1_ns__namespace__visible_get: {
         parameters: {
             query?: {
@@ -3815,6 +4887,8 @@ export interface operations {
                 mode?: ("strict" | "compat") | null;
                 include_superseded?: boolean;
                 include_stale?: boolean;
+                /** @description a seq, or an ISO 8601 time (no zone: UTC); omitted: now */
+                as_of?: number | string | null;
                 limit?: number;
                 cursor?: string | null;
             };
@@ -4058,6 +5132,8 @@ export interface operations {
                 scope?: string | null;
                 cross_tree?: boolean;
                 mode?: ("strict" | "compat") | null;
+                /** @description a seq, or an ISO 8601 time (no zone: UTC); omitted: now */
+                as_of?: number | string | null;
             };
             header?: never;
             path: {
@@ -4196,6 +5272,244 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Page_Record_"];
+                };
+            };
+            /** @description malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the key is not bound to this namespace */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such event or record */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description conflict or cycle */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description erased */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description request too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description invalid input */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not available on this server */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description storage unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    diff_v1_ns__namespace__diff_get: {
+        parameters: {
+            query: {
+                anchor_a: string;
+                anchor_b: string;
+                cross_tree?: boolean;
+                mode?: ("strict" | "compat") | null;
+                include_superseded?: boolean;
+                include_stale?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description the namespace (isolation unit) */
+                namespace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Diff"];
+                };
+            };
+            /** @description malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the key is not bound to this namespace */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such event or record */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description conflict or cycle */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description erased */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description request too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description invalid input */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not available on this server */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description storage unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    promote_v1_ns__namespace__records__record_id__promote_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the namespace (isolation unit) */
+                namespace: string;
+                record_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PromoteIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Record"];
                 };
             };
             /** @description malformed request */
@@ -5002,6 +6316,8 @@ export interface operations {
         parameters: {
             query: {
                 session: string;
+                /** @description a seq, or an ISO 8601 time (no zone: UTC); omitted: now */
+                as_of?: number | string | null;
                 limit?: number;
                 cursor?: string | null;
             };
@@ -5234,6 +6550,123 @@ export interface operations {
             };
         };
     };
+    blame_v1_ns__namespace__blame_get: {
+        parameters: {
+            query: {
+                session: string;
+                delivery: number;
+                line?: number | null;
+            };
+            header?: never;
+            path: {
+                /** @description the namespace (isolation unit) */
+                namespace: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Blame"];
+                };
+            };
+            /** @description malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the key is not bound to this namespace */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such event or record */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description conflict or cycle */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description erased */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description request too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description invalid input */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not available on this server */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description storage unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     import_export_v1_ns__namespace__import_post: {
         parameters: {
             query?: {
@@ -5260,359 +6693,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ImportSummary"];
-                };
-            };
-            /** @description malformed request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description missing or unknown API key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the key is not bound to this namespace */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description no such event or record */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description conflict or cycle */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description erased */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description request too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description invalid input */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description not available on this server */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description storage unavailable */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    trees_v1_ns__namespace__trees_get: {
-        parameters: {
-            query?: {
-                limit?: number;
-                cursor?: string | null;
-            };
-            header?: never;
-            path: {
-                /** @description the namespace (isolation unit) */
-                namespace: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Page_TreeSummary_"];
-                };
-            };
-            /** @description malformed request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description missing or unknown API key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the key is not bound to this namespace */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description no such event or record */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description conflict or cycle */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description erased */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description request too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description invalid input */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description not available on this server */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description storage unavailable */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    tree_v1_ns__namespace__trees__tree__get: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description the namespace (isolation unit) */
-                namespace: string;
-                tree: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["TreeOut"];
-                };
-            };
-            /** @description malformed request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description missing or unknown API key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the key is not bound to this namespace */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description no such event or record */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description conflict or cycle */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description erased */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description request too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description invalid input */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description not available on this server */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description storage unavailable */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    explanations_v1_ns__namespace__explanations_get: {
-        parameters: {
-            query?: {
-                /** @description event id; omitted: no anchor */
-                anchor?: string | null;
-                cross_tree?: boolean;
-                mode?: ("strict" | "compat") | null;
-                include_superseded?: boolean;
-                include_stale?: boolean;
-                tree?: string | null;
-                limit?: number;
-                cursor?: string | null;
-            };
-            header?: never;
-            path: {
-                /** @description the namespace (isolation unit) */
-                namespace: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Page_RecordView_"];
                 };
             };
             /** @description malformed request */

@@ -183,9 +183,14 @@ test("every other method answers in the documented shape", { skip }, async () =>
   assert.equal((await ns.heads()).h1, "h2b");
   assert.ok((await ns.conversations()).some((c) => c.tree === "h1" && c.head === "h2b"));
   assert.ok((await ns.trees()).some((t) => t.tree === "h1"));
-  assert.deepEqual((await ns.tree("h1")).events.map((e) => e.id).sort(), ["h1", "h2", "h2b"]);
-  const views = await ns.explanations("h2b", { tree: "h1" });
+  const tree = await ns.treeEvents("h1");
+  assert.deepEqual(tree.events.map((e) => e.id).sort(), ["h1", "h2", "h2b"]);
+  assert.equal(tree.head, "h2b");
+  const views = await ns.recordViews("h2b", { tree: "h1" });
   assert.ok(views.some((v) => v.explanation.record_id === "drink-2" && !v.explanation.visible));
+  assert.deepEqual(views.find((v) => v.explanation.record_id === "drink-2")?.tree_sources, ["h2"]);
+  const why = await ns.explanations("h2b");
+  assert.ok(why.some((e) => e.record_id === "drink-2" && e.reason === "off_path"));
 
   assert.deepEqual(await ns.dependents("h2"), ["drink-1", "drink-2", "no-drink"]);
   await ns.context("h2", { session: "s1" });
@@ -211,4 +216,132 @@ test("healthz and whoami", { skip }, async () => {
   assert.equal((await mem.health()).status, "ok");
   const who = await mem.whoami();
   assert.deepEqual(who.namespaces, [namespace]);
+});
+
+// The Chengdu story again (the first test wrote it): as_of, a cited context and its blame,
+// then diff and promote, which change what the Hangzhou branch remembers.
+test("as_of reads the memory as it stood then", { skip }, async () => {
+  const hangzhou = await mem.getRecord("city-2");
+  assert.ok(typeof hangzhou.seq === "number" && hangzhou.seq > 0, JSON.stringify(hangzhou));
+  const before = hangzhou.seq - 1;
+  assert.deepEqual(
+    (await mem.visible("u2b", { as_of: before })).map((r) => r.id),
+    [],
+  );
+  assert.deepEqual(
+    (await mem.visible("u2b", { as_of: hangzhou.seq })).map((r) => r.id),
+    ["city-2"],
+  );
+  assert.deepEqual(
+    (await mem.visible("u2b", { as_of: new Date().toISOString() })).map((r) => r.id),
+    ["city-2"],
+  );
+  assert.equal(await mem.current("city", "u2b", { as_of: before }), null);
+  assert.equal((await mem.current("city", "u2b", { as_of: hangzhou.seq }))?.id, "city-2");
+  assert.deepEqual((await mem.context("u2b", { as_of: before })).items, []);
+  const bad = await mem.visible("u2b", { as_of: "yesterday" }).catch((e) => e);
+  assert.ok(bad instanceof InvalidInput, String(bad));
+  assert.match(bad.detail, /as_of/);
+});
+
+test("a cited context is blamed back to its messages", { skip }, async () => {
+  const context = await mem.context("u2b", { cite: true, session: "cited" });
+  assert.match(context.text, /moving to Hangzhou \[1\]/);
+  assert.deepEqual(
+    context.citations?.map((c) => [c.marker, c.record_id, c.messages, c.trees]),
+    [[1, "city-2", ["u2b"], ["u1"]]],
+  );
+  assert.equal(typeof context.delivery, "number");
+  const delivery = context.delivery ?? -1;
+  const blame = await mem.blame("cited", delivery);
+  assert.equal(blame.anchor, "u2b");
+  assert.equal(blame.tree, "u1");
+  assert.deepEqual(blame.path, ["u1", "u2b"]);
+  assert.deepEqual(
+    blame.lines.map((l) => [l.line, l.record_id, l.text]),
+    [[1, "city-2", "moving to Hangzhou"]],
+  );
+  const [message] = blame.lines[0]?.messages ?? [];
+  assert.equal(message?.id, "u2b");
+  assert.equal(message?.on_path, true);
+  assert.equal((await mem.blame("cited", delivery, 1)).lines.length, 1);
+  const missing = await mem.blame("cited", delivery + 1000).catch((e) => e);
+  assert.ok(missing instanceof NotFoundError, String(missing));
+
+  assert.deepEqual(
+    (await mem.deliveries("cited")).map((d) => d.seq),
+    [delivery],
+  );
+  assert.deepEqual(await mem.deliveries("cited", { as_of: delivery - 1 }), []);
+});
+
+test("diff names what differs; promote carries Chengdu over", { skip }, async () => {
+  const diff = await mem.diff("u2", "u2b");
+  assert.deepEqual(
+    diff.only_a?.map((e) => [e.record.id, e.reason, e.source, e.fork]),
+    [["city-1", "off_path", "u2", "u1"]],
+  );
+  assert.deepEqual(
+    diff.only_b?.map((e) => e.record.id),
+    ["city-2"],
+  );
+  assert.deepEqual(
+    diff.keys?.map((k) => [k.key, k.a?.id, k.b?.id]),
+    [["city", "city-1", "city-2"]],
+  );
+
+  const copy = await mem.promote("city-1", { onto: "u2b" });
+  assert.equal(copy.id, "city-1~u2b");
+  assert.equal(copy.content, "moving to Chengdu");
+  assert.deepEqual(copy.sources, ["u2b"]);
+  assert.deepEqual(copy.meta?.copied_from, { id: "city-1", revision: 1 });
+  assert.equal((await mem.promote("city-1", { onto: "u2b" })).id, copy.id); // a repeat
+  assert.equal((await mem.current("city", "u2b"))?.id, "city-1~u2b");
+  assert.equal((await mem.current("city", "u2"))?.id, "city-1"); // the original is untouched
+  assert.deepEqual(
+    (await mem.diff("u2", "u2b")).keys?.map((k) => [k.key, k.a?.id, k.b?.id]),
+    [["city", "city-1", "city-1~u2b"]],
+  );
+  const nowhere = await mem.promote("city-1", { onto: null }).catch((e) => e);
+  assert.ok(nowhere instanceof InvalidInput, String(nowhere));
+  const noEvent = await mem.promote("city-1", { onto: "u404" }).catch((e) => e);
+  assert.ok(noEvent instanceof NotFoundError, String(noEvent));
+});
+
+test("forget erases with a receipt that verifies", { skip }, async () => {
+  await mem.addEvent({ id: "f1", content: "My locker code is 4711." });
+  await mem.addEvent({ id: "f2", parent: "f1", content: "Thanks." });
+  await mem.addRecord({ id: "locker", sources: ["f1"], content: "locker code: 4711" });
+
+  const dry = await mem.forget("message", "f1", { dry_run: true });
+  assert.equal(dry.dry_run, true);
+  assert.deepEqual(dry.erased.events, ["f1"]);
+  assert.deepEqual(dry.erased.records, ["locker"]);
+  assert.equal((await mem.getRecord("locker")).content, "locker code: 4711"); // nothing went
+
+  const receipt = await mem.forget("message", "f1");
+  assert.equal(receipt.dry_run, false);
+  assert.equal(receipt.namespace, namespace);
+  assert.equal(receipt.kind, "message");
+  assert.equal(receipt.target, "f1");
+  assert.deepEqual(receipt.erased.records, ["locker"]);
+  assert.equal(receipt.check.clean, true, JSON.stringify(receipt.check));
+  assert.match(receipt.content_hash, /^sha256:/);
+  assert.equal((await mem.getEvent("f1")).content, "");
+  assert.equal((await mem.getEvent("f2")).content, "Thanks."); // a message, not the branch
+  assert.ok((await mem.audit({ op: "forget" })).some((a) => a.reason === receipt.content_hash));
+
+  const check = await mem.verifyReceipt(receipt);
+  assert.deepEqual(
+    [check.ok, check.hash_matches, check.in_audit, check.reappeared],
+    [true, true, true, []],
+  );
+  assert.equal(check.content_hash, receipt.content_hash);
+  const forged = await mem.verifyReceipt({ ...receipt, target: "f2" });
+  assert.equal(forged.hash_matches, false);
+  assert.equal(forged.ok, false);
+
+  const unknown = await mem.forget("everything", "f1").catch((e) => e);
+  assert.ok(unknown instanceof InvalidInput, String(unknown));
+  assert.match(unknown.detail, /kind/);
 });
