@@ -47,6 +47,7 @@ EXEMPT_KINDS: dict[str, str] = {
     "ALTER": "DDL of a migration: run once on the coordinator, which propagates it",
     "VACUUM": "maintenance after an erase: reclaims dead tuples of every shard (a fan-out)",
     "ANALYZE": "maintenance: planner statistics of every shard (a fan-out)",
+    "SHOW": "a server setting (the version, before the erase cleanup's statistics): no table",
 }
 # tables that are not distributed: a statement touching only these needs no namespace
 UNDISTRIBUTED: dict[str, str] = {
@@ -127,8 +128,23 @@ FAN_OUT: dict[str, str] = {
     for text, why in {
         "SELECT namespace FROM namespaces WHERE seq > 0 ORDER BY namespace":
             "Memory.namespaces(): the listing of every namespace, a fan-out read",
+        **{
+            f'SELECT NOT EXISTS (SELECT 1 FROM "{table}")':
+                "erase cleanup: is the table empty in every shard (then its planner "
+                "statistics are cleared); maintenance over all namespaces, like the VACUUM"
+            for table in (  # the store's TEXT_TABLES (importing it needs psycopg)
+                "events", "revisions", "vectors", "repairs", "retractions", "audit",
+                "key_frontiers", "tree_keys",
+            )
+        },
     }.items()
 }  # fmt: skip
+# fan-out reads of a shape rather than one text
+FAN_OUT_PATTERNS: dict[re.Pattern[str], str] = {
+    re.compile(r"SELECT \* FROM [a-z_]+"): "a forget receipt's byte check "
+    "(store/residue.py): every row of every table, all namespaces and shards, on a connection "
+    "of its own; proving no byte is left anywhere is a whole-store read by design",
+}
 
 
 def nest(flat: list[str]) -> Group:
@@ -416,6 +432,9 @@ def verdict(text: str) -> Verdict:
         return Verdict(exempt=EXEMPT_KINDS[first])
     if " ".join(flat) in FAN_OUT:
         return Verdict(exempt=FAN_OUT[" ".join(flat)])
+    for pattern, why in FAN_OUT_PATTERNS.items():
+        if pattern.fullmatch(" ".join(flat)):
+            return Verdict(exempt=why)
     root = nest(flat)
     if first in ("INSERT", "COPY"):
         return _insert_verdict(root.items)
