@@ -1,0 +1,45 @@
+"""``bench/service.py --runs``: every run measured afresh, each run's ratios and a verdict.
+
+A small store (one conversation) and a few rounds: what is checked is the shape of the
+report, not the figures (which depend on the machine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("uvicorn", reason="the service needs the 'server' extra")
+pytest.importorskip("httpx", reason="the client needs the 'client' extra")
+
+BENCH = Path(__file__).parent.parent / "bench" / "service.py"
+
+
+def test_runs_are_reported_one_by_one_with_a_verdict(tmp_path: Path) -> None:
+    out = tmp_path / "service.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--records", "150", "--rounds", "30", "--warmup", "5",
+         "--runs", "2", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "30 interleaved rounds after 5 untimed" in done.stdout
+    assert "run 1/2" in done.stdout and "run 2/2" in done.stdout
+    data = json.loads(out.read_text())
+    assert data["rounds"] == 30 and data["warmup"] == 5 and len(data["runs"]) == 2
+    worst = []
+    for run in data["runs"]:
+        ops = {row["operation"]: row for row in run["rows"]}
+        assert set(ops) == {"visible", "search"}
+        worst.append(max(row["ratio_p99"] for row in ops.values()))
+    assert data["worst_p99_ratio_per_run"] == worst
+    assert data["all_within_goal"] == all(ratio <= 1.5 for ratio in worst)
+    assert data["rows"] == data["runs"][worst.index(max(worst))]["rows"]
+    verdict = "yes" if data["all_within_goal"] else "no"
+    assert done.stdout.rstrip().endswith(f"all 2 <= 1.5: {verdict}")
