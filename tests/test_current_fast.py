@@ -25,9 +25,9 @@ from branchmem.store.base import PathMessage, Store
 from branchmem.store.inmemory import InMemoryStore
 from branchmem.store.schema import KEYED_READS_VERSION, MIGRATIONS
 from branchmem.store.sqlite import SQLiteStore
+from branchmem.testing.differential import Op, apply, index_reads, oracle_current, run_scenario
+from branchmem.testing.oracle import Oracle
 from branchmem.topology import AnchorPath, EventNode
-from differential import Op, apply, index_reads, oracle_current, run_scenario
-from oracle import Oracle
 
 KEYS = 10
 T = TypeVar("T")
