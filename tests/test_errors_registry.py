@@ -89,3 +89,12 @@ def test_a_missing_extra_decodes_with_its_extra() -> None:
     sent = errors.MissingExtra("vector search", "embeddings", "numpy")
     received = errors.MissingExtra.from_problem(str(sent))
     assert isinstance(received, errors.MissingExtra) and received.extra == "embeddings"
+
+
+def test_the_service_refuses_only_with_a_declared_code() -> None:
+    pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
+    from branchmem.server.problems import Refusal
+
+    assert Refusal("forbidden", "no").code == "forbidden"
+    with pytest.raises(ValueError, match="'forbiden'"):
+        Refusal("forbiden", "a typo")
