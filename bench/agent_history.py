@@ -179,7 +179,7 @@ def main() -> int:
                     return mem.current(f"k{rng.randrange(KEYS)}", head, cross_tree=True)
 
                 def full_view(mem: Memory = mem, head: str = head) -> object:
-                    with index_reads(None):
+                    with index_reads(mem, None):
                         found = mem.visible(head, key=f"k{rng.randrange(KEYS)}")
                     return found[-1] if found else None
 
@@ -187,7 +187,7 @@ def main() -> int:
                     return mem.visible(head)
 
                 def along_path(mem: Memory = mem, head: str = head) -> object:
-                    with index_reads(None):
+                    with index_reads(mem, None):
                         return mem.visible(head)
 
                 reads.setdefault(f"{backend} current()", {})[size] = current

@@ -10,7 +10,6 @@ differential test runs at a small size, as for ``Client``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -22,7 +21,8 @@ pytest.importorskip("uvicorn", reason="the live service needs the 'server' extra
 
 from branchmem import AsyncClient, AsyncMemory, Memory
 from branchmem.testing import BackendConformance
-from test_client_conformance import RemoteView, Service, service  # noqa: F401 (a fixture)
+from branchmem.testing.differential import ReadView
+from test_client_conformance import Service, remote_views, service  # noqa: F401 (a fixture)
 
 
 class Awaited:
@@ -46,13 +46,6 @@ class Awaited:
         if not self.loop.is_closed():
             self.loop.run_until_complete(self.face.close())
             self.loop.close()
-
-    # the two private hooks ``differential.compare`` uses
-    def _read(self, namespace: str) -> contextlib.AbstractContextManager[None]:
-        return contextlib.nullcontext()
-
-    def _view(self, namespace: str, anchor: str | None, cross_tree: bool, mode: str | None) -> Any:
-        return ExplainedView(self, namespace, anchor, cross_tree, mode or "strict")
 
 
 class ExplainedDecision:
@@ -85,9 +78,22 @@ class ExplainedView:
         return ExplainedDecision(self, record_id)
 
 
+def explained_views(mem: Memory) -> ReadView:
+    """How the differential test reads a view's decisions through ``AsyncMemory``: awaited
+    ``explain`` calls."""
+
+    def read(
+        namespace: str, anchor: str | None, cross_tree: bool, mode: str, as_of: int | None
+    ) -> ExplainedView:
+        return ExplainedView(mem, namespace, anchor, cross_tree, mode)  # type: ignore[arg-type]
+
+    return read
+
+
 class TestAsyncMemory(BackendConformance):
     differential_trees = 4
     differential_chunks = 1
+    read_views = staticmethod(explained_views)
 
     @pytest.fixture(params=range(differential_chunks))
     def chunk(self, request: pytest.FixtureRequest) -> int:
@@ -97,16 +103,10 @@ class TestAsyncMemory(BackendConformance):
         return Awaited(AsyncMemory(Memory(mode)))  # type: ignore[return-value]
 
 
-class AwaitedClient(Awaited):
-    """``AsyncClient`` read in the differential test one view at a time, as ``Client`` is."""
-
-    def _view(self, namespace: str, anchor: str | None, cross_tree: bool, mode: str | None) -> Any:
-        return RemoteView(self, namespace, anchor, cross_tree, mode or "strict")  # type: ignore[arg-type]
-
-
 class TestAsyncClient(BackendConformance):
     differential_trees = 2
     differential_chunks = 1
+    read_views = staticmethod(remote_views)  # AsyncClient read one view at a time, as Client
 
     @pytest.fixture(params=range(differential_chunks))
     def chunk(self, request: pytest.FixtureRequest) -> int:
@@ -121,6 +121,6 @@ class TestAsyncClient(BackendConformance):
             mem.close()
 
     def make_memory(self, mode: str = "strict") -> Memory:
-        mem = AwaitedClient(AsyncClient(self.service.fresh(mode), self.service.api_key))
+        mem = Awaited(AsyncClient(self.service.fresh(mode), self.service.api_key))
         self.made.append(mem)
         return mem  # type: ignore[return-value]

@@ -9,7 +9,6 @@ read through the ``/explanations`` endpoint (one call per view and flag combinat
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +18,7 @@ from branchmem import Memory
 from branchmem.client import Client
 from branchmem.server import KeyRing, create_app
 from branchmem.testing import BackendConformance
+from branchmem.testing.differential import ReadView
 from test_server_harness import LiveService
 
 
@@ -104,21 +104,21 @@ class RemoteView:
         return RemoteDecision(self, record_id)
 
 
-class DifferentialClient(Client):
-    """The two private hooks ``differential.compare`` uses, answered over HTTP."""
+def remote_views(client: Memory) -> ReadView:
+    """How the differential test reads a view's decisions over HTTP: ``explanations``."""
 
-    def _read(self, namespace: str) -> contextlib.AbstractContextManager[None]:
-        return contextlib.nullcontext()
-
-    def _view(
-        self, namespace: str, anchor: str | None, cross_tree: bool, mode: str | None
+    def read(
+        namespace: str, anchor: str | None, cross_tree: bool, mode: str, as_of: int | None
     ) -> RemoteView:
-        return RemoteView(self, namespace, anchor, cross_tree, mode or "strict")
+        return RemoteView(client, namespace, anchor, cross_tree, mode)  # type: ignore[arg-type]
+
+    return read
 
 
 class TestClient(BackendConformance):
     differential_trees = 4
     differential_chunks = 2
+    read_views = staticmethod(remote_views)
 
     @pytest.fixture(params=range(differential_chunks))
     def chunk(self, request: pytest.FixtureRequest) -> int:
@@ -133,6 +133,6 @@ class TestClient(BackendConformance):
             client.close()
 
     def make_memory(self, mode: str = "strict") -> Memory:
-        client = DifferentialClient(self.service.fresh(mode), self.service.api_key)
+        client = Client(self.service.fresh(mode), self.service.api_key)
         self.clients.append(client)
         return client  # type: ignore[return-value]

@@ -25,9 +25,9 @@ from branchmem.store.base import PathMessage, Store
 from branchmem.store.inmemory import InMemoryStore
 from branchmem.store.schema import KEYED_READS_VERSION, MIGRATIONS
 from branchmem.store.sqlite import SQLiteStore
+from branchmem.testing.differential import Op, apply, index_reads, oracle_current, run_scenario
+from branchmem.testing.oracle import Oracle
 from branchmem.topology import AnchorPath, EventNode
-from differential import Op, apply, index_reads, oracle_current, run_scenario
-from oracle import Oracle
 
 KEYS = 10
 T = TypeVar("T")
@@ -144,7 +144,7 @@ def test_visible_on_sqlite_runs_the_same_statements_after_ten_times_the_history(
             found, statements = traced(mem, partial(mem.visible, head))
             reads.append([r.id for r in found])
             counts.append(statements)
-            with index_reads(None):
+            with index_reads(mem, None):
                 assert [r.id for r in mem.visible(head)] == reads[-1]
     assert reads[1] == [f"w{2000 - KEYS + key}" for key in range(KEYS)]
     assert counts[1] <= counts[0] + KEYS, counts  # at most one more ancestor lookup a key
@@ -170,9 +170,9 @@ def test_context_at_the_head_is_the_same_read_from_the_index(backend: str, tmp_p
     mem = Memory() if backend == "memory" else Memory.open(tmp_path / "talk.db")
     head = talking_agent(mem, 300)
     for query in (None, "note"):
-        with index_reads(0):
+        with index_reads(mem, 0):
             from_index = mem.context(head, query=query, budget=120)
-        with index_reads(None):
+        with index_reads(mem, None):
             along_path = mem.context(head, query=query, budget=120)
         assert from_index == along_path
         assert "an unkeyed note" in from_index.text and "turn 298" not in from_index.text
@@ -184,7 +184,7 @@ def test_an_index_read_counts_what_it_returns() -> None:
     # no filter: 9 keys' winners (k8's stands on a withdrawn turn) and the unkeyed note
     for filters, returned in (({"key": "k3"}, 1), ({"kind": "nothing"}, 0), ({}, KEYS)):
         before = mem.report()["decisions"].get("visible", 0)
-        with index_reads(0):
+        with index_reads(mem, 0):
             found = mem.visible(head, **filters)
         assert len(found) == returned, filters
         assert mem.report()["decisions"].get("visible", 0) - before == returned, filters
@@ -261,7 +261,7 @@ def test_a_context_that_reads_its_path_whole_equals_one_that_reads_it_lazily(
         return found
 
     monkeypatch.setattr(PathMessages, "whole_path", counted)
-    with index_reads(None):  # every view reads its path
+    with index_reads(mem, None):  # every view reads its path
         for anchor in rng.sample(events, 40):
             for budget in (30, 300, 5000):
                 monkeypatch.setattr(PathMessages, "WHOLE_PATH", 0)
@@ -274,7 +274,7 @@ def test_a_context_that_reads_its_path_whole_equals_one_that_reads_it_lazily(
 def test_a_short_path_is_walked_and_a_large_tree_index_is_not_read() -> None:
     mem = Memory()
     head = agent(mem, 40)  # 10 keys next to a path of 40: the path is the shorter read
-    with index_reads(0):
+    with index_reads(mem, 0):
         from_index = mem.visible(head)
     assert mem.visible(head) == from_index  # the same records, read along the path
     store = mem.store
@@ -320,7 +320,7 @@ def test_a_store_migrated_from_before_the_key_index_reads_keys_the_same(tmp_path
         assert after == before
         assert after["k0"].id == "w30"  # type: ignore[union-attr]  # w40 is retracted here
         assert mem.current("k0", "side").id == "on-side"  # type: ignore[union-attr]
-        with index_reads(0):  # the tree index the migration filled answers visible() alike
+        with index_reads(mem, 0):  # the tree index the migration filled answers visible() alike
             assert {anchor: mem.visible(anchor) for anchor in shown} == shown
 
 
@@ -498,14 +498,14 @@ def round_trips_of_visible(url: str, namespace: str, keys: int) -> tuple[list[st
             namespace=namespace,
         )
         head = f"e{turns - 1}"
-        with index_reads(None):
+        with index_reads(mem, None):
             along_path = [r.id for r in mem.visible(head, namespace=namespace)]
         store = mem.store
         trips = RoundTrips()
         connection = store._connection  # type: ignore[attr-defined]
         store._connection = lambda: trips.wrap(connection())  # type: ignore[attr-defined]
         try:
-            with index_reads(0):
+            with index_reads(mem, 0):
                 found = [r.id for r in mem.visible(head, namespace=namespace)]
         finally:
             del store._connection  # type: ignore[attr-defined]

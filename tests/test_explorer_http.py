@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 from branchmem import Memory
 from branchmem.server import KeyRing, create_app
 from branchmem.server.explorer import LocalSession
-from conformance import chengdu
+from branchmem.testing.conformance import chengdu
 from test_server_harness import free_port
 
 

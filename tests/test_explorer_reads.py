@@ -15,7 +15,7 @@ from branchmem.cli.main import main
 from branchmem.errors import InvalidInput, NotFoundError, StorageError
 from branchmem.model import RecordView, TreeEvents, TreeSummary
 from branchmem.store.inmemory import InMemoryStore
-from conformance import chengdu
+from branchmem.testing.conformance import chengdu
 
 
 class CountingStore(InMemoryStore):

@@ -283,7 +283,7 @@ def test_currents_is_current_of_every_key(
             records.append(f"w{i}")
     shown = 0
     for anchor in events:
-        with index_reads(0):  # whenever the anchor allows, however shallow
+        with index_reads(memory, 0):  # whenever the anchor allows, however shallow
             found = memory._currents(anchor, prefix="k", cross_tree=cross_tree)
         assert found is not None
         expected = [memory.current(f"k{k}", anchor, cross_tree=cross_tree) for k in range(6)]

@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 from branchmem import Memory
+from branchmem.engine import views
 from branchmem.testing import Oracle, apply, compare, random_history
 from branchmem.visibility import Decision
 from reliability_worker import Op, perform
@@ -193,16 +194,17 @@ def assert_same_decisions(
     record_ids = random.Random(len(record_ids)).sample(record_ids, k=min(20, len(record_ids)))
 
     def observe(mem: Memory, anchor: str | None, mode: str, cross_tree: bool) -> Any:
-        view = mem._view(namespace, anchor, cross_tree, mode)
-        ordered = [
-            [
-                (d.record_id, d.revision.revision if d.revision else None)
-                for d in Memory._chosen(view, None, None, None, include, include)
+        with mem._read(namespace) as ns:
+            view = views.view(ns, anchor, cross_tree, mode)
+            ordered = [
+                [
+                    (d.record_id, d.revision.revision if d.revision else None)
+                    for d in views.chosen(view, None, None, None, include, include)
+                ]
+                for include in (False, True)
             ]
-            for include in (False, True)
-        ]
-        reasons = {r: view.decide(r).reason for r in record_ids}
-        return summary(view.decisions()), reasons, ordered
+            reasons = {r: view.decide(r).reason for r in record_ids}
+            return summary(view.decisions()), reasons, ordered
 
     for anchor in anchors:
         for mode in ("strict", "compat"):

@@ -28,9 +28,9 @@ from branchmem.errors import BranchmemError
 from branchmem.search.embedding import Embedder, HashingEmbedder, hybrid_rank
 from branchmem.search.lexical import matches, rank
 from branchmem.search.tokens import count_tokens
-from conformance import SCALE
-from differential import Op, apply, random_history
-from oracle import Oracle, ORevision
+from branchmem.testing.conformance import SCALE
+from branchmem.testing.differential import Op, apply, random_history
+from branchmem.testing.oracle import Oracle, ORevision
 
 DIMENSIONS = 32  # a small HashingEmbedder: collisions make vector ties, which must agree too
 

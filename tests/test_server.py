@@ -21,7 +21,7 @@ from branchmem.errors import BranchmemError
 from branchmem.server import KeyRing, Limits, create_app
 from branchmem.server.openapi import render
 from branchmem.server.problems import STATUS
-from conformance import chengdu
+from branchmem.testing.conformance import chengdu
 from test_server_harness import LiveService
 
 DOCS = Path(__file__).parent.parent / "docs"

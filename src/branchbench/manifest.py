@@ -30,7 +30,16 @@ FROZEN_MANIFEST_SHA256 = "6f67fa4ae19f8b267c25c836791e944b836053c008a101963709ea
 # Modules that decide no figure of a run: the command line, the scenario generators (their
 # output is data, pinned by the manifest) and the separate propagation experiments. Every
 # other module of the package is hashed, so a module added later is covered by default.
-UNSCORED_CODE = ("__main__.py", "cli.py", "longgen.py", "spreadgen.py", "propagation.py")
+UNSCORED_CODE = (
+    "__main__.py",
+    "cli.py",
+    "longgen.py",
+    "spreadgen.py",
+    "propagation/__init__.py",
+    "propagation/experiments.py",
+    "propagation/probes.py",
+    "propagation/report.py",
+)
 RECORDED_PACKAGES = ("branchmem", "mem0ai", "langgraph")
 
 

@@ -39,8 +39,8 @@ except ImportError as missing:  # the core library has no dependencies; the clie
 from .api.codec import decode, encode_argument
 from .api.operations import Operation, operations
 from .api.protocol import MemoryAPI
-from .client import PAGE, _error_classes, _query_value, _segment
-from .errors import BranchmemError, InvalidInput, ServiceError, Unavailable
+from .client import PAGE, _query_value, _segment
+from .errors import BranchmemError, InvalidInput, Unavailable, problem_class
 from .model import MODES, Explanation
 from .validation import Keep, check_id
 
@@ -137,7 +137,6 @@ class AsyncClient:
         self._next = itertools.cycle(range(len(self.urls)))
         self._preferred = 0
         self.failovers = 0  # requests answered by another worker than the one first tried
-        self._errors = _error_classes()
 
     # -- lifecycle ---------------------------------------------------------------------
     async def close(self) -> None:
@@ -214,7 +213,7 @@ class AsyncClient:
             data = {}
         code = str(data.get("code") or "internal")
         detail = str(data.get("detail") or f"HTTP {status}")
-        return self._errors.get(code, ServiceError)(detail)
+        return problem_class(code).from_problem(detail)
 
     def _decode(self, status: int, answer: bytes) -> Any:
         if status >= 400:

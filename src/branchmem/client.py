@@ -43,7 +43,7 @@ except ImportError as missing:  # the core library has no dependencies; the clie
 from .api.codec import decode, encode_argument
 from .api.operations import Operation, operations
 from .api.protocol import MemoryAPI
-from .errors import (
+from .errors import (  # noqa: F401  (every error class stays importable from here, as before)
     BranchmemError,
     ConflictError,
     CycleError,
@@ -58,6 +58,7 @@ from .errors import (
     TooLarge,
     Unauthorized,
     Unavailable,
+    problem_class,
 )
 from .model import MODES, Explanation
 from .validation import Keep, check_id
@@ -67,21 +68,6 @@ if TYPE_CHECKING:
 
 DEFAULT_NAMESPACE: Final = "default"
 PAGE: Final = 1000
-
-
-def _error_classes() -> dict[str, type[BranchmemError]]:
-    from .importers.errors import ImportFormatError
-    from .search.embedding import EmbedderUnavailable
-
-    classes: list[type[BranchmemError]] = [
-        BranchmemError, InvalidInput, NotFoundError, ConflictError, CycleError, ErasedError,
-        StorageError, SchemaVersionError, ImportFormatError, EmbedderUnavailable,
-        MissingExtra, ServiceError, Unauthorized, Forbidden, TooLarge, Unavailable,
-    ]  # fmt: skip
-    found = {cls.code: cls for cls in classes}
-    found["malformed"] = InvalidInput
-    found["not_implemented"] = ServiceError
-    return found
 
 
 def _segment(value: str) -> str:
@@ -266,7 +252,6 @@ class Client:
         self._preferred = 0
         self.failovers = 0  # requests answered by another worker than the one first tried
         self._lock = threading.Lock()
-        self._errors = _error_classes()
 
     # -- lifecycle ---------------------------------------------------------------------
     def close(self) -> None:
@@ -362,7 +347,7 @@ class Client:
             data = {}
         code = str(data.get("code") or "internal")
         detail = str(data.get("detail") or f"HTTP {status}")
-        return self._errors.get(code, ServiceError)(detail)
+        return problem_class(code).from_problem(detail)
 
     def _decode(self, status: int, answer: bytes) -> Any:
         if status >= 400:

@@ -77,7 +77,6 @@ from .validation import (
     check_placement,
     check_sources,
 )
-from .visibility import View
 
 if TYPE_CHECKING:
     from .importers import ImportPlan, ImportSummary, ProgressCallback
@@ -135,10 +134,15 @@ class Memory:
         store: Store | None = None,
         embedder: Embedder | None = None,
         counter: TokenCounter | None = None,
+        path_events_per_entry: int | None = views.PATH_EVENTS_PER_ENTRY,
     ) -> None:
         """``embedder`` turns on vector search (every record written is embedded once);
-        ``counter`` measures context budgets (default: ``tokens.count_tokens``)."""
+        ``counter`` measures context budgets (default: ``tokens.count_tokens``);
+        ``path_events_per_entry`` is when ``visible()`` reads a tree's key index instead of
+        the anchor's path: when the index has at most depth / this many entries (0: whenever
+        the anchor allows, None: never; the answer is the same, only the cost differs)."""
         self.mode = check_mode(mode)
+        self.path_events_per_entry = path_events_per_entry
         self._store: Store = store if store is not None else InMemoryStore()
         self.embedder = embedder
         self.counter: TokenCounter = counter if counter is not None else DEFAULT_COUNTER
@@ -266,7 +270,13 @@ class Memory:
         with self._lock:
             counts = self._counts.setdefault(name, Counter())
         return Namespace(
-            self._store, name, self.mode, counts, getattr(self._actor, "name", None), self.embedder
+            self._store,
+            name,
+            self.mode,
+            counts,
+            getattr(self._actor, "name", None),
+            self.embedder,
+            path_events_per_entry=self.path_events_per_entry,
         )
 
     @contextmanager
@@ -288,19 +298,6 @@ class Memory:
         ns = namespace if isinstance(namespace, Namespace) else self._namespace(namespace)
         with self._lock, self._store.reading(ns.name):
             yield ns
-
-    def _view(
-        self,
-        namespace: str,
-        anchor: str | None,
-        cross_tree: bool,
-        mode: str | None,
-        as_of: int | None = None,
-    ) -> View:
-        """The view of ``anchor`` (for tests that compare every decision with the oracle)."""
-        return views.view(self._namespace(namespace), anchor, cross_tree, mode, as_of=as_of)
-
-    _chosen = staticmethod(views.chosen)
 
     # -- events ------------------------------------------------------------------------
     def add_event(

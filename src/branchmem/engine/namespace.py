@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..audit import AuditEntry
 from ..errors import ErasedError, NotFoundError
@@ -34,6 +34,10 @@ class Namespace:
     counts: Counter[str]
     actor: str | None = None
     embedder: Embedder | None = None
+    # a view reads a tree's index when it has at most depth / this many entries (the
+    # Memory's option, ``engine.views.PATH_EVENTS_PER_ENTRY`` unless given; 0: whenever it
+    # can, None: never)
+    path_events_per_entry: int | None = field(kw_only=True)
 
     def audit(
         self,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from typing import Final
 
 from ..errors import NotFoundError
 from ..keyed import KeyedView
@@ -94,9 +95,9 @@ def visible_in(
 # many path events of a full view (~3 embedded in bench/agent_history.py; on PostgreSQL it was
 # ~11 before keyed reads asked in bulk, and 8 is kept as the one threshold for every backend);
 # a view reads the tree's index instead of its path when the index has at most
-# depth / PATH_EVENTS_PER_ENTRY entries (0: whenever the anchor allows; None: never — the
-# differential tests run both).
-PATH_EVENTS_PER_ENTRY: int | None = 8
+# depth / PATH_EVENTS_PER_ENTRY entries. The default of ``Memory(path_events_per_entry=...)``
+# (0: whenever the anchor allows; None: never — the differential tests run both).
+PATH_EVENTS_PER_ENTRY: Final = 8
 
 
 def indexed_visible(
@@ -112,7 +113,7 @@ def indexed_visible(
     cost of the tree's keys and unkeyed records, not of the path or of superseded history;
     None when that index is larger than the path is long."""
     assert node.attached and node.tree is not None and node.depth is not None
-    steps = PATH_EVENTS_PER_ENTRY
+    steps = ns.path_events_per_entry
     if steps is None:
         return None
     limit = node.depth // steps if steps else sys.maxsize
@@ -258,7 +259,7 @@ def currents(
         if index is None:
             return None
         keys.update(key for key, _ in index.groups if wanted(key))
-    steps = PATH_EVENTS_PER_ENTRY
+    steps = ns.path_events_per_entry
     events = sum((n.depth or 0) + 1 for n in (node, *heads.values()))
     if steps is None or (steps and len(keys) > events // steps):
         return None

@@ -131,9 +131,6 @@ class Cursor:
             raise self.fail(f"expected a string, found {_describe(self.value)}")
         return self.value
 
-    def opt_text(self) -> str | None:
-        return None if self.value is None else self.text()
-
     def ident(self) -> str:
         """A non-empty id; JSON numbers are accepted and written in decimal."""
         value = self.value

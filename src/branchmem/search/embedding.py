@@ -17,16 +17,11 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
-from ..errors import BranchmemError, InvalidInput
+from ..errors import EmbedderUnavailable as EmbedderUnavailable  # declared there; kept here
+from ..errors import InvalidInput
 from .lexical import check_k, rank, segments
 
 RRF_K: Final = 60
-
-
-class EmbedderUnavailable(BranchmemError):
-    """The embedder's model or package is not installed."""
-
-    code = "embedder_unavailable"
 
 
 @runtime_checkable

@@ -1,10 +1,11 @@
 """Errors as ``application/problem+json`` (RFC 9457), one ``code`` per error class.
 
-The ``code`` is the ``.code`` of the ``branchmem.errors`` class the library raised, so a client
-in any language can branch on it and ``branchmem.Client`` re-raises the very same class. The
-service adds four codes of its own: ``unauthorized`` (no or bad key), ``forbidden`` (the key is
-not bound to the namespace), ``too_large`` (a request over the size limits) and
-``internal`` (a bug: logged, never detailed to the caller).
+The ``code`` is the ``.code`` of the ``branchmem.errors`` class the library raised and the
+status its ``.status``, so a client in any language can branch on it and ``branchmem.Client``
+re-raises the very same class. The service's own refusals are classes of that module too
+(``unauthorized``, ``forbidden``, ``too_large``, ``malformed``, ``method_not_allowed``,
+``unsupported_media_type``, ``not_implemented``, and ``internal``: a bug, logged, never
+detailed to the caller); ``Refusal`` raises one by its code.
 """
 
 from __future__ import annotations
@@ -18,34 +19,13 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from ..errors import BranchmemError, ErasedError, NotFoundError
+from ..errors import PROBLEMS, BranchmemError, ErasedError, NotFoundError
 
 PROBLEM_TYPE: Final = "application/problem+json"
 TYPE_BASE: Final = "https://branchmem.dev/problems/"
 
-# one status per code; a subclass without its own entry falls back to its base class's code
-STATUS: Final[dict[str, int]] = {
-    "invalid_input": 422,
-    "import_format": 422,
-    "malformed": 400,
-    "unauthorized": 401,
-    "forbidden": 403,
-    "not_found": 404,
-    "method_not_allowed": 405,
-    "conflict": 409,
-    "cycle": 409,
-    "erased": 410,
-    "too_large": 413,
-    "unsupported_media_type": 415,
-    "embedder_unavailable": 501,
-    "not_implemented": 501,
-    "missing_extra": 501,
-    "storage": 503,
-    "schema_version": 503,
-    "unavailable": 503,
-    "error": 400,
-    "internal": 500,
-}
+# one status per code, read from the error classes (``branchmem.errors.PROBLEMS``)
+STATUS: Final[dict[str, int]] = {code: cls.status for code, cls in PROBLEMS.items()}
 
 log = logging.getLogger("branchmem.server")
 
@@ -54,6 +34,8 @@ class Refusal(Exception):
     """A refusal decided by the service itself (auth, limits), raised inside handlers."""
 
     def __init__(self, code: str, detail: str) -> None:
+        if code not in STATUS:  # a typo here would reach clients as an unknown problem
+            raise ValueError(f"refusal code {code!r} is not declared in branchmem.errors")
         super().__init__(detail)
         self.code = code
         self.detail = detail
@@ -83,21 +65,13 @@ def problem(
     return JSONResponse(body, status_code=status, media_type=PROBLEM_TYPE, headers=headers)
 
 
-def error_status(error: BranchmemError) -> int:
-    for cls in type(error).__mro__:
-        code = getattr(cls, "code", None)
-        if isinstance(code, str) and code in STATUS:
-            return STATUS[code]
-    return 400
-
-
 def library_problem(error: BranchmemError) -> JSONResponse:
     """The problem for an error the library raised, under its own ``code``."""
     if isinstance(error, NotFoundError | ErasedError):
         detail = str(error)
     else:
         detail = str(error) or type(error).__name__
-    return problem(error.code, detail, status=error_status(error))
+    return problem(error.code, detail, status=error.status)
 
 
 def _validation_detail(error: RequestValidationError) -> str:

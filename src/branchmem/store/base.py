@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager
 from typing import ClassVar, Final, NamedTuple, Protocol
 
 from ..audit import AuditEntry
+from ..errors import CleanupPending
 from ..keyed import KeyedFacts, TreeIndex
 from ..model import ERASED, Delivery, RepairItem
 from ..provenance import RevisionNode
@@ -49,12 +50,6 @@ class MessageRow(NamedTuple):
     parent: str | None
     role: str
     content: str
-
-
-class CleanupPending(UserWarning):
-    """An erase committed (its text is gone from every table) but erased bytes may remain in
-    the store's files until ``Memory.finish_cleanup()`` succeeds, e.g. while another process
-    holds a read transaction on SQLite's write-ahead log."""
 
 
 class Store(ABC):

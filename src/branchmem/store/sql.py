@@ -117,14 +117,6 @@ class SQLStore(SQLLedger, Store, KeyStore):
             for item, node in found.items():  # a node cached already may be newer
                 self._events.setdefault((namespace, item), node)
 
-    def _events_by_id(self, namespace: str, ids: Sequence[str]) -> dict[str, EventNode]:
-        rows = self._all(
-            f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? "
-            f"AND id IN ({self._marks(len(ids))})",
-            (namespace, *ids),
-        )
-        return {row[0]: codec.event_node(row) for row in rows}
-
     _NEW_EVENT = (
         f"INSERT INTO events (namespace, {codec.EVENT_COLUMNS}) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"

@@ -19,7 +19,7 @@ from branchmem import ConflictError, CycleError, ErasedError, InvalidInput, Memo
 from branchmem.errors import BranchmemError
 
 from .asof_conformance import AsOfConformance
-from .differential import run_scenario
+from .differential import ReadView, run_scenario
 
 SCALE = int(os.environ.get("BRANCHMEM_BENCH_SCALE", "1"))
 
@@ -975,6 +975,10 @@ class BackendConformance(AsOfConformance):
         assert len(mem.audit()) == written
 
     # -- the oracle --------------------------------------------------------------------
+    # how the differential test reads a view's decisions through this face; None: the
+    # engine's own views (a ``Memory``); a face over HTTP or async overrides it
+    read_views: Callable[[Memory], ReadView] | None = None
+
     @pytest.fixture(params=range(differential_chunks))
     def chunk(self, request: pytest.FixtureRequest) -> int:
         return int(request.param)
@@ -986,7 +990,7 @@ class BackendConformance(AsOfConformance):
         compared = 0
         for index in range(per_chunk):
             seed = chunk * 1_000_003 + index
-            compared += run_scenario(self.make_memory, random.Random(seed))
+            compared += run_scenario(self.make_memory, random.Random(seed), self.read_views)
         session = Path(tmp_path_factory.getbasetemp())
         if hasattr(request.config, "workerinput"):  # an xdist worker: its basetemp is below
             session = session.parent

@@ -3,14 +3,18 @@
 Shared by the differential test of every backend: ``run_scenario(make_memory, rng)``
 replays one random history into a fresh ``Memory`` and the oracle and compares every
 decision at every event as anchor, in both modes, with and without cross-tree views.
+
+The decisions are read from the engine's own views in one read snapshot of the Memory; a
+face that is not a ``Memory`` (the client, the async faces) passes ``read_views``: how to
+read a view's decisions through it (``ReadView``).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any, Protocol
 
 from branchmem import Memory
 from branchmem.engine import views
@@ -20,6 +24,25 @@ from branchmem.model import Record
 from .oracle import Oracle
 
 Op = tuple[str, dict[str, Any]]
+
+
+class Decided(Protocol):
+    """What the comparison reads off one record's decision (``visibility.Decision``)."""
+
+    @property
+    def reason(self) -> str: ...
+
+    def returned(self, include_superseded: bool, include_stale: bool) -> bool: ...
+
+
+class DecidingView(Protocol):
+    """A view that decides one record at a time (``visibility.View``)."""
+
+    def decide(self, record_id: str) -> Decided: ...
+
+
+# (namespace, anchor, cross_tree, mode, as_of) -> the view's decisions, read through a face
+ReadView = Callable[[str, str | None, bool, str, int | None], DecidingView]
 
 
 def random_history(rng: random.Random) -> list[Op]:
@@ -200,17 +223,31 @@ def _not_found() -> None:
     raise NotFoundError("absent")
 
 
-def compare(mem: Memory, oracle: Oracle, namespace: str) -> int:
-    """Compare every decision at every anchor; return how many were compared.
+@contextmanager
+def _decisions(mem: Memory, namespace: str, read_view: ReadView | None) -> Iterator[ReadView]:
+    """How to read a view's decisions: ``read_view`` as given, or the engine's own views in
+    one read snapshot of ``mem``, as one public call would have (backends with round trips
+    serve the repeated lookups from their per-call cache)."""
+    if read_view is not None:
+        yield read_view
+        return
+    with mem._read(namespace) as ns:
 
-    One read snapshot for all of it, as one public call would have: backends with round
-    trips serve the repeated lookups from their per-call cache.
-    """
-    with mem._read(namespace):
-        return _compare(mem, oracle, namespace)
+        def engine_view(
+            name: str, anchor: str | None, cross_tree: bool, mode: str, as_of: int | None
+        ) -> DecidingView:
+            return views.view(ns, anchor, cross_tree, mode, as_of=as_of)
+
+        yield engine_view
 
 
-def _compare(mem: Memory, oracle: Oracle, namespace: str) -> int:
+def compare(mem: Memory, oracle: Oracle, namespace: str, read_view: ReadView | None = None) -> int:
+    """Compare every decision at every anchor; return how many were compared."""
+    with _decisions(mem, namespace, read_view) as read:
+        return _compare(mem, oracle, namespace, read)
+
+
+def _compare(mem: Memory, oracle: Oracle, namespace: str, read: ReadView) -> int:
     compared = 0
     anchors: list[str | None] = [None, *sorted(oracle.events)]
     record_ids = sorted(oracle.records)
@@ -218,7 +255,7 @@ def _compare(mem: Memory, oracle: Oracle, namespace: str) -> int:
         for mode in ("strict", "compat"):
             for cross_tree in (False, True) if oracle.heads else (False,):
                 expected = oracle.decide_all(anchor, mode=mode, cross_tree=cross_tree)
-                view = mem._view(namespace, anchor, cross_tree, mode)
+                view = read(namespace, anchor, cross_tree, mode, None)
                 for record_id in record_ids:
                     decision = view.decide(record_id)
                     want = expected[record_id]
@@ -260,15 +297,17 @@ def _compare(mem: Memory, oracle: Oracle, namespace: str) -> int:
 
 
 @contextmanager
-def index_reads(steps: int | None) -> Iterator[None]:
-    """``visible()`` reads the tree's index whenever the anchor allows it (``steps`` 0), never
-    (None), or as shipped (``engine.views.PATH_EVENTS_PER_ENTRY``)."""
-    before = views.PATH_EVENTS_PER_ENTRY
-    views.PATH_EVENTS_PER_ENTRY = steps
+def index_reads(mem: Memory, steps: int | None) -> Iterator[Memory]:
+    """``mem``'s ``visible()`` reads the tree's index whenever the anchor allows it (``steps``
+    0), never (None), or as shipped (``engine.views.PATH_EVENTS_PER_ENTRY``), then reads as
+    it was made to (``Memory(path_events_per_entry=...)``): one Memory's option, not a
+    global, so other Memories in the process are untouched."""
+    before = mem.path_events_per_entry
+    mem.path_events_per_entry = steps
     try:
-        yield
+        yield mem
     finally:
-        views.PATH_EVENTS_PER_ENTRY = before
+        mem.path_events_per_entry = before
 
 
 def _visible_reading(
@@ -281,8 +320,12 @@ def _visible_reading(
     namespace: str,
 ) -> list[Record]:
     """``visible()`` read one way (see ``index_reads``): from the index and from the whole
-    view it must give the oracle's records, in the same order."""
-    with index_reads(steps):
+    view it must give the oracle's records, in the same order. A face that is not a
+    ``Memory`` reads the way its service was made to."""
+    reading: AbstractContextManager[object] = (
+        index_reads(mem, steps) if isinstance(mem, Memory) else nullcontext()
+    )
+    with reading:
         return mem.visible(
             anchor, mode=mode, cross_tree=cross_tree, include_stale=include_stale,
             namespace=namespace,
@@ -315,24 +358,30 @@ def oracle_current(
     return max(ranked)[1] if ranked else None
 
 
-def compare_as_of(mem: Memory, oracle: Oracle, namespace: str, point: tuple[int, int]) -> int:
+def compare_as_of(
+    mem: Memory,
+    oracle: Oracle,
+    namespace: str,
+    point: tuple[int, int],
+    read_view: ReadView | None = None,
+) -> int:
     """Compare every decision ``as_of`` an earlier point at every anchor: ``point`` is the
     engine's last arrival number then and the oracle's (they number differently: the
     engine also numbers its repair-queue entries)."""
     engine_seq, oracle_seq = point
     then = oracle.at(oracle_seq)
     compared = 0
-    # the client and async faces stand in for ``_view`` with ``explain``, which takes no
-    # as_of: through them, as_of is compared on what visible() and current() return
-    exact = isinstance(mem, Memory)
-    with mem._read(namespace):
+    # the client and async faces read decisions with ``explain``, which takes no as_of:
+    # through them, as_of is compared on what visible() and current() return
+    exact = read_view is None
+    with _decisions(mem, namespace, read_view) as read:
         for anchor in [None, *sorted(oracle.events)]:
             for mode in ("strict", "compat"):
                 for cross_tree in (False, True) if oracle.heads else (False,):
                     expected = then.decide_all(anchor, mode=mode, cross_tree=cross_tree)
                     if exact:
                         compared += _decisions_as_of(
-                            mem, then, expected, namespace, anchor, mode, cross_tree, engine_seq
+                            read, then, expected, namespace, anchor, mode, cross_tree, engine_seq
                         )
                     shown = mem.visible(
                         anchor, mode=mode, cross_tree=cross_tree, as_of=engine_seq,
@@ -356,7 +405,7 @@ def compare_as_of(mem: Memory, oracle: Oracle, namespace: str, point: tuple[int,
 
 
 def _decisions_as_of(
-    mem: Memory,
+    read: ReadView,
     then: Oracle,
     expected: dict[str, tuple[str, dict[str, bool]]],
     namespace: str,
@@ -366,7 +415,7 @@ def _decisions_as_of(
     engine_seq: int,
 ) -> int:
     """Every record's decision as of ``engine_seq`` against the oracle's copy ``then``."""
-    view = mem._view(namespace, anchor, cross_tree, mode, engine_seq)
+    view = read(namespace, anchor, cross_tree, mode, engine_seq)
     for record_id in sorted(then.records):
         decision = view.decide(record_id)
         want = expected[record_id]
@@ -383,10 +432,16 @@ def last_seq(mem: Memory, namespace: str) -> int:
     return entries[-1].seq if entries else 0
 
 
-def run_scenario(make_memory: Callable[[], Memory], rng: random.Random) -> int:
+def run_scenario(
+    make_memory: Callable[[], Memory],
+    rng: random.Random,
+    read_views: Callable[[Memory], ReadView] | None = None,
+) -> int:
     """Replay one random history into both and compare midway and at the end, and (in half
-    the histories) as of a random earlier point."""
+    the histories) as of a random earlier point. ``read_views(mem)``: how to read decisions
+    through a face that is not a ``Memory`` (default: the engine's views)."""
     mem = make_memory()
+    read_view = read_views(mem) if read_views is not None else None
     oracle = Oracle()
     namespace = f"ns{rng.randrange(10**9)}"
     ops = random_history(rng)
@@ -397,13 +452,13 @@ def run_scenario(make_memory: Callable[[], Memory], rng: random.Random) -> int:
     for index, op in enumerate(ops):
         apply(mem, oracle, op, namespace)
         if index == checkpoint:
-            compared += compare(mem, oracle, namespace)
+            compared += compare(mem, oracle, namespace, read_view)
         if index == as_of:
             point = (last_seq(mem, namespace), oracle.seq)
-    compared += compare(mem, oracle, namespace)
+    compared += compare(mem, oracle, namespace, read_view)
     compared += compare_diffs(mem, oracle, namespace, rng)
     if as_of is not None:
-        compared += compare_as_of(mem, oracle, namespace, point)
+        compared += compare_as_of(mem, oracle, namespace, point, read_view)
     return compared
 
 
