@@ -133,3 +133,21 @@ def test_the_async_wrapper_forgets_in_mem0_too(wrapped: BranchMem0, mem0_dir: Pa
     receipt = asyncio.run(async_wrapped.forget("message", "secret"))
     assert receipt.stores[0].check.clean
     assert sum(scan(mem0_dir).values()) == 0
+
+
+def test_a_receipt_with_a_mem0_section_verifies_over_http(wrapped: BranchMem0) -> None:
+    pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
+    from fastapi.testclient import TestClient
+
+    from branchmem.server import KeyRing, create_app
+
+    receipt = wrapped.forget("message", "secret")
+    key, _ = KeyRing(wrapped.store).create("me", ["default"])
+    http = TestClient(create_app(wrapped.store), raise_server_exceptions=False)
+    answer = http.post(
+        "/v1/ns/default/receipts/verify",
+        json={"receipt": receipt.to_json()},
+        headers={"Authorization": f"Bearer {key}"},
+    )
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["hash_matches"] and answer.json()["in_audit"]
