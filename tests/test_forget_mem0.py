@@ -151,3 +151,21 @@ def test_a_receipt_with_a_mem0_section_verifies_over_http(wrapped: BranchMem0) -
     )
     assert answer.status_code == 200, answer.text
     assert answer.json()["hash_matches"] and answer.json()["in_audit"]
+
+
+def test_a_plain_store_forget_leaves_mem0_and_the_wrapper_catches_up(
+    wrapped: BranchMem0, mem0_dir: Path
+) -> None:
+    gone = memory_id(wrapped, f"User's locker code word is {MARKER}")
+    wrapped.store.forget("message", "secret")  # the mirror only: Mem0 keeps the text
+    assert scan(mem0_dir)["qdrant/collection/memories/storage.sqlite"] > 0
+    receipt = wrapped.forget("message", "allergy")
+    (section,) = receipt.stores
+    assert section.counts["vector_store"] == 2  # this forget's memory and the earlier one
+    assert plain_texts(wrapped.memory) == set()
+    assert wrapped.memory.history(gone) == []
+    found = scan(mem0_dir)
+    assert found["qdrant/collection/memories/storage.sqlite"] == 0
+    # the earlier message's own text is gone from branchmem, so nothing matches the copy
+    # Mem0 saved in its messages table: the documented limit of a forget past the wrapper
+    assert found["history.db"] == 1

@@ -22,6 +22,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from branchmem.errors import ErasedError, NotFoundError
 from branchmem.receipt import ByteCheck, Receipt, StoreSection, count_hits
 
 from .observe import _is_memory_record
@@ -47,9 +48,12 @@ def forget_in_mem0(wrapper: BranchMem0, receipt: Receipt, texts: tuple[str, ...]
     it). ``texts`` is that erased text, held only for this call."""
     memory = wrapper.memory
     memory_ids = sorted(
-        record.removeprefix("mem0:")
-        for record in receipt.erased.get("records", ())
-        if _is_memory_record(record)
+        {
+            record.removeprefix("mem0:")
+            for record in receipt.erased.get("records", ())
+            if _is_memory_record(record)
+        }
+        | _erased_before(wrapper)
     )
     erased_texts = {text for text in texts if text}
     stored = [m for m in memory_ids if memory.vector_store.get(vector_id=m) is not None]
@@ -69,6 +73,24 @@ def forget_in_mem0(wrapper: BranchMem0, receipt: Receipt, texts: tuple[str, ...]
         check,
         CANNOT_CLEAN + cannot,
     )
+
+
+def _erased_before(wrapper: BranchMem0) -> set[str]:
+    """Memories whose mirror record an earlier erase took (a plain ``Memory.forget`` or
+    ``erase`` on the store, or a forget whose Mem0 part failed): Mem0 may still hold them,
+    and no later plan lists them. Reads every mirror record once: forget is rare."""
+    found: set[str] = set()
+    for entry in wrapper.store.audit(op="add_record", namespace=wrapper.namespace):
+        for record_id in entry.ids:
+            if not _is_memory_record(record_id):
+                continue
+            try:
+                wrapper.store.get_record(record_id, namespace=wrapper.namespace)
+            except ErasedError:
+                found.add(record_id.removeprefix("mem0:"))
+            except NotFoundError:
+                continue
+    return found
 
 
 def _history_rows(
