@@ -117,11 +117,12 @@ def _history_rows(
                 if content in texts:
                     messages.append(str(row_id))
         if not dry_run and (history or messages):
-            with connection:
-                connection.executemany("DELETE FROM history WHERE id = ?", [(i,) for i in history])
-                connection.executemany(
-                    "DELETE FROM messages WHERE id = ?", [(i,) for i in messages]
-                )
+            with connection:  # a table listed here exists (1.0.x has no messages table)
+                for table, ids in (("history", history), ("messages", messages)):
+                    if ids:
+                        connection.executemany(
+                            f"DELETE FROM {table} WHERE id = ?", [(i,) for i in ids]
+                        )
             connection.execute("VACUUM")  # the deleted rows' bytes leave the free pages
     return tuple(sorted(history)), tuple(sorted(messages))
 
