@@ -182,3 +182,19 @@ def test_a_plain_store_forget_leaves_mem0_and_the_wrapper_catches_up(
     # the earlier message's own text is gone from branchmem, so nothing matches the copy
     # Mem0 2.x saved in its messages table: the documented limit of a forget past the wrapper
     assert found["history.db"] == SAVED
+
+
+def test_an_in_memory_vector_store_is_named_as_not_checked() -> None:
+    memory = offline_memory()  # Qdrant's in-memory client, history in ":memory:"
+    for content, facts in FACTS.items():
+        memory.llm.annotate(content, facts)
+    store = Memory()
+    wrapper = BranchMem0(memory, store)
+    store.add_event("secret", None, role="user", content=FORGOTTEN)
+    wrapper.add([{"role": "user", "content": FORGOTTEN}], event_ids=["secret"], user_id=USER)
+    (section,) = wrapper.forget("message", "secret").stores
+    assert section.counts["vector_store"] == 1 and plain_texts(wrapper) == set()
+    assert section.check.locations == {"history (in-memory rows)": 0}
+    assert any("qdrant" in item for item in section.check.unchecked)
+    assert any("qdrant" in item for item in section.cannot_clean)
+    assert not section.check.clean

@@ -169,9 +169,11 @@ def _check(
     cannot: list[str] = []
     history_path = str(getattr(getattr(memory, "config", None), "history_db_path", "") or "")
     if history_path in ("", ":memory:"):
-        connection = getattr(getattr(memory, "db", None), "connection", None)
+        db = getattr(memory, "db", None)
+        connection = getattr(db, "connection", None)
         if isinstance(connection, sqlite3.Connection):
-            locations["history (in-memory rows)"] = _row_hits(connection, key, fingerprints)
+            with getattr(db, "_lock", None) or nullcontext():
+                locations["history (in-memory rows)"] = _row_hits(connection, key, fingerprints)
         else:
             unchecked.append("history: Mem0 has no SQLite history database to read")
     else:
