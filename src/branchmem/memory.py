@@ -58,7 +58,7 @@ from .model import (
     TreeEvents,
     TreeSummary,
 )
-from .receipt import FORGET_KINDS, Receipt, ReceiptCheck, new_key
+from .receipt import FORGET_KINDS, Receipt, ReceiptCheck, StoreSection, new_key, receipt_hash
 from .retraction import BRANCH, RETRACTION_SCOPES
 from .search.context import Context
 from .search.embedding import Embedder
@@ -536,6 +536,19 @@ class Memory:
         The receipt lists per table what went, the sessions that had been shown it, a byte
         check of the store for fingerprints of the text, and what the backend cannot
         clean; its hash goes into the audit log. ``dry_run`` erases and records nothing."""
+        return self._forget(kind, id, dry_run, namespace, None)
+
+    def _forget(
+        self,
+        kind: str,
+        id: str,
+        dry_run: bool,
+        namespace: str,
+        outside: Callable[[Receipt, tuple[str, ...]], tuple[StoreSection, ...]] | None,
+    ) -> Receipt:
+        """``forget``; ``outside`` (an integration wrapping another store: Mem0) gets the
+        receipt and the erased text after the erase, cleans its store and returns its
+        sections, which the receipt's hash and audit entry cover."""
         if kind not in FORGET_KINDS:
             raise InvalidInput(f"forget kind must be one of {FORGET_KINDS}, got {kind!r}")
         check_id(id, f"forget {kind}: id")
@@ -557,12 +570,18 @@ class Memory:
                     warnings.warn(CleanupPending(pending), stacklevel=2)
                 corrections.forget_text()
         key = new_key()
+        texts = tuple(planned.texts) if outside is not None else ()
         fingerprints, short = forgetting.fingerprints(planned, key)
         check = check_store(self._store, key, frozenset(fingerprints), self._lock)
         receipt = forgetting.receipt(
             ns, kind, id, planned, dry_run, key, fingerprints, short, check, pending,
             CANNOT_CLEAN.get(check.backend, ()),
         )  # fmt: skip
+        if outside is not None:  # an integration's own store, cleaned and checked here
+            stores = outside(receipt, texts)
+            del texts
+            receipt = replace(receipt, stores=stores)
+            receipt = replace(receipt, content_hash=receipt_hash(receipt))
         if not dry_run:
             with self._write(ns):
                 forgetting.mark(ns, id, planned, receipt.content_hash)

@@ -66,6 +66,19 @@ class ByteCheck:
 
 
 @dataclass(frozen=True, slots=True)
+class StoreSection:
+    """What a forget erased in a store outside branchmem that an integration wraps (Mem0's
+    vector store and history database): ids per table, the byte check of its files, and
+    what it cannot clean."""
+
+    name: str
+    erased: dict[str, tuple[str, ...]]
+    counts: dict[str, int]
+    check: ByteCheck
+    cannot_clean: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Receipt:
     """What ``forget`` erased (or, with ``dry_run``, would erase), per table; the sessions
     that had been shown it; the byte check run after the erase; what the backend cannot
@@ -90,6 +103,7 @@ class Receipt:
     key: str
     fingerprints: tuple[str, ...]
     content_hash: str
+    stores: tuple[StoreSection, ...] = ()  # integrations' own stores (hashed when present)
 
     def to_json(self) -> dict[str, Any]:
         """The receipt as plain JSON values (what ``from_json`` reads back)."""
@@ -101,7 +115,7 @@ class Receipt:
         """Read a receipt back from ``to_json`` (or the HTTP answer), checking its shape."""
         if not isinstance(data, Mapping):
             raise InvalidInput(f"a receipt must be a JSON object, got {type(data).__name__}")
-        names = [field.name for field in dataclasses.fields(cls)]
+        names = [field.name for field in dataclasses.fields(cls) if field.name != "stores"]
         missing = [name for name in names if name not in data]
         if missing:
             raise InvalidInput(f"receipt: missing field(s) {', '.join(missing)}")
@@ -128,13 +142,7 @@ class Receipt:
                     for s in data["shown"]
                 ),
                 sources_kept=tuple(map(str, data["sources_kept"])),
-                check=ByteCheck(
-                    str(check["backend"]),
-                    {str(k): int(v) for k, v in check["locations"].items()},
-                    tuple(map(str, check["unchecked"])),
-                    bool(check["clean"]),
-                    float(check["time"]),
-                ),
+                check=_byte_check(check),
                 cannot_clean=tuple(map(str, data["cannot_clean"])),
                 cleanup_pending=data["cleanup_pending"],
                 short_fields=int(data["short_fields"]),
@@ -142,6 +150,16 @@ class Receipt:
                 key=str(data["key"]),
                 fingerprints=tuple(map(str, data["fingerprints"])),
                 content_hash=str(data["content_hash"]),
+                stores=tuple(
+                    StoreSection(
+                        str(section["name"]),
+                        {str(k): tuple(map(str, v)) for k, v in section["erased"].items()},
+                        {str(k): int(v) for k, v in section["counts"].items()},
+                        _byte_check(section["check"]),
+                        tuple(map(str, section["cannot_clean"])),
+                    )
+                    for section in data.get("stores", ())
+                ),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise InvalidInput(f"receipt: malformed field ({error!r})") from error
@@ -173,6 +191,16 @@ class ReceiptCheck:
     ok: bool
 
 
+def _byte_check(check: Mapping[str, Any]) -> ByteCheck:
+    return ByteCheck(
+        str(check["backend"]),
+        {str(k): int(v) for k, v in check["locations"].items()},
+        tuple(map(str, check["unchecked"])),
+        bool(check["clean"]),
+        float(check["time"]),
+    )
+
+
 def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
@@ -185,10 +213,13 @@ def _plain(value: Any) -> Any:
 
 def receipt_hash(receipt: Receipt) -> str:
     """SHA-256 of the receipt's canonical JSON, without the key, the fingerprints (their
-    digest stands for them) and the hash itself."""
+    digest stands for them) and the hash itself; ``stores`` is left out only when empty,
+    so a receipt without integrations hashes as it did before the field existed."""
     body = _plain(receipt)
     for name in ("key", "fingerprints", "content_hash"):
         body.pop(name)
+    if not body["stores"]:
+        body.pop("stores")
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -68,6 +68,7 @@ class AsyncBranchMem0:
     close = _in_thread("close")
     chat = _in_thread("chat")
     explain = _in_thread("explain")
+    forget = _in_thread("forget")
 
     @classmethod
     def from_config(cls, config_dict: dict[str, Any]) -> Any:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from branchmem.errors import InvalidInput, NotFoundError
 
+from .forget import forget_in_mem0
 from .mirror import MEM0_KIND, SCOPE_CHANGE_KIND, mirror, write_revision
 from .observe import (
     _IDENTITY_KEYS,
@@ -50,6 +51,7 @@ from .rows import history_rows
 
 if TYPE_CHECKING:
     from branchmem import Explanation, Memory, Record
+    from branchmem.receipt import Receipt
 
 __all__ = [
     "MEM0_KIND",
@@ -378,6 +380,23 @@ class BranchMem0:
                             record_id, reason="mem0 reset", namespace=self.namespace
                         )
             self._vectors.clear()
+
+    # ------------------------------------------------------------ forget (issue #27)
+
+    def forget(self, kind: str, id: str, *, dry_run: bool = False) -> Receipt:
+        """``Memory.forget`` on the store, then the same memories and messages out of Mem0:
+        its vector store (``Memory.delete``) and its history database (``history`` and
+        ``messages`` rows, file rewritten). The receipt's ``stores`` has a ``"mem0"``
+        section (ids and counts per table, a byte check of Mem0's files); its content hash
+        and audit entry cover it. ``dry_run`` changes nothing in either."""
+        with self._lock:
+            return self.store._forget(
+                kind,
+                id,
+                dry_run,
+                self.namespace,
+                lambda receipt, texts: (forget_in_mem0(self, receipt, texts),),
+            )
 
     def close(self) -> None:
         """Close Mem0 (its own ``close``); the store stays its owner's."""
