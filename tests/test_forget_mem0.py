@@ -106,6 +106,9 @@ def test_forget_erases_mem0s_vector_store_rows_and_history(
     assert section.check.clean, section.check
     assert any("qdrant" in location for location in section.check.locations)
     assert any("history.db" in location for location in section.check.locations)
+    # the store's own check too: the mirror's meta names the Mem0 id, which the tombstone's
+    # record id (mem0:<id>) keeps, so it is not text that went
+    assert receipt.check.clean, receipt.check
 
 
 def test_the_mem0_section_is_covered_by_the_hash_and_the_audit(wrapped: BranchMem0) -> None:

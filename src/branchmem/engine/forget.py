@@ -225,6 +225,10 @@ def _measure(ns: Namespace, found: Plan) -> None:
             found.texts.extend(_revision_texts(rev))
             found.sources_kept.update(ref.target for ref in rev.refs or () if ref.kind != UNKNOWN)
     found.sources_kept -= found.events | found.records
+    # ids stay (the tombstone, SPEC §6): a field that is part of one (a meta value naming a
+    # record's own id, as the Mem0 mirror's does) is not erased text and is not checked
+    ids = "\x00".join(sorted(found.events | found.records | found.sources_kept))
+    found.texts = [text for text in found.texts if not (text and text in ids)]
     vectors = store.vectors(ns.name, keys) if keys else {}
     gone = found.events | found.records
     repairs = [
