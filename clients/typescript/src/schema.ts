@@ -1553,6 +1553,11 @@ export interface components {
             fingerprints: string[];
             /** Content Hash */
             content_hash: string;
+            /**
+             * Stores
+             * @default []
+             */
+            stores?: components["schemas"]["StoreSection-Input"][];
         };
         /**
          * Receipt
@@ -1602,6 +1607,11 @@ export interface components {
             fingerprints: string[];
             /** Content Hash */
             content_hash: string;
+            /**
+             * Stores
+             * @default []
+             */
+            stores?: components["schemas"]["StoreSection-Output"][];
         };
         /**
          * ReceiptCheck
@@ -1802,6 +1812,48 @@ export interface components {
             reason: string;
             /** Current Revision */
             current_revision?: number | null;
+        };
+        /**
+         * StoreSection
+         * @description What a forget erased in a store outside branchmem that an integration wraps (Mem0's
+         *     vector store and history database): ids per table, the byte check of its files, and
+         *     what it cannot clean.
+         */
+        "StoreSection-Input": {
+            /** Name */
+            name: string;
+            /** Erased */
+            erased: {
+                [key: string]: string[];
+            };
+            /** Counts */
+            counts: {
+                [key: string]: number;
+            };
+            check: components["schemas"]["ByteCheck-Input"];
+            /** Cannot Clean */
+            cannot_clean: string[];
+        };
+        /**
+         * StoreSection
+         * @description What a forget erased in a store outside branchmem that an integration wraps (Mem0's
+         *     vector store and history database): ids per table, the byte check of its files, and
+         *     what it cannot clean.
+         */
+        "StoreSection-Output": {
+            /** Name */
+            name: string;
+            /** Erased */
+            erased: {
+                [key: string]: string[];
+            };
+            /** Counts */
+            counts: {
+                [key: string]: number;
+            };
+            check: components["schemas"]["ByteCheck-Output"];
+            /** Cannot Clean */
+            cannot_clean: string[];
         };
         /** SupersedeIn */
         SupersedeIn: {
