@@ -222,8 +222,19 @@ class SQLStore(SQLLedger, Store, KeyStore):
         )
 
     def heads(self, namespace: str) -> dict[str, str]:
-        rows = self._all("SELECT tree, event_id FROM heads WHERE namespace = ?", (namespace,))
-        return {tree: event_id for tree, event_id in rows}
+        if self._depth == 0:
+            rows = self._all("SELECT tree, event_id FROM heads WHERE namespace = ?", (namespace,))
+            return {tree: event_id for tree, event_id in rows}
+        columns = ", ".join("e." + c for c in codec.EVENT_COLUMNS.split(", "))
+        rows = self._all(  # within a call, the head events too: a cross-tree read asks next
+            f"SELECT h.tree, h.event_id, {columns} FROM heads h LEFT JOIN events e "
+            "ON e.namespace = h.namespace AND e.id = h.event_id WHERE h.namespace = ?",
+            (namespace,),
+        )
+        for row in rows:
+            node = None if row[2] is None else codec.event_node(tuple(row[2:]))
+            self._events.setdefault((namespace, row[1]), node)
+        return {row[0]: row[1] for row in rows}
 
     def namespaces(self) -> list[str]:
         rows = self._all("SELECT namespace FROM namespaces WHERE seq > 0 ORDER BY namespace")
@@ -674,20 +685,67 @@ class SQLStore(SQLLedger, Store, KeyStore):
         "WHERE k.namespace = ? AND k.key_name = ? "
     )
 
+    # In a read snapshot each candidate comes with what deciding it asks next (its record's
+    # status and latest revision number, whether anything supersedes or retracts it or its
+    # key), kept for the snapshot (``_learn_candidate``): the usual winner then needs no
+    # further statement about itself.
+    _CANDIDATE_FACTS = (
+        ", (SELECT s.status FROM statuses s WHERE s.namespace = ? AND s.id = r.record_id)"
+        ", (SELECT MAX(m.revision) FROM revisions m WHERE m.namespace = ? "
+        "AND m.record_id = r.record_id)"
+        ", CASE WHEN EXISTS (SELECT 1 FROM supersedes p WHERE p.namespace = ? "
+        "AND p.old_id = r.record_id) THEN 1 ELSE 0 END"
+        ", CASE WHEN EXISTS (SELECT 1 FROM retraction_targets t WHERE t.namespace = ? "
+        "AND t.target = r.record_id) THEN 1 ELSE 0 END"
+        ", CASE WHEN EXISTS (SELECT 1 FROM retractions x WHERE x.namespace = ? "
+        "AND x.key_name = ?) THEN 1 ELSE 0 END "
+    )
+    _FACT_COLUMNS = 5
+
+    def _candidate_source(self, namespace: str, key: str) -> tuple[str, tuple[object, ...]]:
+        """The candidates' SELECT up to its WHERE and its parameters: with facts in a read
+        snapshot."""
+        if not self._snapshot:
+            return self._KEY_CANDIDATES, (namespace, key)
+        head, _, where = self._KEY_CANDIDATES.partition(" FROM key_frontiers ")
+        text = head + self._CANDIDATE_FACTS + "FROM key_frontiers " + where
+        return text, (*(namespace,) * 5, key, namespace, key)
+
+    def _candidate(self, namespace: str, row: tuple[object, ...]) -> tuple[RevisionNode, int]:
+        """A candidate row's revision and frontier depth, its facts kept for the snapshot."""
+        if not self._snapshot:
+            return codec.revision_node(tuple(row[:-1])), int(str(row[-1]))
+        width = len(row) - self._FACT_COLUMNS
+        node = codec.revision_node(tuple(row[: width - 1]))
+        status, newest, superseded, targeted, key_retracted = row[width:]
+        record = (namespace, node.record_id)
+        self._known_statuses[record] = None if status is None else str(status)
+        if newest == node.revision:
+            self._newest.setdefault(record, node)
+        if not int(str(superseded)):
+            self._unsuperseded.add(record)
+        if not int(str(targeted)):
+            self._untargeted.add(record)
+        if node.key is not None and not int(str(key_retracted)):
+            self._unretracted_keys.add((namespace, node.key))
+        return node, int(str(row[width - 1]))
+
     def key_candidates(
         self, namespace: str, key: str, tree: str, depth: int, cross_tree: bool = False
     ) -> Iterator[RevisionNode]:
-        source = self._KEY_CANDIDATES
+        source, params = self._candidate_source(namespace, key)
         cursor = (depth, 2**62)
-        for size in self._pages():
+        # with facts, a first page of one: the usual winner, without the facts of the next
+        first = itertools.chain((1,), self._pages()) if self._snapshot else self._pages()
+        for size in first:
             rows = self._all(  # (depth, seq) < cursor: the next page, on the index
                 source + "AND k.tree = ? AND (k.depth, k.seq) < (?, ?) "
                 "ORDER BY k.depth DESC, k.seq DESC LIMIT ?",
-                (namespace, key, tree, cursor[0], cursor[1], size),
+                (*params, tree, cursor[0], cursor[1], size),
             )
             for row in rows:
-                node = codec.revision_node(tuple(row[:-1]))
-                cursor = (int(row[-1]), node.seq)
+                node, at = self._candidate(namespace, row)
+                cursor = (at, node.seq)
                 yield node
             if len(rows) < size:
                 break
@@ -696,10 +754,10 @@ class SQLStore(SQLLedger, Store, KeyStore):
         for size in self._pages():
             rows = self._all(  # without a frontier in ``tree``: arrival order, latest first
                 source + f"AND k.tree {others[0]} ? AND k.seq < ? ORDER BY k.seq DESC LIMIT ?",
-                (namespace, key, others[1], below, size),
+                (*params, others[1], below, size),
             )
             for row in rows:
-                node = codec.revision_node(tuple(row[:-1]))
+                node, _ = self._candidate(namespace, row)
                 below = node.seq
                 if (node.record_id, node.revision) not in seen:
                     seen.add((node.record_id, node.revision))
@@ -717,6 +775,10 @@ class SQLStore(SQLLedger, Store, KeyStore):
             yield from reversed(list(cached))
             return
         below = 2**31
+        newest = self._newest.get((namespace, record_id))
+        if newest is not None:  # a candidate that was its record's latest (a snapshot's)
+            yield newest
+            below = newest.revision
         for size in self._pages():
             rows = self._all(
                 f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
@@ -733,12 +795,15 @@ class SQLStore(SQLLedger, Store, KeyStore):
     def retractions_naming(
         self, namespace: str, record_id: str, key: str | None
     ) -> list[RetractionNode]:
-        rows = self._all(  # two lookups, each on its index (an OR would scan the namespace)
-            f"SELECT {self._RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
-            "AND id IN (SELECT id FROM retraction_targets WHERE namespace = ? AND target = ?)",
-            (namespace, namespace, record_id),
-        )
-        if key is not None:
+        rows: list[tuple[object, ...]] = []
+        if (namespace, record_id) not in self._untargeted:
+            rows += self._all(  # two lookups, each on its index (an OR would scan)
+                f"SELECT {self._RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
+                "AND id IN (SELECT id FROM retraction_targets WHERE namespace = ? "
+                "AND target = ?)",
+                (namespace, namespace, record_id),
+            )
+        if key is not None and (namespace, key) not in self._unretracted_keys:
             rows += self._all(
                 f"SELECT {self._RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
                 "AND key_name = ?",
@@ -757,7 +822,8 @@ class SQLStore(SQLLedger, Store, KeyStore):
 
     def superseders(self, namespace: str, old_ids: Collection[str]) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {}
-        for chunk in self._chunks(old_ids):
+        unknown = [i for i in old_ids if (namespace, i) not in self._unsuperseded]
+        for chunk in self._chunks(unknown):
             rows = self._all(
                 "SELECT old_id, new_id FROM supersedes WHERE namespace = ? "
                 f"AND old_id IN ({self._marks(len(chunk))}) ORDER BY seq",
@@ -868,13 +934,22 @@ class SQLStore(SQLLedger, Store, KeyStore):
 
     def statuses(self, namespace: str, ids: Collection[str]) -> dict[str, str]:
         found: dict[str, str] = {}
-        for chunk in self._chunks(ids):
+        known = self._known_statuses  # filled in a read snapshot only
+        unknown = [i for i in ids if (namespace, i) not in known]
+        for item in ids:
+            status = known.get((namespace, item))
+            if status is not None:
+                found[item] = status
+        for chunk in self._chunks(unknown):
             rows = self._all(
                 "SELECT id, status FROM statuses WHERE namespace = ? "
                 f"AND id IN ({self._marks(len(chunk))})",
                 (namespace, *chunk),
             )
             found.update({row[0]: row[1] for row in rows})
+            if self._snapshot:
+                for item in chunk:
+                    known[(namespace, item)] = found.get(item)
         return found
 
     def erase_content(

@@ -34,6 +34,7 @@ class SQLSession(ABC):
         self._seqs: dict[str, int] = {}
         self._seqs_read: dict[str, int] = {}  # as read at BEGIN (PostgreSQL), unchanged
         self._held: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = {}
+        self._snapshot = False  # inside an outermost read snapshot: nothing writes
         self._forget()
 
     # -- what a backend supplies -------------------------------------------------------
@@ -134,6 +135,17 @@ class SQLSession(ABC):
         self._events: dict[tuple[str, str], EventNode | None] = {}
         self._revisions: dict[tuple[str, str], list[RevisionNode]] = {}
         self._children: dict[tuple[str, str], list[str]] = {}
+        self._forget_facts()
+
+    def _forget_facts(self) -> None:
+        """Drop the facts a keyed read's statements brought along (``SQLStore.key_candidates``,
+        ``statuses``): kept for the rest of a read snapshot only, where nothing writes, they
+        answer the later questions about the same records without another statement."""
+        self._known_statuses: dict[tuple[str, str], str | None] = {}
+        self._unsuperseded: set[tuple[str, str]] = set()  # no record supersedes these
+        self._untargeted: set[tuple[str, str]] = set()  # no retraction names these
+        self._unretracted_keys: set[tuple[str, str]] = set()  # no retraction names these
+        self._newest: dict[tuple[str, str], RevisionNode] = {}  # a record's latest revision
 
     @contextmanager
     def transaction(self, namespace: str | None = None) -> Iterator[None]:
@@ -141,6 +153,8 @@ class SQLSession(ABC):
             name = f"bm_{self._depth}"
             self._run(f"SAVEPOINT {name}")
             self._depth += 1
+            snapshot, self._snapshot = self._snapshot, False  # a write inside a read
+            self._forget_facts()
             try:
                 yield
                 # inside the try: a write sent with it that fails rolls back to the savepoint
@@ -153,6 +167,8 @@ class SQLSession(ABC):
                 raise
             finally:
                 self._depth -= 1
+                self._forget_facts()
+                self._snapshot = snapshot
             return
         with self._session():
             self._seqs, self._seqs_read = {}, {}
@@ -187,9 +203,11 @@ class SQLSession(ABC):
             self._begin_read()
             self._depth = 1
             self._forget()
+            self._snapshot = True
             try:
                 yield
             finally:
+                self._snapshot = False
                 self._depth = 0
                 self._drop_held()  # a read-only snapshot has nothing to write
                 self._forget()
