@@ -738,7 +738,7 @@ def test_minilm_ranks_the_visible_records_like_the_reference(tmp_path: Path) -> 
 def _work_of_one_keyed_write(trees: int, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
     """(views built, revision lists read) while one keyed record is added to a new tree,
     with ``trees`` other trees each holding a record on that key and a summary built on it."""
-    import branchmem.memory as engine
+    import branchmem.engine.views as engine  # where the views of a write are built
     from branchmem.store.inmemory import InMemoryStore
 
     mem = Memory()
@@ -748,11 +748,15 @@ def _work_of_one_keyed_write(trees: int, monkeypatch: pytest.MonkeyPatch) -> tup
         mem.add_record(f"digest-{tree}", sources=[f"city-{tree}"], content="杭州", kind="summary")
     mem.add_event("new", content="新的对话")
     work = [0, 0]
-    view, get_revisions = engine.View, InMemoryStore.get_revisions
+    view, keyed, get_revisions = engine.View, engine.KeyedView, InMemoryStore.get_revisions
 
     def counting_view(*args: Any, **kwargs: Any) -> Any:
         work[0] += 1
         return view(*args, **kwargs)
+
+    def counting_keyed(*args: Any, **kwargs: Any) -> Any:
+        work[0] += 1
+        return keyed(*args, **kwargs)
 
     def counting_get_revisions(self: InMemoryStore, namespace: str, record_id: str) -> Any:
         work[1] += 1
@@ -760,6 +764,7 @@ def _work_of_one_keyed_write(trees: int, monkeypatch: pytest.MonkeyPatch) -> tup
 
     with monkeypatch.context() as patch:
         patch.setattr(engine, "View", counting_view)
+        patch.setattr(engine, "KeyedView", counting_keyed)
         patch.setattr(InMemoryStore, "get_revisions", counting_get_revisions)
         mem.add_record("city-new", sources=["new"], content="成都", key="city")
     return work[0], work[1]
