@@ -71,17 +71,30 @@ def test_the_four_tools_follow_the_conversations_branch(tmp_path: Path) -> None:
         )  # fmt: skip
         on_hangzhou = result(await session.call_tool("recall", {"query": "moving"}))
         why = result(await session.call_tool("explain", {"record_id": chengdu["id"]}))
+        compared = result(await session.call_tool("diff", {"other": chengdu["event"]}))
         forgot = result(await session.call_tool("forget", {"key": "city", "reason": "asked"}))
         after = result(await session.call_tool("recall", {}))
         back = result(await session.call_tool("recall", {"event": chengdu["event"]}))
         return {
             "tools": tools, "chengdu": chengdu, "on_chengdu": on_chengdu,
-            "hangzhou": hangzhou, "on_hangzhou": on_hangzhou, "why": why,
+            "hangzhou": hangzhou, "on_hangzhou": on_hangzhou, "why": why, "diff": compared,
             "forgot": forgot, "after": after, "back": back,
         }  # fmt: skip
 
     seen = anyio.run(session_run, db, steps)
-    assert seen["tools"] >= {"remember", "recall", "forget", "explain"}
+    assert seen["tools"] >= {"remember", "recall", "forget", "explain", "diff"}
+    # recall cites: each record names the message it was built from
+    assert [r["sources"] for r in seen["on_chengdu"]["records"]] == [[seen["chengdu"]["event"]]]
+    compared = seen["diff"]  # at the Hangzhou message against the Chengdu one
+    assert [(e["content"], e["why_not_on_the_other"]) for e in compared["only_here"]] == [
+        ("moving to Hangzhou", "off_path")
+    ]
+    assert [(e["content"], e["why_not_on_the_other"]) for e in compared["only_there"]] == [
+        ("moving to Chengdu", "off_path")
+    ]
+    assert compared["keys"] == [
+        {"key": "city", "scope": None, "here": "moving to Hangzhou", "there": "moving to Chengdu"}
+    ]
     assert [r["content"] for r in seen["on_chengdu"]["records"]] == ["moving to Chengdu"]
     assert [r["content"] for r in seen["on_hangzhou"]["records"]] == ["moving to Hangzhou"]
     assert (seen["why"]["visible"], seen["why"]["reason"]) == (False, "off_path")

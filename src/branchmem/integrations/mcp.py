@@ -1,16 +1,23 @@
 """``branchmem mcp``: memory as tools for an agent, over MCP (stdio).
 
-Four tools, bound to one namespace and one conversation tree:
+Five tools, bound to one namespace and one conversation tree:
 
 - ``remember(content, key?, kind?, message?, event?)``: a record sourced at the user's
   message: ``message`` is added as a new event below the current one, or ``event`` names a
   message already there. With neither it is refused: the current event may be a head that
   never moved (the conversation's root), and a fact sourced there holds on every branch, so
   an agent that forgot ``message`` would silently lose branch gating;
-- ``recall(query?, k?, event?)``: the records visible at the current event, best match first;
+- ``recall(query?, k?, event?)``: the records visible at the current event, best match first,
+  each with the ids it was built from (its citation);
 - ``forget(record_id? | key?, reason?, everywhere?)``: a retraction sourced at the current
   event (this branch), or with ``everywhere`` a tree-scope one (every branch);
-- ``explain(record_id, event?)``: why a record is or is not visible at the current event.
+- ``explain(record_id, event?)``: why a record is or is not visible at the current event;
+- ``diff(other, event?)``: what memory the current event has that another message's branch
+  does not, and the other way round, with why, and the keys whose value differs.
+
+Irreversible erasure (``Memory.forget`` with its receipt) is deliberately not a tool: a
+model that misreads a request must not be able to destroy data; ``forget`` here is the
+reversible, gated retraction.
 
 The current event is the conversation tree's head. ``event`` moves it (the host edited a
 message or switched branch: memory written on the abandoned branch stops showing), and
@@ -89,13 +96,20 @@ class Conversation:
             hits = self.memory.search(query, at, k=k, namespace=self.namespace)
             found = [
                 {"id": h.record.id, "content": h.record.content, "key": h.record.key,
-                 "kind": h.record.kind, "score": h.score}
+                 "kind": h.record.kind, "score": h.score, "sources": _sources(h.record)}
                 for h in hits
             ]  # fmt: skip
         else:
             records = self.memory.visible(at, namespace=self.namespace)[-k:]
             found = [
-                {"id": r.id, "content": r.content, "key": r.key, "kind": r.kind, "score": None}
+                {
+                    "id": r.id,
+                    "content": r.content,
+                    "key": r.key,
+                    "kind": r.kind,
+                    "score": None,
+                    "sources": _sources(r),
+                }
                 for r in records
                 if r.kind != "retraction"
             ]
@@ -125,9 +139,36 @@ class Conversation:
             "reason": why.reason, "source": why.source, "fork": why.fork,
         }  # fmt: skip
 
+    def diff(self, other: str, event: str | None = None) -> dict[str, Any]:
+        at = self.current(event)
+        self.memory.get_event(other, namespace=self.namespace)  # NotFoundError names it
+        found = self.memory.diff(at, other, namespace=self.namespace)
+
+        def entries(side: list[Any]) -> list[dict[str, Any]]:
+            return [
+                {"id": e.record.id, "content": e.record.content, "key": e.record.key,
+                 "why_not_on_the_other": e.reason, "source": e.source, "fork": e.fork}
+                for e in side
+            ]  # fmt: skip
+
+        return {
+            "event": at, "other": other,
+            "only_here": entries(found.only_a), "only_there": entries(found.only_b),
+            "keys": [
+                {"key": k.key, "scope": k.scope,
+                 "here": None if k.a is None else k.a.content,
+                 "there": None if k.b is None else k.b.content}
+                for k in found.keys
+            ],
+        }  # fmt: skip
+
+
+def _sources(record: Any) -> list[str] | None:
+    return None if record.sources is None else list(record.sources)
+
 
 def build_server(conversation: Conversation) -> Any:
-    """The MCP server exposing ``conversation``'s four tools."""
+    """The MCP server exposing ``conversation``'s five tools."""
     require("mcp", "the MCP server (branchmem.integrations.mcp)", "mcp")
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
@@ -183,6 +224,12 @@ def build_server(conversation: Conversation) -> Any:
     def explain(record_id: str, event: str | None = None) -> dict[str, Any]:
         """Why a memory is or is not available at the current message."""
         return guarded(conversation.explain, record_id, event)
+
+    @server.tool()
+    def diff(other: str, event: str | None = None) -> dict[str, Any]:
+        """Memory the current message's branch has and message `other`'s branch lacks (and
+        the reverse), why the other side lacks it, and keys whose value differs."""
+        return guarded(conversation.diff, other, event)
 
     return server
 
