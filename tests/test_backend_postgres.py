@@ -94,7 +94,7 @@ class TestPostgres(BackendConformance):
 
     # ~1,900 statements per random tree make PostgreSQL's differential round-trip bound;
     # BRANCHMEM_BENCH_SCALE multiplies it for long runs (``make bench``)
-    differential_trees = 48 * SCALE
+    differential_trees = 32 * SCALE
 
     @pytest.fixture(autouse=True)
     def _database(self, fresh: Any) -> Iterator[None]:

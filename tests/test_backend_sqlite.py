@@ -20,7 +20,7 @@ from branchmem.testing import BackendConformance, chengdu
 
 
 class TestSQLite(BackendConformance):
-    differential_trees = 320
+    differential_trees = 224
 
     @pytest.fixture(autouse=True)
     def _directory(self, tmp_path: Path) -> None:
