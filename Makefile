@@ -39,7 +39,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 test: $(STAMP) lint
-	$(VENV)/bin/pytest -q -n 2 --dist loadgroup
+	$(VENV)/bin/pytest -q -n 2
 
 # Mem0 1.0.x (ADD/UPDATE/DELETE/NONE) in its own venv; the main venv runs mem0ai 2.x.
 test-mem0v1: $(MEM0V1_STAMP)

@@ -15,9 +15,6 @@ from branchbench.scenario import scenarios_root
 from branchbench.score import summarize
 from branchbench.systems import CORE_SYSTEMS
 
-# one worker builds the module's runs once (under -n 2 --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("branchbench_run")
-
 
 @pytest.fixture(scope="module")
 def test_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
