@@ -38,7 +38,7 @@ except ImportError as missing:  # the core library has no dependencies; the clie
 
 from .api.codec import decode, encode_argument
 from .api.operations import Operation, operations
-from .api.protocol import MemoryAPI
+from .api.protocol import MemoryAPI, takes_declared_docs
 from .client import PAGE, _query_value, _segment
 from .errors import BranchmemError, InvalidInput, Unavailable, problem_class
 from .model import MODES, Explanation
@@ -109,6 +109,7 @@ def remote(
     return call
 
 
+@takes_declared_docs
 class AsyncClient:
     """A remote ``Memory`` for one event loop; ``await client.close()`` when done."""
 
@@ -294,8 +295,6 @@ class AsyncClient:
         return (await self.explain(record_id, anchor, **options)).visible
 
     async def namespaces(self) -> list[str]:
-        """Every namespace something was written to, by name (those the key may read). Not
-        under one namespace, so not in the operation table: ``GET /v1/namespaces``."""
         names: list[str] = (await self._request("GET", "/v1/namespaces"))["namespaces"]
         return names
 
@@ -307,8 +306,7 @@ class AsyncClient:
         namespace: str = DEFAULT_NAMESPACE,
         progress: ProgressCallback | None = None,
     ) -> ImportSummary:
-        """Apply an import plan through this client: one ``add_events`` per conversation.
-        The plan is walked on a worker thread; each call it makes is sent from this loop."""
+        # the plan is walked on a worker thread; each call it makes is sent from this loop
         loop = asyncio.get_running_loop()
         blocking = _Blocking(self, loop)
         return await asyncio.to_thread(

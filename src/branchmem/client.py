@@ -42,7 +42,7 @@ except ImportError as missing:  # the core library has no dependencies; the clie
 
 from .api.codec import decode, encode_argument
 from .api.operations import Operation, operations
-from .api.protocol import MemoryAPI
+from .api.protocol import MemoryAPI, takes_declared_docs
 from .errors import (  # noqa: F401  (every error class stays importable from here, as before)
     BranchmemError,
     ConflictError,
@@ -221,6 +221,7 @@ def remote(declared: F) -> F:
     return call  # type: ignore[return-value]
 
 
+@takes_declared_docs
 class Client:
     """A remote ``Memory``. Thread-safe (one pooled HTTP client); close it when done."""
 
@@ -451,8 +452,6 @@ class Client:
         return self.explain(record_id, anchor, **options).visible
 
     def namespaces(self) -> list[str]:
-        """Every namespace something was written to, by name (a client: those its key may
-        read). Not under one namespace, so not in the operation table: ``GET /v1/namespaces``."""
         names: list[str] = self._request("GET", "/v1/namespaces")["namespaces"]
         return names
 
@@ -464,7 +463,6 @@ class Client:
         namespace: str = DEFAULT_NAMESPACE,
         progress: ProgressCallback | None = None,
     ) -> ImportSummary:
-        """Apply an import plan through this client: one ``add_events`` per conversation."""
         return plan.apply(self, namespace=namespace, progress=progress)  # type: ignore[arg-type]
 
     def import_file(
