@@ -70,7 +70,7 @@ DEFAULT_NAMESPACE: Final = "default"
 PAGE: Final = 1000
 
 
-def _segment(value: str) -> str:
+def url_segment(value: str) -> str:
     """A path segment that survives URL normalisation: '.' and '..' are encoded too."""
     encoded = quote(value, safe="")
     return encoded.replace(".", "%2E") if set(value) == {"."} else encoded
@@ -86,7 +86,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 _SCALARS: Final = (str, int, float, bool)
 
 
-def _query_value(op: Operation, name: str, hint: Any, value: Any) -> Any:
+def query_value(op: Operation, name: str, hint: Any, value: Any) -> Any:
     """A query parameter as sent; refused here when the server could only misread it
     (``search(5, ...)`` would arrive as the text "5")."""
     if value is None:
@@ -358,10 +358,10 @@ class Client:
         return json.loads(answer)
 
     def _ns(self, namespace: str) -> str:
-        return f"/v1/ns/{_segment(check_id(namespace, 'namespace'))}"
+        return f"/v1/ns/{url_segment(check_id(namespace, 'namespace'))}"
 
     def _id(self, value: object, what: str) -> str:
-        return _segment(check_id(value, what))
+        return url_segment(check_id(value, what))
 
     def _pages(self, path: str, params: Mapping[str, Any] | None = None) -> Iterator[Any]:
         query = dict(params or {})
@@ -387,7 +387,7 @@ class Client:
         data: Any
         if op.verb == "GET":
             query = {
-                p.name: _query_value(op, p.name, p.hint, arguments[p.name])
+                p.name: query_value(op, p.name, p.hint, arguments[p.name])
                 for p in op.where("query")
             }
             data = (
