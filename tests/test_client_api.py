@@ -3,8 +3,9 @@
 ``MemoryAPI`` (``branchmem/api/protocol.py``) declares every public method once, with its
 route; mypy checks that ``Memory`` and ``Client`` satisfy it. These tests check what mypy
 cannot: that every public ``Memory`` method is declared (or excluded here, with the reason),
-that the declaration's parameters and defaults are ``Memory``'s own, and that the client
-carries each routed method.
+that the declaration's parameters and defaults are ``Memory``'s own, that the client
+carries each routed method, and that every face's docstring is the declaration's (written
+once, in the protocol; ``tests/test_async_faces.py`` checks the async faces' signatures).
 """
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ pytest.importorskip("httpx", reason="the client needs the 'client' extra")
 from branchmem import InvalidInput, Memory
 from branchmem.api import MemoryAPI
 from branchmem.api.operations import operations
+from branchmem.api.protocol import takes_declared_docs
+from branchmem.async_client import AsyncClient
+from branchmem.async_memory import AsyncMemory
 from branchmem.client import Client
+
+FACES = (Memory, Client, AsyncClient, AsyncMemory)
 
 # public Memory members that are not in MemoryAPI, and why
 EMBEDDED_ONLY = {
@@ -72,6 +78,30 @@ def test_the_declaration_is_memorys_signature(name: str) -> None:
 
     assert shape(MemoryAPI) == shape(Memory)
     assert shape(Client) == shape(Memory)
+
+
+@pytest.mark.parametrize("name", sorted(public(MemoryAPI)))
+def test_every_face_has_the_declarations_docstring(name: str) -> None:
+    declared = getattr(MemoryAPI, name).__doc__
+    assert declared, f"MemoryAPI.{name}: declare its docstring in branchmem/api/protocol.py"
+    for face in FACES:
+        assert getattr(face, name).__doc__ == declared, (
+            f"{face.__name__}.{name}: its docstring differs from MemoryAPI.{name}'s; write it "
+            "only in branchmem/api/protocol.py (merge what it adds there)"
+        )
+
+
+def test_a_face_without_docstrings_takes_the_declarations() -> None:
+    @takes_declared_docs
+    class Face:
+        def visible(self) -> None:
+            pass
+
+        def heads(self) -> None:
+            """Its own."""
+
+    assert Face.visible.__doc__ == MemoryAPI.visible.__doc__
+    assert Face.heads.__doc__ == "Its own."  # left for the test above to refuse
 
 
 def test_routes_are_unique_and_name_their_parameters() -> None:

@@ -38,8 +38,8 @@ except ImportError as missing:  # the core library has no dependencies; the clie
 
 from .api.codec import decode, encode_argument
 from .api.operations import Operation, operations
-from .api.protocol import MemoryAPI
-from .client import PAGE, _query_value, _segment
+from .api.protocol import MemoryAPI, takes_declared_docs
+from .client import PAGE, query_value, url_segment
 from .errors import BranchmemError, InvalidInput, Unavailable, problem_class
 from .model import MODES, Explanation
 from .validation import Keep, check_id
@@ -72,12 +72,10 @@ def prepare(op: Operation, arguments: Mapping[str, Any], mode: str | None) -> Re
     namespace = check_id(values.pop("namespace"), "namespace")
     if "mode" in values and values["mode"] is None:
         values["mode"] = mode
-    segments = {p.name: _segment(check_id(values.pop(p.name), p.name)) for p in op.where("path")}
-    path = f"/v1/ns/{_segment(namespace)}" + op.path.format(**segments)
+    segments = {p.name: url_segment(check_id(values.pop(p.name), p.name)) for p in op.where("path")}
+    path = f"/v1/ns/{url_segment(namespace)}" + op.path.format(**segments)
     if op.verb == "GET":
-        query = {
-            p.name: _query_value(op, p.name, p.hint, values[p.name]) for p in op.where("query")
-        }
+        query = {p.name: query_value(op, p.name, p.hint, values[p.name]) for p in op.where("query")}
         return Request("GET", path, query, None, True, op.page)
     body = {
         name: encode_argument(value)
@@ -109,6 +107,7 @@ def remote(
     return call
 
 
+@takes_declared_docs
 class AsyncClient:
     """A remote ``Memory`` for one event loop; ``await client.close()`` when done."""
 
@@ -247,7 +246,7 @@ class AsyncClient:
         return data[op.envelope] if op.envelope is not None else data
 
     def _ns(self, namespace: str) -> str:
-        return f"/v1/ns/{_segment(check_id(namespace, 'namespace'))}"
+        return f"/v1/ns/{url_segment(check_id(namespace, 'namespace'))}"
 
     # -- the API: one line per MemoryAPI method (mypy reads each signature from there) --
     add_event = remote(MemoryAPI.add_event)
@@ -294,8 +293,6 @@ class AsyncClient:
         return (await self.explain(record_id, anchor, **options)).visible
 
     async def namespaces(self) -> list[str]:
-        """Every namespace something was written to, by name (those the key may read). Not
-        under one namespace, so not in the operation table: ``GET /v1/namespaces``."""
         names: list[str] = (await self._request("GET", "/v1/namespaces"))["namespaces"]
         return names
 
@@ -307,8 +304,7 @@ class AsyncClient:
         namespace: str = DEFAULT_NAMESPACE,
         progress: ProgressCallback | None = None,
     ) -> ImportSummary:
-        """Apply an import plan through this client: one ``add_events`` per conversation.
-        The plan is walked on a worker thread; each call it makes is sent from this loop."""
+        # the plan is walked on a worker thread; each call it makes is sent from this loop
         loop = asyncio.get_running_loop()
         blocking = _Blocking(self, loop)
         return await asyncio.to_thread(

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from .api.protocol import MemoryAPI
+from .api.protocol import MemoryAPI, takes_declared_docs
 from .errors import InvalidInput
 from .memory import Memory
 from .validation import check_id
@@ -60,6 +60,7 @@ def offloaded(
     return call
 
 
+@takes_declared_docs
 class AsyncMemory:
     """An embedded ``Memory`` whose calls are awaited; close it (``await mem.close()``)."""
 
@@ -128,7 +129,7 @@ class AsyncMemory:
 
     # -- lifecycle ---------------------------------------------------------------------
     async def close(self) -> None:
-        """Close the ``Memory`` once the calls already awaited are done; then the worker."""
+        # the Memory closes once the calls already awaited are done; then the worker
         if self._closed:
             return
         await self._run(self.memory.close)

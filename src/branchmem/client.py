@@ -42,7 +42,7 @@ except ImportError as missing:  # the core library has no dependencies; the clie
 
 from .api.codec import decode, encode_argument
 from .api.operations import Operation, operations
-from .api.protocol import MemoryAPI
+from .api.protocol import MemoryAPI, takes_declared_docs
 from .errors import (  # noqa: F401  (every error class stays importable from here, as before)
     BranchmemError,
     ConflictError,
@@ -70,7 +70,7 @@ DEFAULT_NAMESPACE: Final = "default"
 PAGE: Final = 1000
 
 
-def _segment(value: str) -> str:
+def url_segment(value: str) -> str:
     """A path segment that survives URL normalisation: '.' and '..' are encoded too."""
     encoded = quote(value, safe="")
     return encoded.replace(".", "%2E") if set(value) == {"."} else encoded
@@ -86,7 +86,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 _SCALARS: Final = (str, int, float, bool)
 
 
-def _query_value(op: Operation, name: str, hint: Any, value: Any) -> Any:
+def query_value(op: Operation, name: str, hint: Any, value: Any) -> Any:
     """A query parameter as sent; refused here when the server could only misread it
     (``search(5, ...)`` would arrive as the text "5")."""
     if value is None:
@@ -221,6 +221,7 @@ def remote(declared: F) -> F:
     return call  # type: ignore[return-value]
 
 
+@takes_declared_docs
 class Client:
     """A remote ``Memory``. Thread-safe (one pooled HTTP client); close it when done."""
 
@@ -357,10 +358,10 @@ class Client:
         return json.loads(answer)
 
     def _ns(self, namespace: str) -> str:
-        return f"/v1/ns/{_segment(check_id(namespace, 'namespace'))}"
+        return f"/v1/ns/{url_segment(check_id(namespace, 'namespace'))}"
 
     def _id(self, value: object, what: str) -> str:
-        return _segment(check_id(value, what))
+        return url_segment(check_id(value, what))
 
     def _pages(self, path: str, params: Mapping[str, Any] | None = None) -> Iterator[Any]:
         query = dict(params or {})
@@ -386,7 +387,7 @@ class Client:
         data: Any
         if op.verb == "GET":
             query = {
-                p.name: _query_value(op, p.name, p.hint, arguments[p.name])
+                p.name: query_value(op, p.name, p.hint, arguments[p.name])
                 for p in op.where("query")
             }
             data = (
@@ -451,8 +452,6 @@ class Client:
         return self.explain(record_id, anchor, **options).visible
 
     def namespaces(self) -> list[str]:
-        """Every namespace something was written to, by name (a client: those its key may
-        read). Not under one namespace, so not in the operation table: ``GET /v1/namespaces``."""
         names: list[str] = self._request("GET", "/v1/namespaces")["namespaces"]
         return names
 
@@ -464,7 +463,6 @@ class Client:
         namespace: str = DEFAULT_NAMESPACE,
         progress: ProgressCallback | None = None,
     ) -> ImportSummary:
-        """Apply an import plan through this client: one ``add_events`` per conversation."""
         return plan.apply(self, namespace=namespace, progress=progress)  # type: ignore[arg-type]
 
     def import_file(

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from .api.protocol import takes_declared_docs
 from .audit import AuditEntry
 from .engine import (
     asof,
@@ -124,6 +125,7 @@ class ApiKeys:
             return self._keys.delete_api_key(key_id)
 
 
+@takes_declared_docs
 class Memory:
     """Branch-aware memory over one store. Thread-safe; every public call is atomic."""
 
@@ -312,7 +314,6 @@ class Memory:
         ts: float | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Event:
-        """Add one event; a child may arrive before its parent (it stays detached)."""
         with self._write(namespace) as ns:
             placement.add_event(ns, id, parent, tree, role, content, meta, ts)
             return ns.event_node(id).to_event(ns.name)
@@ -320,7 +321,6 @@ class Memory:
     def add_events(
         self, events: Iterable[Mapping[str, Any] | Event], *, namespace: str = DEFAULT_NAMESPACE
     ) -> list[Event]:
-        """Add many events in one all-or-nothing call, in any order."""
         ns = self._namespace(namespace)
         specs = [placement.event_spec(item, index) for index, item in enumerate(events)]
         with self._write(ns):
@@ -333,12 +333,10 @@ class Memory:
             return ns.event_node(id).to_event(ns.name)
 
     def path(self, anchor: str, *, namespace: str = DEFAULT_NAMESPACE) -> list[Event]:
-        """Events from the root (or, while ancestry is missing, the gap) down to ``anchor``."""
         with self._read(namespace) as ns:
             return placement.path(ns, anchor)
 
     def set_head(self, event_id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
-        """Make ``event_id`` its tree's current node (used by cross-tree views)."""
         with self._write(namespace) as ns:
             placement.set_head(ns, event_id)
 
@@ -351,24 +349,19 @@ class Memory:
             return self._store.heads(ns.name)
 
     def namespaces(self) -> list[str]:
-        """Every namespace something was written to, by name: where the data is when
-        ``default`` shows nothing (an import with ``-n alice`` went to ``alice``)."""
         with self._lock, self._store.reading(DEFAULT_NAMESPACE):
             return self._store.namespaces()
 
     def conversations(self, *, namespace: str = DEFAULT_NAMESPACE) -> list[Conversation]:
-        """One entry per tree (root, head, title, size), most recently active first."""
         with self._read(namespace) as ns:
             return conversations.conversations(ns)
 
     # -- trees (explorer reads) --------------------------------------------------------
     def trees(self, *, namespace: str = DEFAULT_NAMESPACE) -> list[TreeSummary]:
-        """Every tree with its roots, size and head, by tree id (the explorer's list)."""
         with self._read(namespace) as ns:
             return trees.trees(ns)
 
     def tree_events(self, tree: str, *, namespace: str = DEFAULT_NAMESPACE) -> TreeEvents:
-        """One tree's attached events in arrival order, and its head."""
         with self._read(namespace) as ns:
             return trees.tree_events(ns, tree)
 
@@ -383,9 +376,6 @@ class Memory:
         tree: str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[RecordView]:
-        """Every record decided at ``anchor`` with its text, by id, all in one view of one
-        snapshot; with ``tree``, only those built from it, each with the tree's events it
-        draws on (``tree_sources``)."""
         with self._read(namespace) as ns:
             return trees.record_views(
                 ns, anchor, cross_tree, mode, include_superseded, include_stale, tree
@@ -398,8 +388,6 @@ class Memory:
         namespace: str = DEFAULT_NAMESPACE,
         progress: ProgressCallback | None = None,
     ) -> ImportSummary:
-        """Write an import plan (``branchmem.importers.load``): one atomic ``add_events`` per
-        conversation, then its head; a broken conversation is reported, not raised."""
         return plan.apply(self, namespace=namespace, progress=progress)
 
     # -- records -----------------------------------------------------------------------
@@ -417,7 +405,6 @@ class Memory:
         supersedes: Iterable[str] = (),
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Record:
-        """Add a derived memory built from ``sources`` (None marks it legacy)."""
         check_id(kind, "kind")
         if kind == RETRACTION_KIND:
             raise InvalidInput("kind 'retraction' is reserved: use retract()")
@@ -433,10 +420,6 @@ class Memory:
     def add_records(
         self, records: Iterable[Mapping[str, Any] | Record], *, namespace: str = DEFAULT_NAMESPACE
     ) -> list[Record]:
-        """Add many records in one all-or-nothing call; each may cite those before it.
-
-        Items carry ``add_record``'s fields (``id``, ``sources`` required). One transaction
-        and one audit entry for the batch: the way to write records at ingest speed."""
         ns = self._namespace(namespace)
         specs = [record_spec(item, index) for index, item in enumerate(records)]
         with self._write(ns):
@@ -452,21 +435,17 @@ class Memory:
         meta: Mapping[str, Any] | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Record:
-        """Write a new revision under the same id. Without ``sources`` it keeps the current
-        revision's (pinned as they were): fixing a typo must not move a fact to every branch."""
         with self._write(namespace) as ns:
             return ns.to_record(records.revise(ns, id, content, sources, meta))
 
     def get_record(
         self, id: str, *, revision: int | None = None, namespace: str = DEFAULT_NAMESPACE
     ) -> Record:
-        """The latest (or a named) revision, whatever any view would decide."""
         with self._read(namespace) as ns:
             return records.get_record(ns, id, revision)
 
     # -- invalidation ------------------------------------------------------------------
     def supersede(self, new_id: str, old_id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
-        """Declare that ``new_id`` replaces ``old_id`` wherever ``new_id`` is visible."""
         with self._write(namespace) as ns:
             supersede.supersede(ns, new_id, old_id)
 
@@ -482,10 +461,6 @@ class Memory:
         reason: str = "",
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Record:
-        """Write a retraction record; it hides its targets where it acts (SPEC §5).
-
-        A branch-scope one acts at and below its sources, so ``sources=[]`` is refused: it
-        would hide nothing that has a source (``scope="tree"`` acts on every branch)."""
         if scope not in RETRACTION_SCOPES:
             raise InvalidInput(f"retraction scope must be one of {RETRACTION_SCOPES}: {scope!r}")
         if isinstance(targets, str):
@@ -505,17 +480,11 @@ class Memory:
 
     # -- corrections -------------------------------------------------------------------
     def withdraw(self, id: str, *, reason: str = "", namespace: str = DEFAULT_NAMESPACE) -> None:
-        """Take an event or record out of every view; its dependents go stale. Reversible."""
         with self._write(namespace) as ns:
             corrections.withdraw(ns, id, reason)
 
     @traced("delete_memory")
     def erase(self, id: str, *, reason: str = "", namespace: str = DEFAULT_NAMESPACE) -> set[str]:
-        """Irreversibly remove the text of ``id`` and of every record built on it.
-
-        Ids, parents and sources stay as a tombstone (the audit log never held text); the
-        erased items leave every view. Returns the ids erased. Erasing again is a no-op.
-        """
         with self._write(namespace) as ns:
             erased = corrections.erase(ns, id, reason)
         if not erased:
@@ -529,13 +498,6 @@ class Memory:
     def forget(
         self, kind: str, id: str, *, dry_run: bool = False, namespace: str = DEFAULT_NAMESPACE
     ) -> Receipt:
-        """Erase a ``message`` (event id), a ``branch`` (an event and every event below it),
-        a ``conversation`` (tree id) or a ``subject`` (records whose key, scope or a meta
-        value names the id), with everything built on them, and return the receipt.
-
-        The receipt lists per table what went, the sessions that had been shown it, a byte
-        check of the store for fingerprints of the text, and what the backend cannot
-        clean; its hash goes into the audit log. ``dry_run`` erases and records nothing."""
         return self._forget(kind, id, dry_run, namespace, None)
 
     def _forget(
@@ -590,8 +552,6 @@ class Memory:
     def verify_receipt(
         self, receipt: Receipt | Mapping[str, Any], *, namespace: str = DEFAULT_NAMESPACE
     ) -> ReceiptCheck:
-        """Check a receipt later: its hash, its entry in the audit log, that everything it
-        erased is still erased, and (unless redacted) the byte check again."""
         found = receipt if isinstance(receipt, Receipt) else Receipt.from_json(receipt)
         ns = self._namespace(namespace)
         if found.namespace != ns.name:
@@ -615,12 +575,10 @@ class Memory:
         return ReceiptCheck(found.content_hash, matches, in_audit, reappeared, check, ok)
 
     def restore(self, id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
-        """Undo ``withdraw``; a no-op for an item that is not withdrawn."""
         with self._write(namespace) as ns:
             corrections.restore(ns, id)
 
     def dependents(self, id: str, *, namespace: str = DEFAULT_NAMESPACE) -> set[str]:
-        """Every record built, directly or transitively, on the event or record ``id``."""
         with self._read(namespace) as ns:
             return corrections.dependents_of(ns, id)
 
@@ -639,8 +597,6 @@ class Memory:
         as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[Record]:
-        """Records visible at ``anchor``, in path order. No anchor: nothing (strict).
-        ``as_of`` (a seq or an ISO 8601 time): as the memory stood then."""
         with self._read(namespace) as ns:
             return views.visible(
                 ns, anchor, cross_tree, mode, kind, key, scope, include_superseded, include_stale,
@@ -658,7 +614,6 @@ class Memory:
         include_stale: bool = False,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Explanation:
-        """Why ``record_id`` is or is not visible at ``anchor``."""
         with self._read(namespace) as ns:
             return views.explain(
                 ns, record_id, anchor, cross_tree, mode, include_superseded, include_stale
@@ -678,8 +633,6 @@ class Memory:
         as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Record | None:
-        """The value of ``(scope, key)`` that holds at ``anchor``, or None; ``as_of``: that
-        held then."""
         with self._read(namespace) as ns:
             return views.current(ns, key, anchor, scope, cross_tree, mode, asof.point(ns, as_of))
 
@@ -709,7 +662,6 @@ class Memory:
         include_superseded: bool = False,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[Record]:
-        """Records hidden at ``anchor`` only because something they were built on changed."""
         with self._read(namespace) as ns:
             return views.stale(ns, anchor, cross_tree, mode, include_superseded)
 
@@ -725,9 +677,6 @@ class Memory:
         include_stale: bool = False,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Diff:
-        """What ``visible()`` returns at one anchor and not the other, each with why not
-        there (off-path source and fork, superseded, retracted, stale, ...), and the keys
-        whose current value differs (both values). Nothing is written."""
         with self._read(namespace) as ns:
             return diff.diff(
                 ns, anchor_a, anchor_b, cross_tree, mode, include_superseded, include_stale
@@ -743,17 +692,11 @@ class Memory:
         meta: Mapping[str, Any] | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Record:
-        """Carry a record onto another branch as a NEW record (id default ``RECORD~ONTO``)
-        citing only the event ``onto``, its meta naming the original in ``copied_from``.
-
-        The original is untouched, so switching back still shows the other branch as it was;
-        ``onto`` is required (a copy needs a source on the target path)."""
         with self._write(namespace) as ns:
             return ns.to_record(diff.promote(ns, record_id, onto, id, revision, meta))
 
     # -- reporting ---------------------------------------------------------------------
     def report(self, *, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
-        """Decision counts by reason (every case of missing information) and store gauges."""
         with self._read(namespace) as ns:
             return history.report(ns)
 
@@ -766,23 +709,17 @@ class Memory:
         until: float | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[AuditEntry]:
-        """Mutations in arrival order, filtered by id, op and time; ids only, never content."""
         with self._read(namespace) as ns:
             return self._store.audit(ns.name, id=id, op=op, since=since, until=until)
 
     def history(
         self, record_id: str, *, namespace: str = DEFAULT_NAMESPACE
     ) -> list[dict[str, Any]]:
-        """What happened to a record, oldest first: one entry per audit row naming it, with
-        ``happened`` (added, revised, superseded, retracted, withdrawn, went_stale, repaired,
-        delivered, erased, ...) and the revision it happened to."""
         with self._read(namespace) as ns:
             return history.history(ns, record_id)
 
     # -- repair ------------------------------------------------------------------------
     def repair_queue(self, *, namespace: str = DEFAULT_NAMESPACE) -> list[RepairItem]:
-        """Records a correction made stale that are still stale, oldest first, each with
-        the anchor of a view where it is (entries a later change settled are left out)."""
         with self._read(namespace) as ns:
             return [item for item, _ in repair.pending(ns)]
 
@@ -845,12 +782,6 @@ class Memory:
         mode: str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[Hit]:
-        """The ``k`` records visible at ``anchor`` that best match ``query``.
-
-        Only visible records are candidates, so ``k`` hits come back whenever ``k`` visible
-        records match, and nothing on another branch moves a score. Lexical BM25 over the
-        candidates (docs/retrieval.md); with an embedder, fused with cosine ranking by RRF.
-        """
         if not isinstance(query, str):
             raise InvalidInput(f"query must be a string, got {type(query).__name__}")
         k = check_bound("k", k)
@@ -874,12 +805,6 @@ class Memory:
         as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Context:
-        """What a prompt at ``anchor`` gets within ``budget`` tokens: the branch's recent
-        messages and the visible records (see docs/retrieval.md). With ``session`` the
-        delivered (record id, revision) pairs are remembered for ``stale_deliveries``.
-        With ``cite`` each memory line carries a marker ``[n]`` and ``citations`` name its
-        record, source messages and conversation (docs/semantics.md, citations).
-        ``as_of``: what it would have got then (not delivered: no session with it)."""
         budget = check_bound("budget", DEFAULT_BUDGET if budget is None else budget)
         if query is not None and not isinstance(query, str):
             raise InvalidInput(f"query must be a string or None, got {type(query).__name__}")
@@ -905,8 +830,6 @@ class Memory:
         as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[Delivery]:
-        """What ``context(..., session=session)`` handed out, oldest first (ids only);
-        ``as_of``: what it had handed out by then."""
         check_id(session, "session")
         with self._read(namespace) as ns:
             return asof.deliveries(ns, session, asof.point(ns, as_of))
@@ -914,13 +837,6 @@ class Memory:
     def stale_deliveries(
         self, session: str, anchor: str | None = None, *, namespace: str = DEFAULT_NAMESPACE
     ) -> list[StaleDelivery]:
-        """Every delivered record the session would not be given now, and why (each record
-        judged by the revision it was given last).
-
-        Judged at ``anchor``; without one, at the head of the tree of the session's latest
-        delivery (so a branch switch made with ``set_head`` shows as ``off_path``), else at
-        that delivery's anchor.
-        """
         check_id(session, "session")
         with self._read(namespace) as ns:
             return deliveries.stale_deliveries(ns, session, anchor)
@@ -934,10 +850,6 @@ class Memory:
         *,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Blame:
-        """What delivery ``delivery`` (its ``seq`` in ``deliveries(session)``) gave the
-        session, traced back: each memory line (only ``line``, counted from 1 like the
-        ``[n]`` markers, when given) with its record revision, its source messages (a
-        shortened text unless erased) and the branch (tree and anchor path) it was given on."""
         check_id(session, "session")
         with self._read(namespace) as ns:
             return blame.blame(ns, session, delivery, line)

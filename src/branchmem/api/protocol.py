@@ -3,13 +3,15 @@
 mypy checks that both classes satisfy it (the assignments at the end). Each routed method
 carries its HTTP route (``@http``); ``operations.py`` turns these declarations into the table
 that the server, the client and the CLI are built from. The docstrings here are the help
-text of the HTTP operations and the CLI commands.
+text of the HTTP operations and the CLI commands, and the only ones of the API methods: every
+face (``Memory``, ``Client``, ``AsyncClient``, ``AsyncMemory``) takes them from here
+(``takes_declared_docs``, or ``functools.wraps`` of the declaration).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..audit import AuditEntry
 from ..model import (
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from ..importers import ImportPlan, ImportSummary, ProgressCallback
 
 DEFAULT_NAMESPACE = "default"
+T = TypeVar("T")
 
 __all__ = [
     "AuditEntry",
@@ -66,7 +69,9 @@ __all__ = [
 class MemoryAPI(Protocol):
     """Branch-aware memory: events form trees, records are gated by their source events."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release what this face holds (the store's connection, a client's HTTP pool)."""
+        ...
 
     # -- events ------------------------------------------------------------------------
     @http("POST", "/events", repeatable=True)
@@ -119,12 +124,15 @@ class MemoryAPI(Protocol):
 
     def namespaces(self) -> list[str]:
         """Every namespace something was written to, by name (a client: those its key may
-        read). Not under one namespace, so not in the operation table: ``GET /v1/namespaces``."""
+        read): where the data is when ``default`` shows nothing (an import with ``-n alice``
+        went to ``alice``). Not under one namespace, so not in the operation table:
+        ``GET /v1/namespaces``."""
         ...
 
     @http("GET", "/conversations")
     def conversations(self, *, namespace: str = DEFAULT_NAMESPACE) -> list[Conversation]:
-        """Every conversation (tree) with its root, head and title, newest first."""
+        """Every conversation (tree) with its root, head, title and size, most recently active
+        first."""
         ...
 
     # -- trees (explorer reads) --------------------------------------------------------
@@ -150,8 +158,9 @@ class MemoryAPI(Protocol):
         tree: str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[RecordView]:
-        """Every record decided at the anchor with its text, by id, from one snapshot; with
-        a tree, only those built from it, each with the tree's events it draws on."""
+        """Every record decided at the anchor with its text, by id, all in one view of one
+        snapshot; with a tree, only those built from it, each with the tree's events it draws on
+        (``tree_sources``)."""
         ...
 
     def import_(
@@ -160,7 +169,10 @@ class MemoryAPI(Protocol):
         *,
         namespace: str = DEFAULT_NAMESPACE,
         progress: ProgressCallback | None = None,
-    ) -> ImportSummary: ...
+    ) -> ImportSummary:
+        """Write an import plan (``branchmem.importers.load``): one atomic ``add_events`` per
+        conversation, then its head; a broken conversation is reported, not raised."""
+        ...
 
     # -- records -----------------------------------------------------------------------
     @http("POST", "/records", repeatable=True)  # unless it supersedes: see Client
@@ -184,7 +196,10 @@ class MemoryAPI(Protocol):
     def add_records(
         self, records: Iterable[Mapping[str, Any] | Record], *, namespace: str = DEFAULT_NAMESPACE
     ) -> list[Record]:
-        """Add many records in one all-or-nothing call; each may cite those before it."""
+        """Add many records in one all-or-nothing call; each may cite those before it.
+
+        Items carry ``add_record``'s fields (``id``, ``sources`` required). One transaction and one
+        audit entry for the batch: the way to write records at ingest speed."""
         ...
 
     @http("POST", "/records/{id}/revisions")
@@ -197,7 +212,8 @@ class MemoryAPI(Protocol):
         meta: Mapping[str, Any] | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Record:
-        """A new revision under the same id; without sources it keeps the current ones."""
+        """A new revision under the same id. Without sources it keeps the current revision's
+        (pinned as they were): fixing a typo must not move a fact to every branch."""
         ...
 
     @http("GET", "/records/{id}")
@@ -226,7 +242,10 @@ class MemoryAPI(Protocol):
         reason: str = "",
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Record:
-        """A retraction record hiding targets or a key where it is itself visible."""
+        """A retraction record hiding targets or a key where it is itself visible (SPEC §5).
+
+        A branch-scope one acts at and below its sources, so ``sources=[]`` is refused: it would
+        hide nothing that has a source (``scope="tree"`` acts on every branch)."""
         ...
 
     @http("POST", "/items/{id}/withdraw", repeatable=True)
@@ -236,17 +255,20 @@ class MemoryAPI(Protocol):
 
     @http("POST", "/items/{id}/erase", envelope="erased")
     def erase(self, id: str, *, reason: str = "", namespace: str = DEFAULT_NAMESPACE) -> set[str]:
-        """Irreversibly remove the text of an item and of everything built on it."""
+        """Irreversibly remove the text of an item and of everything built on it.
+
+        Ids, parents and sources stay as a tombstone (the audit log never held text); the erased
+        items leave every view. Returns the ids erased. Erasing again is a no-op."""
         ...
 
     @http("POST", "/items/{id}/restore", repeatable=True)
     def restore(self, id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
-        """Undo a withdrawal."""
+        """Undo a withdrawal; a no-op for an item that is not withdrawn."""
         ...
 
     @http("GET", "/items/{id}/dependents")
     def dependents(self, id: str, *, namespace: str = DEFAULT_NAMESPACE) -> set[str]:
-        """Every record built, directly or not, on an event or record."""
+        """Every record built, directly or transitively, on an event or record."""
         ...
 
     # -- forget and receipts -----------------------------------------------------------
@@ -254,14 +276,21 @@ class MemoryAPI(Protocol):
     def forget(
         self, kind: str, id: str, *, dry_run: bool = False, namespace: str = DEFAULT_NAMESPACE
     ) -> Receipt:
-        """Erase a message, branch, conversation or subject and all built on it; a receipt."""
+        """Erase a message, branch, conversation or subject and all built on it; a receipt.
+
+        KIND: ``message`` (event id), ``branch`` (an event and every event below it),
+        ``conversation`` (tree id) or ``subject`` (records whose key, scope or a meta value names
+        the id). The receipt lists per table what went, the sessions that had been shown it, a byte
+        check of the store for fingerprints of the text, and what the backend cannot clean; its
+        hash goes into the audit log. DRY_RUN erases and records nothing."""
         ...
 
     @http("POST", "/receipts/verify")
     def verify_receipt(
         self, receipt: Receipt | Mapping[str, Any], *, namespace: str = DEFAULT_NAMESPACE
     ) -> ReceiptCheck:
-        """Re-check a forget receipt: its hash, the audit, the ids, the stored bytes."""
+        """Re-check a forget receipt: its hash, its entry in the audit log, that everything it
+        erased is still erased, and (unless redacted) the byte check of the stored bytes again."""
         ...
 
     # -- views -------------------------------------------------------------------------
@@ -299,7 +328,9 @@ class MemoryAPI(Protocol):
         """Why a record is or is not visible at the anchor."""
         ...
 
-    def is_visible(self, record_id: str, anchor: str | None, **options: Any) -> bool: ...
+    def is_visible(self, record_id: str, anchor: str | None, **options: Any) -> bool:
+        """Whether a record is visible at the anchor: ``explain(...).visible``."""
+        ...
 
     @http("GET", "/current")
     def current(
@@ -342,8 +373,9 @@ class MemoryAPI(Protocol):
         include_stale: bool = False,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Diff:
-        """Records visible at one anchor and not the other, with why, and the keys whose
-        current value differs."""
+        """Records visible at one anchor and not the other, each with why not there (off-path
+        source and fork, superseded, retracted, stale, ...), and the keys whose current value
+        differs (both values). Nothing is written."""
         ...
 
     @http("POST", "/records/{record_id}/promote", repeatable=True)
@@ -357,14 +389,17 @@ class MemoryAPI(Protocol):
         meta: Mapping[str, Any] | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Record:
-        """Copy a record onto the branch of event ONTO as a new record citing ONTO (meta
-        copied_from names the original, which is untouched)."""
+        """Copy a record onto the branch of event ONTO as a new record citing only ONTO (id
+        default ``RECORD~ONTO``; meta ``copied_from`` names the original, which is untouched, so
+        switching back still shows the other branch as it was). ONTO is required: a copy needs a
+        source on the target path."""
         ...
 
     # -- reporting ---------------------------------------------------------------------
     @http("GET", "/report")
     def report(self, *, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
-        """Decision counts by reason (this worker's), store gauges and repair counts."""
+        """Decision counts by reason (this worker's; every case of missing information), store
+        gauges and repair counts."""
         ...
 
     @http("GET", "/audit")
@@ -384,12 +419,15 @@ class MemoryAPI(Protocol):
     def history(
         self, record_id: str, *, namespace: str = DEFAULT_NAMESPACE
     ) -> list[dict[str, Any]]:
-        """What happened to a record, oldest first."""
+        """What happened to a record, oldest first: one entry per audit row naming it, with
+        ``happened`` (added, revised, superseded, retracted, withdrawn, went_stale, repaired,
+        delivered, erased, ...) and the revision it happened to."""
         ...
 
     @http("GET", "/repair-queue")
     def repair_queue(self, *, namespace: str = DEFAULT_NAMESPACE) -> list[RepairItem]:
-        """Records a correction made stale that are still stale, oldest first."""
+        """Records a correction made stale that are still stale, oldest first, each with the
+        anchor of a view where it is (entries a later change settled are left out)."""
         ...
 
     # -- retrieval and deliveries ------------------------------------------------------
@@ -407,7 +445,11 @@ class MemoryAPI(Protocol):
         mode: str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[Hit]:
-        """The k records visible at the anchor that best match the query."""
+        """The k records visible at the anchor that best match the query.
+
+        Only visible records are candidates, so k hits come back whenever k visible records match,
+        and nothing on another branch moves a score. Lexical BM25 over the candidates
+        (docs/retrieval.md); with an embedder, fused with cosine ranking by RRF."""
         ...
 
     @http("POST", "/context")
@@ -424,8 +466,10 @@ class MemoryAPI(Protocol):
         as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Context:
-        """The prompt text at the anchor within the token budget; with a session, remembered;
-        with cite, each memory line marked [n] and its record and messages listed.
+        """The prompt text at the anchor within the token budget: the branch's recent messages
+        and the visible records (docs/retrieval.md). With a session, the delivered (record id,
+        revision) pairs are remembered for ``stale_deliveries``; with cite, each memory line marked
+        [n] and its record, source messages and conversation listed (docs/semantics.md, citations).
         AS_OF: the prompt as it stood then (never delivered: no session with it)."""
         ...
 
@@ -444,7 +488,12 @@ class MemoryAPI(Protocol):
     def stale_deliveries(
         self, session: str, anchor: str | None = None, *, namespace: str = DEFAULT_NAMESPACE
     ) -> list[StaleDelivery]:
-        """Every delivered record the session would not be given now, and why."""
+        """Every delivered record the session would not be given now, and why (each record
+        judged by the revision it was given last).
+
+        Judged at the anchor; without one, at the head of the tree of the session's latest delivery
+        (so a branch switch made with ``set_head`` shows as ``off_path``), else at that delivery's
+        anchor."""
         ...
 
     # -- citations and blame -----------------------------------------------------------
@@ -458,8 +507,25 @@ class MemoryAPI(Protocol):
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Blame:
         """A delivered context (or its memory line [LINE]) traced back to its records, their
-        source messages and the branch it was given on."""
+        source messages and the branch it was given on.
+
+        DELIVERY is its ``seq`` in ``deliveries(session)``; each memory line (only LINE, counted
+        from 1 like the ``[n]`` markers, when given) comes with its record revision, its source
+        messages (a shortened text unless erased) and the branch (tree and anchor path)."""
         ...
+
+
+def takes_declared_docs(face: type[T]) -> type[T]:
+    """Give each ``MemoryAPI`` method of ``face`` that has no docstring the declaration's, so
+    the text is written once, here, and ``help(Memory.visible)`` still shows it. A face that
+    writes its own is left as it is: ``tests/test_client_api.py`` fails on it."""
+    for name, declared in vars(MemoryAPI).items():
+        method = vars(face).get(name)
+        if name.startswith("_") or not callable(declared) or method is None:
+            continue
+        if getattr(method, "__doc__", None) is None:
+            method.__doc__ = declared.__doc__
+    return face
 
 
 # Checked by mypy: Memory satisfies the protocol (a missing or mistyped method fails);

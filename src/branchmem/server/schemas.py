@@ -18,7 +18,6 @@ from typing import Annotated, Any, Final, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
 
-from ..model import Event, Explanation
 from ..validation import BOUNDS
 
 MAX_ID: Final = 512
@@ -99,29 +98,6 @@ class WhoAmI(BaseModel):
     key_id: str | None
     tenant: str | None
     namespaces: list[str]
-
-
-class TreeSummary(BaseModel):
-    tree: str
-    roots: list[str]
-    events: int
-    head: str | None
-
-
-class TreeOut(BaseModel):
-    tree: str
-    head: str | None
-    events: list[response_type(Event)]  # type: ignore[valid-type]
-
-
-class RecordView(BaseModel):
-    """A record at an anchor for the explorer: its decision and what it says."""
-
-    explanation: response_type(Explanation)  # type: ignore[valid-type]
-    kind: str | None
-    key: str | None
-    content: str | None
-    tree_sources: list[str] = []  # with ?tree=: the conversation's events it draws on
 
 
 class Problem(BaseModel):

@@ -1,7 +1,7 @@
 """The engine's state in SQL: events, revisions and their indexes, relations, corrections.
 
 Shared by SQLite and PostgreSQL; ``SQLSession`` below it runs the statements and owns the
-transactions, ``SQLLedger`` keeps the side tables.
+transactions, the ``sql*.py`` mixins named for them keep the side tables.
 """
 
 from __future__ import annotations
@@ -19,7 +19,13 @@ from . import codec
 from .base import TOMBSTONE, MessageRow, PathMessage, RevisionKey, Store
 from .keys import KeyStore
 from .schema import COMPACT_STORAGE_VERSION
-from .sqlledger import SQLLedger
+from .sqlapikeys import SQLApiKeys
+from .sqlaudit import SQLAudit
+from .sqlcleanup import SQLEraseCleanup
+from .sqldeliveries import SQLDeliveries
+from .sqlgauges import SQLGauges
+from .sqlrepairs import SQLRepairs
+from .sqlvectors import SQLVectors
 
 
 def scope_tag(scope: str | None) -> str:
@@ -27,7 +33,10 @@ def scope_tag(scope: str | None) -> str:
     return "-" if scope is None else "+" + scope
 
 
-class SQLStore(SQLLedger, Store, KeyStore):
+class SQLStore(
+    SQLRepairs, SQLGauges, SQLVectors, SQLDeliveries, SQLAudit, SQLEraseCleanup, SQLApiKeys,
+    Store, KeyStore,
+):  # fmt: skip
     """A ``Store`` over a DB-API connection; subclasses choose the database."""
 
     # -- events ------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .observe import _LOOP
+from .observe import CALLER_LOOP
 from .wrapper import BranchMem0
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ def _in_thread(name: str) -> Callable[..., Any]:
     sync_method = getattr(BranchMem0, name)
 
     async def method(self: AsyncBranchMem0, *args: Any, **kwargs: Any) -> Any:
-        _LOOP.set(asyncio.get_running_loop())  # to_thread carries it to the worker
+        CALLER_LOOP.set(asyncio.get_running_loop())  # to_thread carries it to the worker
         return await asyncio.to_thread(getattr(self.sync, name), *args, **kwargs)
 
     method.__name__ = name

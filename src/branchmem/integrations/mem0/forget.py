@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 from branchmem.errors import ErasedError, NotFoundError
 from branchmem.receipt import ByteCheck, Receipt, StoreSection, count_hits
 
-from .observe import _is_memory_record
+from .observe import is_memory_record
 
 if TYPE_CHECKING:
     from .wrapper import BranchMem0
@@ -51,7 +51,7 @@ def forget_in_mem0(wrapper: BranchMem0, receipt: Receipt, texts: tuple[str, ...]
         {
             record.removeprefix("mem0:")
             for record in receipt.erased.get("records", ())
-            if _is_memory_record(record)
+            if is_memory_record(record)
         }
         | _erased_before(wrapper)
     )
@@ -82,7 +82,7 @@ def _erased_before(wrapper: BranchMem0) -> set[str]:
     found: set[str] = set()
     for entry in wrapper.store.audit(op="add_record", namespace=wrapper.namespace):
         for record_id in entry.ids:
-            if not _is_memory_record(record_id):
+            if not is_memory_record(record_id):
                 continue
             try:
                 wrapper.store.get_record(record_id, namespace=wrapper.namespace)

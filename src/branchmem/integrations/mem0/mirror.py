@@ -25,7 +25,7 @@ import json
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from .observe import AddOutcome, _deletion_id, _md5, _Observed, record_id_for
+from .observe import AddOutcome, Observed, deletion_id, md5_hex, record_id_for
 
 if TYPE_CHECKING:
     from branchmem import Record
@@ -39,7 +39,7 @@ SCOPE_CHANGE_KIND = "mem0_scope_change"
 def mirror(
     wrapper: BranchMem0,
     result: Any,
-    observed: _Observed,
+    observed: Observed,
     sources: tuple[str, ...],
     anchor: str,
     identity: dict[str, str | None],
@@ -83,7 +83,7 @@ def mirror(
                 outcome.unknown.append(memory_id)
                 continue
             store.retract(
-                _deletion_id(memory_id),
+                deletion_id(memory_id),
                 sources=list(sources),
                 targets=[record_id_for(memory_id)],
                 scope=delete_scope,
@@ -112,7 +112,7 @@ def verbatim_sources(
 
 def attest_duplicates(
     wrapper: BranchMem0,
-    observed: _Observed,
+    observed: Observed,
     reported: set[str],
     here: dict[str, Record],
     sources: tuple[str, ...],
@@ -120,7 +120,7 @@ def attest_duplicates(
     outcome: AddOutcome,
 ) -> None:
     """Facts Mem0 skipped as already stored, attested here when the stored copy is not."""
-    hashes = {_md5(text) for text in observed.extracted}
+    hashes = {md5_hex(text) for text in observed.extracted}
     for memory_id, payload in observed.neighbours.items():
         if memory_id in reported or payload.get("hash") not in hashes:
             continue
@@ -133,7 +133,7 @@ def attest_duplicates(
 
 def record_scope_moves(
     wrapper: BranchMem0,
-    observed: _Observed,
+    observed: Observed,
     reported: set[str],
     sources: tuple[str, ...],
     outcome: AddOutcome,

@@ -18,14 +18,14 @@ from typing import Any, Final
 
 from branchmem.errors import NotFoundError
 
-_IDENTITY_KEYS = ("user_id", "agent_id", "run_id")
+IDENTITY_KEYS = ("user_id", "agent_id", "run_id")
 
 
-class _Unset(enum.Enum):
+class Unset(enum.Enum):
     UNSET = "unset"
 
 
-UNSET: Final = _Unset.UNSET  # "not given here": fall back to the bound anchor
+UNSET: Final = Unset.UNSET  # "not given here": fall back to the bound anchor
 
 
 class MemoryNotVisible(NotFoundError, ValueError):
@@ -41,7 +41,7 @@ def record_id_for(memory_id: str) -> str:
     return f"mem0:{memory_id}"
 
 
-def _deletion_id(memory_id: str) -> str:
+def deletion_id(memory_id: str) -> str:
     return f"mem0:{memory_id}:delete"
 
 
@@ -71,7 +71,7 @@ class AddOutcome:
 
 
 @dataclass
-class _Observed:
+class Observed:
     """What Mem0's pipeline looked at during one add: the fact texts the LLM extracted and
     the stored memories its neighbour search returned (id -> payload, before any change)."""
 
@@ -80,7 +80,7 @@ class _Observed:
 
 
 @contextmanager
-def _tap(target: Any, name: str, observe: Callable[[Any], None]) -> Iterator[None]:
+def tap(target: Any, name: str, observe: Callable[[Any], None]) -> Iterator[None]:
     """Shadow ``target.name`` with a pass-through that hands each return value to
     ``observe``; the instance attribute is removed (or restored) afterwards."""
     had_own = name in vars(target)
@@ -106,7 +106,7 @@ def _tap(target: Any, name: str, observe: Callable[[Any], None]) -> Iterator[Non
                 setattr(target, name, original)
 
 
-def _extracted_texts(response: Any) -> list[str]:
+def extracted_texts(response: Any) -> list[str]:
     """Fact texts in an extraction answer: 1.x ``{"facts": [...]}``, 2.x ``{"memory":
     [{"text": ...}]}``. 1.x update decisions (items with an ``event``) are not facts."""
     if not isinstance(response, str):
@@ -133,14 +133,14 @@ def _extracted_texts(response: Any) -> list[str]:
 
 
 # The event loop an AsyncBranchMem0 call came from (to run an AsyncMemory's coroutines).
-_LOOP: ContextVar[asyncio.AbstractEventLoop] = ContextVar("branchmem_mem0_loop")
+CALLER_LOOP: ContextVar[asyncio.AbstractEventLoop] = ContextVar("branchmem_mem0_loop")
 
 
-async def _awaited(awaitable: Any) -> Any:
+async def awaited(awaitable: Any) -> Any:
     return await awaitable
 
 
-def _identity(
+def read_identity(
     filters: Mapping[str, Any] | None,
     user_id: str | None,
     agent_id: str | None,
@@ -148,28 +148,28 @@ def _identity(
 ) -> dict[str, str | None]:
     """The user/agent/run a read is scoped to: top-level (1.0.x) or inside ``filters``."""
     given = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
-    for key in _IDENTITY_KEYS:
+    for key in IDENTITY_KEYS:
         value = (filters or {}).get(key)
         if given[key] is None and isinstance(value, str):
             given[key] = value
     return given
 
 
-def _not_found(memory_id: str, anchor: str | None) -> str:
+def not_found_message(memory_id: str, anchor: str | None) -> str:
     """Mem0's wording for an unknown id, and where the wrapper looked."""
     return f"Memory with id {memory_id} not found (not visible at {anchor!r})"
 
 
-def _is_memory_record(record_id: str) -> bool:
+def is_memory_record(record_id: str) -> bool:
     """``mem0:<memory id>``, not a deletion, retraction or scope-change record."""
     return record_id.startswith("mem0:") and ":" not in record_id.removeprefix("mem0:")
 
 
-def _md5(text: str) -> str:
+def md5_hex(text: str) -> str:
     return hashlib.md5(text.encode()).hexdigest()
 
 
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=False))
     na = math.sqrt(sum(x * x for x in a))
     nb = math.sqrt(sum(y * y for y in b))

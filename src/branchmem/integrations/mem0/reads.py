@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .observe import _IDENTITY_KEYS, _cosine, _deletion_id, _md5, record_id_for
+from .observe import IDENTITY_KEYS, cosine, deletion_id, md5_hex, record_id_for
 
 if TYPE_CHECKING:
     from branchmem import Record
@@ -57,7 +57,7 @@ def archived_revisions(
         if any(v is not None and record.meta.get(k) != v for k, v in identity.items()):
             continue
         latest = wrapper.store.get_record(record_id_for(memory_id), namespace=wrapper.namespace)
-        deleted = wrapper._exists(_deletion_id(memory_id))
+        deleted = wrapper._exists(deletion_id(memory_id))
         if deleted or latest.content != record.content:
             out.append(record)
     return out
@@ -71,7 +71,7 @@ def archived_item(record: Record) -> dict[str, Any]:
         "revision": record.revision,
         "archived": True,
     }
-    item.update({k: record.meta[k] for k in _IDENTITY_KEYS if k in record.meta})
+    item.update({k: record.meta[k] for k in IDENTITY_KEYS if k in record.meta})
     return item
 
 
@@ -82,7 +82,7 @@ def scored_archived(
     query_vector = wrapper.memory.embedding_model.embed(query, "search")
     items = []
     for record in records:
-        score = _cosine(query_vector, vector(wrapper, record.content))
+        score = cosine(query_vector, vector(wrapper, record.content))
         if threshold is None or score >= threshold:
             items.append({**archived_item(record), "score": score})
     return items
@@ -90,7 +90,7 @@ def scored_archived(
 
 def vector(wrapper: BranchMem0, text: str) -> list[float]:
     """``text``'s embedding by Mem0's embedder, cached on the wrapper by the text's hash."""
-    key = _md5(text)
+    key = md5_hex(text)
     if key not in wrapper._vectors:
         wrapper._vectors[key] = list(wrapper.memory.embedding_model.embed(text, "search"))
     return wrapper._vectors[key]
@@ -116,7 +116,7 @@ def mem0_search(
             memory.search(query, top_k=size, filters={**(filters or {}), **scope}, **extra)
         )
     else:
-        rest = {k: v for k, v in (filters or {}).items() if k not in _IDENTITY_KEYS}
+        rest = {k: v for k, v in (filters or {}).items() if k not in IDENTITY_KEYS}
         found = wrapper._done(
             memory.search(query, limit=size, filters=rest or None, **scope, **extra)
         )
@@ -138,7 +138,7 @@ def mem0_get_all(
             memory.get_all(filters={**(filters or {}), **scope}, top_k=size, **options)
         )
     else:
-        rest = {k: v for k, v in (filters or {}).items() if k not in _IDENTITY_KEYS}
+        rest = {k: v for k, v in (filters or {}).items() if k not in IDENTITY_KEYS}
         if rest:
             options = {**options, "filters": rest}
         found = wrapper._done(memory.get_all(limit=size, **scope, **options))

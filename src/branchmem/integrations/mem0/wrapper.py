@@ -24,20 +24,20 @@ from branchmem.errors import InvalidInput, NotFoundError
 from .forget import forget_in_mem0
 from .mirror import MEM0_KIND, SCOPE_CHANGE_KIND, mirror, write_revision
 from .observe import (
-    _IDENTITY_KEYS,
-    _LOOP,
+    CALLER_LOOP,
+    IDENTITY_KEYS,
     UNSET,
     AddOutcome,
     MemoryNotVisible,
-    _awaited,
-    _extracted_texts,
-    _identity,
-    _is_memory_record,
-    _not_found,
-    _Observed,
-    _tap,
-    _Unset,
+    Observed,
+    Unset,
+    awaited,
+    extracted_texts,
+    is_memory_record,
+    not_found_message,
+    read_identity,
     record_id_for,
+    tap,
 )
 from .reads import (
     archived_item,
@@ -93,7 +93,7 @@ class BranchMem0:
         self.filters_api = "top_k" in inspect.signature(memory.search).parameters
         self._lock = threading.RLock()
         self._vectors: dict[str, list[float]] = {}
-        self._bound_anchor: str | _Unset | None = UNSET
+        self._bound_anchor: str | Unset | None = UNSET
         self._bound_events: tuple[str, ...] | None = None
 
     def at(self, anchor: str | None, event_ids: Sequence[str] | None = None) -> BranchMem0:
@@ -104,7 +104,7 @@ class BranchMem0:
         view._bound_events = tuple(event_ids) if event_ids is not None else None
         return view
 
-    def _anchor(self, anchor: str | _Unset | None) -> str | None:
+    def _anchor(self, anchor: str | Unset | None) -> str | None:
         if anchor is not UNSET:
             return anchor
         if self._bound_anchor is not UNSET:
@@ -156,10 +156,10 @@ class BranchMem0:
         sources = self._sources(event_ids, len(listed))
         anchor = self._deepest(sources)
         identity = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
-        observed = _Observed()
+        observed = Observed()
 
         def on_llm(response: Any) -> None:
-            observed.extracted.extend(_extracted_texts(response))
+            observed.extracted.extend(extracted_texts(response))
 
         def on_search(hits: Any) -> None:
             for hit in hits or []:
@@ -169,8 +169,8 @@ class BranchMem0:
 
         with (
             self._lock,
-            _tap(self.memory.llm, "generate_response", on_llm),
-            _tap(self.memory.vector_store, "search", on_search),
+            tap(self.memory.llm, "generate_response", on_llm),
+            tap(self.memory.vector_store, "search", on_search),
         ):
             result = self._done(
                 self.memory.add(
@@ -199,7 +199,7 @@ class BranchMem0:
         top_k: int | None = None,
         filters: dict[str, Any] | None = None,
         threshold: float | None = None,
-        anchor: str | _Unset | None = UNSET,
+        anchor: str | Unset | None = UNSET,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
@@ -218,7 +218,7 @@ class BranchMem0:
         go to Mem0 as they are.
         """
         size = self._size(top_k, limit, "search")
-        identity = _identity(filters, user_id, agent_id, run_id)
+        identity = read_identity(filters, user_id, agent_id, run_id)
         if threshold is None:
             threshold = self._default("search", "threshold")
         visible = self._visible(self._anchor(anchor))
@@ -241,7 +241,7 @@ class BranchMem0:
         *,
         filters: dict[str, Any] | None = None,
         top_k: int | None = None,
-        anchor: str | _Unset | None = UNSET,
+        anchor: str | Unset | None = UNSET,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
@@ -250,7 +250,7 @@ class BranchMem0:
     ) -> dict[str, list[dict[str, Any]]]:
         """Every memory visible at the anchor in Mem0's order, archived texts last."""
         size = self._size(top_k, limit, "get_all")
-        identity = _identity(filters, user_id, agent_id, run_id)
+        identity = read_identity(filters, user_id, agent_id, run_id)
         visible = self._visible(self._anchor(anchor))
         if not visible:
             return {"results": []}
@@ -264,7 +264,7 @@ class BranchMem0:
         hits.extend(archived_item(r) for r in archived)
         return {"results": hits[:size]}
 
-    def get(self, memory_id: str, *, anchor: str | _Unset | None = UNSET) -> dict[str, Any] | None:
+    def get(self, memory_id: str, *, anchor: str | Unset | None = UNSET) -> dict[str, Any] | None:
         """Mem0's ``get``, as seen from the anchor: None when the memory is not visible
         there; the revision visible there when Mem0 holds a later text."""
         record = self._visible(self._anchor(anchor)).get(str(memory_id))
@@ -283,7 +283,7 @@ class BranchMem0:
         expiration_date: Any = UNSET,
         data: str | None = None,
         *,
-        anchor: str | _Unset | None = UNSET,
+        anchor: str | Unset | None = UNSET,
         event_ids: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
@@ -297,7 +297,7 @@ class BranchMem0:
         anchor_id = self._anchor(anchor)
         prior = self._visible(anchor_id).get(memory_id)
         if prior is None:
-            raise MemoryNotVisible(_not_found(memory_id, anchor_id))
+            raise MemoryNotVisible(not_found_message(memory_id, anchor_id))
         sources = self._sources(event_ids, 1) if event_ids is not None else self._write_sources()
         if expiration_date is not UNSET:
             kwargs["expiration_date"] = expiration_date
@@ -308,7 +308,7 @@ class BranchMem0:
                 result = self._done(self.memory.update(memory_id, text=new_text, **kwargs))
             else:
                 result = self._done(self.memory.update(memory_id, data=new_text, **kwargs))
-            meta = {k: prior.meta[k] for k in _IDENTITY_KEYS if k in prior.meta}
+            meta = {k: prior.meta[k] for k in IDENTITY_KEYS if k in prior.meta}
             joined = tuple(prior.sources or ()) + sources
             write_revision(self, memory_id, new_text, joined, {**meta, "mem0_event": "UPDATE"})
         return dict(result) if isinstance(result, dict) else {"message": str(result)}
@@ -317,7 +317,7 @@ class BranchMem0:
         self,
         memory_id: str,
         *,
-        anchor: str | _Unset | None = UNSET,
+        anchor: str | Unset | None = UNSET,
         event_ids: Sequence[str] | None = None,
         scope: str = "branch",
     ) -> dict[str, str]:
@@ -327,7 +327,7 @@ class BranchMem0:
         memory_id = str(memory_id)
         anchor_id = self._anchor(anchor)
         if memory_id not in self._visible(anchor_id):
-            raise MemoryNotVisible(_not_found(memory_id, anchor_id))
+            raise MemoryNotVisible(not_found_message(memory_id, anchor_id))
         sources = self._sources(event_ids, 1) if event_ids is not None else self._write_sources()
         self._retract([memory_id], sources, scope, "mem0 delete")
         return {"message": "Memory deleted successfully!"}
@@ -338,7 +338,7 @@ class BranchMem0:
         agent_id: str | None = None,
         run_id: str | None = None,
         *,
-        anchor: str | _Unset | None = UNSET,
+        anchor: str | Unset | None = UNSET,
         event_ids: Sequence[str] | None = None,
         scope: str = "branch",
     ) -> dict[str, str]:
@@ -375,7 +375,7 @@ class BranchMem0:
             self._done(self.memory.reset())
             for entry in self.store.audit(op="add_record", namespace=self.namespace):
                 for record_id in entry.ids:
-                    if _is_memory_record(record_id):
+                    if is_memory_record(record_id):
                         self.store.withdraw(
                             record_id, reason="mem0 reset", namespace=self.namespace
                         )
@@ -420,13 +420,13 @@ class BranchMem0:
         ``AsyncBranchMem0`` called from (this code runs in its worker thread)."""
         if not inspect.isawaitable(result):
             return result
-        loop = _LOOP.get(None)
+        loop = CALLER_LOOP.get(None)
         if loop is None:
             close = getattr(result, "close", None)
             if callable(close):
                 close()
             raise InvalidInput("an async Mem0 (mem0.AsyncMemory) is wrapped by AsyncBranchMem0")
-        return asyncio.run_coroutine_threadsafe(_awaited(result), loop).result()
+        return asyncio.run_coroutine_threadsafe(awaited(result), loop).result()
 
     def _write_sources(self) -> tuple[str, ...]:
         return self._sources(None, 1)
