@@ -111,6 +111,8 @@ class View:
     # the anchor's path ids, root first, when the caller has read them already (a context
     # reads the path's messages anyway): not read again
     anchor_path: Sequence[str] | None = None
+    # the anchor's event, when the caller has read it already: not looked up again
+    anchor_node: EventNode | None = None
 
     def __post_init__(self) -> None:
         self.paths: dict[str | None, ViewPath] = {}
@@ -126,7 +128,7 @@ class View:
         if self.anchor is None:
             self.counts[NO_ANCHOR] += 1
             return
-        self.main = self._view_path(self.anchor, self.anchor_path)
+        self.main = self._view_path(self.anchor, self.anchor_path, self.anchor_node)
         self.paths[self.main.tree] = self.main
         if self.cross_tree:
             for tree, head in sorted(self.reader.heads(self.namespace).items()):
@@ -137,8 +139,11 @@ class View:
     def lookup(self, event_id: str) -> EventNode | None:
         return self.reader.get_event(self.namespace, event_id)
 
-    def _view_path(self, anchor: str, known: Sequence[str] | None = None) -> ViewPath:
-        node = self.lookup(anchor)
+    def _view_path(
+        self, anchor: str, known: Sequence[str] | None = None, node: EventNode | None = None
+    ) -> ViewPath:
+        if node is None or node.id != anchor:
+            node = self.lookup(anchor)
         assert node is not None
         ids = tuple(self.reader.path_ids(self.namespace, anchor) if known is None else known)
         return ViewPath(
