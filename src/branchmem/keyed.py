@@ -31,11 +31,14 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from . import rules
 from .model import DETACHED, NO_VIEW, RETRACTION_KIND, STALE, VISIBLE
 from .provenance import Gate, RevisionNode
 from .retraction import TREE, RetractionNode
-from .rules import Position
+from .rules import Position, competes, key_group, retracts
+from .rules import explicitly_superseded as shown_superseder
+from .rules import gate as rule_gate
+from .rules import position as rule_position
+from .rules import stale as rule_stale
 from .topology import AnchorPath, EventNode
 
 
@@ -279,13 +282,13 @@ class KeyedView:
     def passes(self, gate: Gate) -> tuple[bool, tuple[str, ...]]:
         """``rules.gate`` reduced to its answer, and the missing information compat let
         through."""
-        decision = rules.gate(gate, self.mode, self)
+        decision = rule_gate(gate, self.mode, self)
         return decision.reason == VISIBLE, decision.missing
 
     def position(self, revision: RevisionNode) -> Position:
         """``rules.position`` for a revision that passes: its frontier is on the path."""
         frontier = revision.gate.frontier_in(self.tree)
-        return rules.position(None if frontier is None else frontier.depth, revision.seq)
+        return rule_position(None if frontier is None else frontier.depth, revision.seq)
 
     def shown(self, record_id: str) -> RevisionNode | None:
         """The highest revision passing the rule, unless the record is withdrawn or erased."""
@@ -321,7 +324,7 @@ class KeyedView:
                 else:
                     shown = self.shown(node.id)
                     acting = None if shown is None else self.position(shown)
-                if rules.retracts(node, revision, self.position(revision), acting, gone):
+                if retracts(node, revision, self.position(revision), acting, gone):
                     found = True
                     break
         self._retracted[record_id] = found
@@ -330,7 +333,7 @@ class KeyedView:
     def explicitly_superseded(self, record_id: str) -> bool:
         known = self._explicit.get(record_id)
         if known is None:
-            known = rules.explicitly_superseded(
+            known = shown_superseder(
                 self._superseders_of(record_id), lambda new: self.shown(new) is not None
             )
             self._explicit[record_id] = known
@@ -339,14 +342,14 @@ class KeyedView:
     def _competes(self, candidate: RevisionNode) -> bool:
         """The candidate is its record's shown revision and that record is in the running
         for its key (not retracted, not explicitly superseded)."""
-        if rules.key_group(candidate) is None or not self.passes(candidate.gate)[0]:
+        if key_group(candidate) is None or not self.passes(candidate.gate)[0]:
             return False
         record_id = candidate.record_id
         shown = self.shown(record_id)
         if shown is None or shown.revision != candidate.revision:
             return False  # the record ranks where its shown revision stands
         retracted = self.retracted(record_id)  # read lazily: explicit only if not retracted
-        return rules.competes(
+        return competes(
             candidate, retracted, not retracted and self.explicitly_superseded(record_id)
         )
 
@@ -378,7 +381,7 @@ class KeyedView:
             return False
         if self.explicitly_superseded(record_id):
             return True
-        group = rules.key_group(revision)
+        group = key_group(revision)
         if group is None or self.retracted(record_id):
             return False
         return self.winner(*group) != record_id
@@ -391,7 +394,7 @@ class KeyedView:
         self._stale[record_id] = False  # provisional; sources never cycle back (CycleError)
         revision = self.shown(record_id)
         assert revision is not None
-        found = rules.stale(
+        found = rule_stale(
             revision,
             lambda events: bool(self._status(events)),
             self._shown_number,

@@ -16,7 +16,6 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from . import rules
 from .model import (
     DETACHED,
     ERASED,
@@ -32,7 +31,20 @@ from .model import (
 )
 from .provenance import EVENT, Gate, RevisionNode
 from .retraction import TREE, RetractionNode
-from .rules import COMPAT, MISSING_INFORMATION, STRICT, GateDecision, Position
+from .rules import (
+    COMPAT,
+    MISSING_INFORMATION,
+    STRICT,
+    VISIBLE_GATE,
+    GateDecision,
+    Position,
+    explicitly_superseded,
+    retracts,
+    stale_in_one_pass,
+    superseded_by_key,
+)
+from .rules import gate as rule_gate
+from .rules import position as rule_position
 from .topology import EventNode, fork_point, walk_up
 
 __all__ = [
@@ -192,16 +204,16 @@ class View:
     def gate_decision(self, gate: Gate) -> GateDecision:
         """``rules.gate`` in this view (no anchor: nothing, or everything in compat)."""
         if self.everything:
-            return rules.VISIBLE_GATE
+            return VISIBLE_GATE
         if self.main is None:
             return GateDecision(NO_ANCHOR)
-        return rules.gate(gate, self.mode, self)
+        return rule_gate(gate, self.mode, self)
 
     def position(self, revision: RevisionNode) -> Position:
         """Where a visible revision stands on the anchor's path: path order, then arrival."""
         main = self.main
         if main is None:
-            return rules.position(None, revision.seq)
+            return rule_position(None, revision.seq)
         best = -1
         if main.attached:
             for frontier in revision.gate.frontiers:
@@ -211,7 +223,7 @@ class View:
         else:
             for event_id in revision.gate.detached:
                 best = max(best, main.position.get(event_id, -1))
-        return rules.position(best if best >= 0 else None, revision.seq)
+        return rule_position(best if best >= 0 else None, revision.seq)
 
     # -- candidates --------------------------------------------------------------------
     def _candidates(self) -> Iterable[RevisionNode]:
@@ -296,7 +308,7 @@ class View:
                 covering = covering + by_key.get((revision.scope, revision.key), [])
             here = position[record_id]
             for node in covering:
-                if rules.retracts(node, revision, here, position.get(node.id), node.id in gone):
+                if retracts(node, revision, here, position.get(node.id), node.id in gone):
                     retracted.add(record_id)
                     break
         return retracted
@@ -314,11 +326,11 @@ class View:
         explicit = {
             old
             for old, news in superseders.items()
-            if rules.explicitly_superseded(news, shown.__contains__)
+            if explicitly_superseded(news, shown.__contains__)
         }
-        superseded = explicit | rules.superseded_by_key(shown, position, retracted | explicit)
+        superseded = explicit | superseded_by_key(shown, position, retracted | explicit)
         invalid = retracted | superseded
-        stale = rules.stale_in_one_pass(shown, invalid, set(self._gone))
+        stale = stale_in_one_pass(shown, invalid, set(self._gone))
         decisions, missing = self._decisions, self._missing
         for record_id, revision in shown.items():
             is_retracted = record_id in retracted
