@@ -31,11 +31,15 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from .model import DETACHED, LEGACY, RETRACTION_KIND, STALE, UNKNOWN_SOURCE, VISIBLE
+from .model import DETACHED, NO_VIEW, RETRACTION_KIND, STALE, VISIBLE
 from .provenance import Gate, RevisionNode
 from .retraction import TREE, RetractionNode
+from .rules import Position, competes, key_group, retracts
+from .rules import explicitly_superseded as shown_superseder
+from .rules import gate as rule_gate
+from .rules import position as rule_position
+from .rules import stale as rule_stale
 from .topology import AnchorPath, EventNode
-from .visibility import STRICT, Position
 
 
 class _AnyScope:
@@ -257,40 +261,34 @@ class KeyedView:
             if (node.record_id, node.revision) not in seen:
                 yield node
 
+    # -- the gate's questions (``rules.PathAnswers``), answered by ancestor tests --------
+    open_anchor = False  # the anchor is attached
+
+    def path_attached(self, tree: str | None) -> bool | None:
+        return True if tree in self.paths else None
+
+    def on_path(self, tree: str | None, event_id: str) -> bool:
+        return tree is not None and self.paths[tree].contains(event_id)
+
+    def detached_status(self, event_id: str) -> tuple[str, str | None]:
+        """Every path here is attached, so an open chain meets none of them: NO_VIEW when
+        its tree has no anchor here, else undecided."""
+        node = self._lookup(event_id)
+        if node is not None and node.tree is not None and node.tree not in self.paths:
+            return NO_VIEW, None
+        return DETACHED, None
+
     # -- the rule (§3, §4) on attached paths ------------------------------------------
     def passes(self, gate: Gate) -> tuple[bool, tuple[str, ...]]:
-        """``View.gate_decision`` reduced to its answer: with every path of the view attached,
-        a frontier in a tree without a path is ``no_view``, and a detached source is
-        undecided unless it names such a tree."""
-        if not gate.consistent:
-            return False, ()
-        for frontier in gate.frontiers:
-            path = self.paths.get(frontier.tree)
-            if path is None or not path.contains(frontier.event):
-                return False, ()
-        undecided = False
-        for event_id in gate.detached:
-            node = self._lookup(event_id)
-            if node is not None and node.tree is not None and node.tree not in self.paths:
-                return False, ()  # no_view: its tree has no anchor here
-            undecided = True
-        missing = tuple(
-            reason
-            for reason, present in (
-                (LEGACY, gate.legacy),
-                (UNKNOWN_SOURCE, bool(gate.unknown)),
-                (DETACHED, undecided),
-            )
-            if present
-        )
-        if missing and self.mode == STRICT:
-            return False, ()
-        return True, missing
+        """``rules.gate`` reduced to its answer, and the missing information compat let
+        through."""
+        decision = rule_gate(gate, self.mode, self)
+        return decision.reason == VISIBLE, decision.missing
 
     def position(self, revision: RevisionNode) -> Position:
-        """``View.position`` for a revision that passes: its frontier is on the path."""
+        """``rules.position`` for a revision that passes: its frontier is on the path."""
         frontier = revision.gate.frontier_in(self.tree)
-        return (1, frontier.depth, revision.seq) if frontier is not None else (0, 0, revision.seq)
+        return rule_position(None if frontier is None else frontier.depth, revision.seq)
 
     def shown(self, record_id: str) -> RevisionNode | None:
         """The highest revision passing the rule, unless the record is withdrawn or erased."""
@@ -319,14 +317,15 @@ class KeyedView:
         if revision is not None and revision.kind != RETRACTION_KIND:
             for node in self._retractions_naming(record_id, revision.key):
                 if not node.covers(record_id, revision.key, revision.scope):
-                    continue
+                    continue  # asks nothing more of the store
+                gone, acting = False, None
                 if node.scope == TREE:
-                    gone = self._status([node.id])
-                    found = not gone and revision.seq < node.seq
+                    gone = bool(self._status([node.id]))
                 else:
-                    acting = self.shown(node.id)
-                    found = acting is not None and self.position(revision) <= self.position(acting)
-                if found:
+                    shown = self.shown(node.id)
+                    acting = None if shown is None else self.position(shown)
+                if retracts(node, revision, self.position(revision), acting, gone):
+                    found = True
                     break
         self._retracted[record_id] = found
         return found
@@ -334,20 +333,24 @@ class KeyedView:
     def explicitly_superseded(self, record_id: str) -> bool:
         known = self._explicit.get(record_id)
         if known is None:
-            known = any(self.shown(new) is not None for new in self._superseders_of(record_id))
+            known = shown_superseder(
+                self._superseders_of(record_id), lambda new: self.shown(new) is not None
+            )
             self._explicit[record_id] = known
         return known
 
     def _competes(self, candidate: RevisionNode) -> bool:
         """The candidate is its record's shown revision and that record is in the running
         for its key (not retracted, not explicitly superseded)."""
-        if candidate.kind == RETRACTION_KIND or not self.passes(candidate.gate)[0]:
+        if key_group(candidate) is None or not self.passes(candidate.gate)[0]:
             return False
-        shown = self.shown(candidate.record_id)
+        record_id = candidate.record_id
+        shown = self.shown(record_id)
         if shown is None or shown.revision != candidate.revision:
             return False  # the record ranks where its shown revision stands
-        return not (
-            self.retracted(candidate.record_id) or self.explicitly_superseded(candidate.record_id)
+        retracted = self.retracted(record_id)  # read lazily: explicit only if not retracted
+        return competes(
+            candidate, retracted, not retracted and self.explicitly_superseded(record_id)
         )
 
     def _winners_of(self, key: str, scope: object) -> Iterator[tuple[str | None, str]]:
@@ -378,11 +381,10 @@ class KeyedView:
             return False
         if self.explicitly_superseded(record_id):
             return True
-        if revision.key is None or revision.kind == RETRACTION_KIND:
+        group = key_group(revision)
+        if group is None or self.retracted(record_id):
             return False
-        if self.retracted(record_id):
-            return False
-        return self.winner(revision.scope, revision.key) != record_id
+        return self.winner(*group) != record_id
 
     def stale(self, record_id: str) -> bool:
         """Built on something this view does not show as it was when it was built."""
@@ -392,19 +394,12 @@ class KeyedView:
         self._stale[record_id] = False  # provisional; sources never cycle back (CycleError)
         revision = self.shown(record_id)
         assert revision is not None
-        events = [ref.target for ref in revision.event_refs]
-        found = bool(events) and bool(self._status(events))
-        for ref in revision.record_refs:
-            if found:
-                break
-            source = self.shown(ref.target)
-            found = (
-                source is None
-                or source.revision != ref.revision
-                or self.retracted(ref.target)
-                or self.superseded(ref.target)
-                or self.stale(ref.target)
-            )
+        found = rule_stale(
+            revision,
+            lambda events: bool(self._status(events)),
+            self._shown_number,
+            lambda source: self.retracted(source) or self.superseded(source) or self.stale(source),
+        )
         self._stale[record_id] = found
         return found
 
@@ -440,6 +435,10 @@ class KeyedView:
             self.counts[STALE if self.stale(revision.record_id) else VISIBLE] += 1
             for reason in self.missing.get(revision.record_id, ()):
                 self.counts[reason] += 1
+
+    def _shown_number(self, record_id: str) -> int | None:
+        shown = self.shown(record_id)
+        return None if shown is None else shown.revision
 
     def _shown_revision(self, record_id: str) -> RevisionNode:
         revision = self.shown(record_id)

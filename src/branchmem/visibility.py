@@ -1,9 +1,12 @@
-"""The rule (SPEC §3–§5) evaluated for one view.
+"""The rule (SPEC §3–§5) evaluated for one whole view.
 
 A ``View`` answers for one anchor (plus, cross-tree, each other tree's head). It reads the
 frontier index over the view's paths, so its cost is O(path depth + results): records whose
-frontier lies off the path are never touched. Invalidation (§5) is then decided among the
-records that passed the rule, because only a visible record can supersede or retract.
+frontier lies off the path are never touched. The decisions are ``branchmem.rules``' (the
+rule written once, shared with ``keyed.KeyedView``); this module says where a whole view's
+candidates come from and answers the gate's questions from its materialised paths. The
+reads come first (candidates, one status read, superseders, retractions), then deciding is
+one pass over the records shown.
 """
 
 from __future__ import annotations
@@ -16,8 +19,6 @@ from typing import Protocol
 from .model import (
     DETACHED,
     ERASED,
-    INCONSISTENT_SOURCES,
-    LEGACY,
     NO_ANCHOR,
     NO_VIEW,
     OFF_PATH,
@@ -25,21 +26,38 @@ from .model import (
     RETRACTION_KIND,
     STALE,
     SUPERSEDED,
-    UNKNOWN_SOURCE,
     VISIBLE,
     WITHDRAWN,
 )
-from .provenance import Gate, RevisionNode
+from .provenance import EVENT, Gate, RevisionNode
 from .retraction import TREE, RetractionNode
+from .rules import (
+    COMPAT,
+    MISSING_INFORMATION,
+    STRICT,
+    VISIBLE_GATE,
+    GateDecision,
+    Position,
+    explicitly_superseded,
+    retracts,
+    stale_in_one_pass,
+    superseded_by_key,
+)
+from .rules import gate as rule_gate
+from .rules import position as rule_position
 from .topology import EventNode, fork_point, walk_up
 
-STRICT = "strict"
-COMPAT = "compat"
-
-# Decisions for missing information: hidden in strict mode, let through (and counted) in compat.
-MISSING_INFORMATION = (LEGACY, UNKNOWN_SOURCE, DETACHED)
-
-Position = tuple[int, int, int]
+__all__ = [
+    "COMPAT",
+    "MISSING_INFORMATION",
+    "STRICT",
+    "Decision",
+    "GateDecision",
+    "Position",
+    "View",
+    "ViewPath",
+    "ViewReader",
+]
 
 
 class ViewReader(Protocol):
@@ -68,17 +86,6 @@ class ViewPath:
     attached: bool
     ids: tuple[str, ...]
     position: dict[str, int]
-
-
-@dataclass(frozen=True, slots=True)
-class GateDecision:
-    reason: str  # VISIBLE or why not
-    source: str | None = None
-    path: ViewPath | None = None
-    missing: tuple[str, ...] = ()  # missing-information reasons compat let through
-
-
-VISIBLE_GATE = GateDecision(VISIBLE)
 
 
 @dataclass(slots=True)
@@ -116,6 +123,8 @@ class View:
     # the anchor's path ids, root first, when the caller has read them already (a context
     # reads the path's messages anyway): not read again
     anchor_path: Sequence[str] | None = None
+    # the anchor's event, when the caller has read it already: not looked up again
+    anchor_node: EventNode | None = None
 
     def __post_init__(self) -> None:
         self.paths: dict[str | None, ViewPath] = {}
@@ -125,11 +134,13 @@ class View:
         self._decisions: dict[str, Decision] = {}
         self._decided = False
         self._positions: dict[str, Position] = {}
+        self._tree_wide: list[RetractionNode] = []
+        self._gone: dict[str, str] = {}  # status of every id the view asked about at once
         self.everything = self.anchor is None and self.mode == COMPAT
         if self.anchor is None:
             self.counts[NO_ANCHOR] += 1
             return
-        self.main = self._view_path(self.anchor, self.anchor_path)
+        self.main = self._view_path(self.anchor, self.anchor_path, self.anchor_node)
         self.paths[self.main.tree] = self.main
         if self.cross_tree:
             for tree, head in sorted(self.reader.heads(self.namespace).items()):
@@ -140,8 +151,11 @@ class View:
     def lookup(self, event_id: str) -> EventNode | None:
         return self.reader.get_event(self.namespace, event_id)
 
-    def _view_path(self, anchor: str, known: Sequence[str] | None = None) -> ViewPath:
-        node = self.lookup(anchor)
+    def _view_path(
+        self, anchor: str, known: Sequence[str] | None = None, node: EventNode | None = None
+    ) -> ViewPath:
+        if node is None or node.id != anchor:
+            node = self.lookup(anchor)
         assert node is not None
         ids = tuple(self.reader.path_ids(self.namespace, anchor) if known is None else known)
         return ViewPath(
@@ -156,91 +170,60 @@ class View:
     def partial(self) -> bool:
         return any(not path.attached for path in self.paths.values())
 
-    # -- the rule (§3, §4) -------------------------------------------------------------
-    def gate_decision(self, gate: Gate) -> GateDecision:
-        """Apply the rule to a revision's gate; precedence: positive evidence first."""
-        if self.everything:
-            return GateDecision(VISIBLE)
-        if self.main is None:
-            return GateDecision(NO_ANCHOR)
-        if len(gate.frontiers) == 1 and not (gate.detached or gate.unknown or gate.legacy):
-            only = gate.frontiers[0]  # the common case: one tree, nothing missing
-            path = self.paths.get(only.tree)
-            if only.conflict is None and path is not None and path.attached:
-                return (
-                    VISIBLE_GATE
-                    if only.event in path.position
-                    else GateDecision(OFF_PATH, only.event, path)
-                )
-        if not gate.consistent:
-            conflict = next(f.conflict for f in gate.frontiers if f.conflict is not None)
-            return GateDecision(INCONSISTENT_SOURCES, conflict)
-        off: GateDecision | None = None
-        no_view: GateDecision | None = None
-        undecided: str | None = None
-        for frontier in gate.frontiers:
-            path = self.paths.get(frontier.tree)
-            if path is not None and path.attached:
-                if frontier.event not in path.position and off is None:
-                    off = GateDecision(OFF_PATH, frontier.event, path)
-            elif path is not None or self.main.tree is None:
-                undecided = undecided or frontier.event
-            elif no_view is None:
-                no_view = GateDecision(NO_VIEW, frontier.event)
-        for event_id in sorted(gate.detached):
-            status, path = self._detached_status(event_id)
-            if status == OFF_PATH and off is None:
-                off = GateDecision(OFF_PATH, event_id, path)
-            elif status == NO_VIEW and no_view is None:
-                no_view = GateDecision(NO_VIEW, event_id)
-            elif status == DETACHED:
-                undecided = undecided or event_id
-        if off is not None:
-            return off
-        if no_view is not None:
-            return no_view
-        missing: list[tuple[str, str | None]] = []
-        if gate.legacy:
-            missing.append((LEGACY, None))
-        if gate.unknown:
-            missing.append((UNKNOWN_SOURCE, min(gate.unknown)))
-        if undecided is not None:
-            missing.append((DETACHED, undecided))
-        if missing and self.mode == STRICT:
-            return GateDecision(missing[0][0], missing[0][1])
-        return GateDecision(VISIBLE, missing=tuple(reason for reason, _ in missing))
+    # -- the gate's questions (``rules.PathAnswers``), answered from materialised paths --
+    @property
+    def open_anchor(self) -> bool:
+        return self.main is not None and self.main.tree is None
 
-    def _detached_status(self, event_id: str) -> tuple[str, ViewPath | None]:
+    def path_attached(self, tree: str | None) -> bool | None:
+        path = self.paths.get(tree)
+        return None if path is None else path.attached
+
+    def on_path(self, tree: str | None, event_id: str) -> bool:
+        return event_id in self.paths[tree].position
+
+    def detached_status(self, event_id: str) -> tuple[str, str | None]:
         """ON, OFF_PATH, NO_VIEW or DETACHED (undecided) for a source whose ancestry is open."""
         node = self.lookup(event_id)
         assert node is not None
         partial = [path for path in self.paths.values() if not path.attached]
         for path in partial:  # an open chain can never meet a path that reaches a root
             if event_id in path.position:
-                return VISIBLE, path
+                return VISIBLE, path.tree
         if partial:  # on no partial path: off it if its chain meets one (sibling evidence)
             chain = {n.id for n in walk_up(node, self.lookup)}
             for path in partial:
                 if not chain.isdisjoint(path.position):
-                    return OFF_PATH, path
+                    return OFF_PATH, path.tree
         assert self.main is not None
         if node.tree is None or node.tree in self.paths or self.main.tree is None:
             return DETACHED, None
         return NO_VIEW, None
 
+    # -- the rule (§3, §4) -------------------------------------------------------------
+    def gate_decision(self, gate: Gate) -> GateDecision:
+        """``rules.gate`` in this view (no anchor: nothing, or everything in compat)."""
+        if self.everything:
+            return VISIBLE_GATE
+        if self.main is None:
+            return GateDecision(NO_ANCHOR)
+        return rule_gate(gate, self.mode, self)
+
     def position(self, revision: RevisionNode) -> Position:
         """Where a visible revision stands on the anchor's path: path order, then arrival."""
         main = self.main
         if main is None:
-            return (0, 0, revision.seq)
+            return rule_position(None, revision.seq)
         best = -1
-        frontier = revision.gate.frontier_in(main.tree)
-        if main.attached and frontier is not None and frontier.event in main.position:
-            best = main.position[frontier.event]
-        if not main.attached:
+        if main.attached:
+            for frontier in revision.gate.frontiers:
+                if frontier.tree == main.tree:
+                    best = main.position.get(frontier.event, -1)
+                    break
+        else:
             for event_id in revision.gate.detached:
                 best = max(best, main.position.get(event_id, -1))
-        return (1, best, revision.seq) if best >= 0 else (0, 0, revision.seq)
+        return rule_position(best if best >= 0 else None, revision.seq)
 
     # -- candidates --------------------------------------------------------------------
     def _candidates(self) -> Iterable[RevisionNode]:
@@ -262,43 +245,52 @@ class View:
                             yield reader.get_revisions(ns, key[0])[key[1] - 1]
 
     def shown(self) -> dict[str, RevisionNode]:
-        """record id -> the revision the view shows (highest revision passing the rule)."""
+        """record id -> the revision the view shows (highest revision passing the rule).
+
+        One status read answers for the records shown, the tree-wide retractions and the
+        event sources of what is shown (withdrawn or erased), so deciding reads no more."""
         if self._shown is not None:
             return self._shown
         shown: dict[str, RevisionNode] = {}
         if self.main is not None or self.everything:
+            counts, missing_of = self.counts, self._missing
             for revision in self._candidates():
                 held = shown.get(revision.record_id)
                 if held is not None and held.revision >= revision.revision:
                     continue
                 decision = self.gate_decision(revision.gate)
                 for reason in decision.missing:
-                    self.counts[reason] += 1
+                    counts[reason] += 1
                 if decision.reason != VISIBLE:
-                    self.counts[decision.reason] += 1
+                    counts[decision.reason] += 1
                 else:
                     shown[revision.record_id] = revision
-                    self._missing[revision.record_id] = decision.missing
-        statuses = self.reader.statuses(self.namespace, list(shown))
-        for record_id, status in statuses.items():
+                    missing_of[revision.record_id] = decision.missing
+        if shown:
+            self._tree_wide = self.reader.tree_retractions(self.namespace)
+        asked = {*shown, *(node.id for node in self._tree_wide)}
+        for revision in shown.values():
+            asked.update(ref.target for ref in revision.refs or () if ref.kind == EVENT)
+        self._gone = self.reader.statuses(self.namespace, asked) if asked else {}
+        for record_id in [rid for rid in shown if rid in self._gone]:
             del shown[record_id]
-            self._decisions[record_id] = Decision(record_id, status, None)
+            self._decisions[record_id] = Decision(record_id, self._gone[record_id], None)
         self._shown = shown
         return shown
 
     # -- invalidation (§5) -------------------------------------------------------------
     def _retracted(self, shown: dict[str, RevisionNode], position: dict[str, Position]) -> set[str]:
-        """Records hidden by a retraction acting in this view (branch: visible here; tree:
-        always), when stated at or above it on the path (branch) or before it (tree)."""
+        """Records hidden by a retraction acting in this view (``rules.retracts``): the
+        branch-scope ones shown here, and every tree-scope one."""
         branch_ids = [rid for rid, rev in shown.items() if rev.kind == RETRACTION_KIND]
         active = [
             node
-            for node in self.reader.retractions(self.namespace, branch_ids).values()
+            for node in (
+                self.reader.retractions(self.namespace, branch_ids).values() if branch_ids else ()
+            )
             if node.scope != TREE
         ]
-        tree_wide = self.reader.tree_retractions(self.namespace)
-        gone = self.reader.statuses(self.namespace, [node.id for node in tree_wide])
-        active.extend(node for node in tree_wide if node.id not in gone)
+        active.extend(self._tree_wide)
         if not active:
             return set()
         by_target: dict[str, list[RetractionNode]] = {}
@@ -309,16 +301,14 @@ class View:
             if node.key is not None:
                 by_key.setdefault((node.key_scope, node.key), []).append(node)
         retracted: set[str] = set()
+        gone = self._gone
         for record_id, revision in shown.items():
-            if revision.kind == RETRACTION_KIND:
-                continue
             covering = by_target.get(record_id, [])
             if revision.key is not None:
                 covering = covering + by_key.get((revision.scope, revision.key), [])
+            here = position[record_id]
             for node in covering:
-                if (node.scope == TREE and revision.seq < node.seq) or (
-                    node.scope != TREE and position[record_id] <= position[node.id]
-                ):
+                if retracts(node, revision, here, position.get(node.id), node.id in gone):
                     retracted.add(record_id)
                     break
         return retracted
@@ -332,74 +322,39 @@ class View:
         position = {rid: self.position(rev) for rid, rev in shown.items()}
         self._positions = position
         retracted = self._retracted(shown, position)
+        superseders = self.reader.superseders(self.namespace, list(shown)) if shown else {}
         explicit = {
             old
-            for old, news in self.reader.superseders(self.namespace, list(shown)).items()
-            if any(new in shown for new in news)
+            for old, news in superseders.items()
+            if explicitly_superseded(news, shown.__contains__)
         }
-        superseded = set(explicit)
-        current: dict[tuple[str | None, str], str] = {}
-        for record_id, revision in shown.items():
-            if revision.key is None or revision.kind == RETRACTION_KIND:
-                continue
-            if record_id in retracted or record_id in explicit:
-                continue
-            group = (revision.scope, revision.key)
-            held = current.get(group)
-            if held is None:
-                current[group] = record_id
-            elif position[record_id] > position[held]:
-                superseded.add(held)
-                current[group] = record_id
-            else:
-                superseded.add(record_id)
+        superseded = explicit | superseded_by_key(shown, position, retracted | explicit)
         invalid = retracted | superseded
-        event_sources = {ref.target for rev in shown.values() for ref in rev.event_refs}
-        withdrawn_events = set(self.reader.statuses(self.namespace, event_sources))
-        stale: dict[str, bool] = {}
-
-        def is_stale(record_id: str) -> bool:
-            """Built on something this view does not show as it was when it was built."""
-            known = stale.get(record_id)
-            if known is not None:
-                return known
-            stale[record_id] = False  # provisional; sources never cycle back (CycleError)
-            revision = shown[record_id]
-            found = any(ref.target in withdrawn_events for ref in revision.event_refs)
-            for ref in revision.record_refs:
-                if found:
-                    break
-                source = shown.get(ref.target)
-                found = (
-                    source is None
-                    or source.revision != ref.revision
-                    or ref.target in invalid
-                    or is_stale(ref.target)
-                )
-            stale[record_id] = found
-            return found
-
+        stale = stale_in_one_pass(shown, invalid, set(self._gone))
+        decisions, missing = self._decisions, self._missing
         for record_id, revision in shown.items():
-            flags = (record_id in retracted, record_id in superseded, is_stale(record_id))
+            is_retracted = record_id in retracted
+            is_superseded = record_id in superseded
+            is_stale = record_id in stale
             reason = (
                 RETRACTED
-                if flags[0]
+                if is_retracted
                 else SUPERSEDED
-                if flags[1]
+                if is_superseded
                 else STALE
-                if flags[2]
+                if is_stale
                 else VISIBLE
             )
-            self._decisions[record_id] = Decision(
+            decisions[record_id] = Decision(
                 record_id,
                 reason,
                 revision,
-                retracted=flags[0],
-                superseded=flags[1],
-                stale=flags[2],
-                missing=self._missing.get(record_id, ()),
+                retracted=is_retracted,
+                superseded=is_superseded,
+                stale=is_stale,
+                missing=missing.get(record_id, ()),
             )
-        return self._decisions
+        return decisions
 
     def sort_key(self, revision: RevisionNode) -> tuple[Position, str]:
         """Path order, then arrival, then id: the order ``visible()`` returns records in."""
@@ -423,10 +378,10 @@ class View:
             return Decision(record_id, NO_ANCHOR, None)
         gate = self.gate_decision(latest.gate)
         fork = None
-        if gate.reason == OFF_PATH and gate.path is not None and gate.source is not None:
+        if gate.reason == OFF_PATH and gate.source is not None:
             source = self.lookup(gate.source)
             assert source is not None
-            fork = fork_point(source, set(gate.path.position), self.lookup)
+            fork = fork_point(source, set(self.paths[gate.tree].position), self.lookup)
         return Decision(record_id, gate.reason, latest, source=gate.source, fork=fork)
 
     def count(self, decisions: Iterable[Decision]) -> None:

@@ -18,7 +18,7 @@ from ..provenance import RevisionNode
 from ..search.context import Context, assemble_context
 from ..search.embedding import hybrid_rank
 from ..search.lexical import rank
-from ..search.tokens import TokenCounter, check_budget
+from ..search.tokens import TokenCounter
 from ..store.base import PathMessage
 from .asof import AsOfReader, transcript
 from .blame import citer
@@ -83,21 +83,21 @@ def context(
     """The prompt text at ``anchor``; with ``session``, the delivery is remembered; with
     ``cite``, each memory line is cited (``engine.blame``). ``as_of``: the prompt as it
     would have been built then (never delivered: a session is refused with it, since a past
-    context is not one handed out now)."""
-    check_budget(budget)
-    at = None if anchor is None else ns.event_node(anchor)
+    context is not one handed out now). ``budget`` was checked by the caller (``Memory``'s
+    bounds); assembly checks it once more on its own account."""
+    at = None if anchor is None else ns.event_node(anchor)  # the one lookup of the anchor
     messages: PathMessages | list[PathMessage] | None = None
     if as_of is not None:
         if session is not None:
             raise InvalidInput(f"context as_of {as_of} is not delivered: give no session")
-        nodes, _ = visible_revisions(ns, anchor, cross_tree, mode, as_of=as_of)
+        nodes, _ = visible_revisions(ns, anchor, cross_tree, mode, as_of=as_of, node=at)
         if anchor is not None:
             messages = transcript(ns, AsOfReader(ns.store, ns.name, as_of), anchor)
     else:
         paged = None
         if at is not None and at.attached and at.depth is not None:  # its length is known
             paged = PathMessages(ns, at.id, at.depth + 1, budget)
-        nodes, length = visible_revisions(ns, anchor, cross_tree, mode, messages=paged)
+        nodes, length = visible_revisions(ns, anchor, cross_tree, mode, messages=paged, node=at)
         if paged is None and anchor is not None:
             paged = PathMessages(ns, anchor, length)
         messages = paged

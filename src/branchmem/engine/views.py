@@ -31,12 +31,14 @@ def view(
     mode: str | None,
     anchor_path: Sequence[str] | None = None,
     as_of: int | None = None,
+    node: EventNode | None = None,
 ) -> View:
     """The view of ``anchor`` (which must exist) in ``mode`` (default: the Memory's);
     ``anchor_path``: its path ids, root first, if already read; ``as_of``: the arrival
-    number to answer as of (``engine.asof``), None: now."""
-    if anchor is not None:
-        ns.event_node(anchor)
+    number to answer as of (``engine.asof``), None: now; ``node``: the anchor's event if
+    the caller has read it (not looked up again, here or by the view)."""
+    if anchor is not None and node is None:
+        node = ns.event_node(anchor)
     reader: ViewReader = ns.store if as_of is None else AsOfReader(ns.store, ns.name, as_of)
     return View(
         reader,
@@ -45,6 +47,7 @@ def view(
         ns.mode if mode is None else check_mode(mode),
         cross_tree=bool(cross_tree),
         anchor_path=anchor_path,
+        anchor_node=node,
     )
 
 
@@ -147,13 +150,16 @@ def visible_revisions(
     include_stale: bool = False,
     messages: PathMessages | None = None,
     as_of: int | None = None,
+    node: EventNode | None = None,
 ) -> tuple[list[RevisionNode], int]:
     """The revisions shown at ``anchor`` in path order, and the length of its path (0: no
     anchor). Read from the tree's index when that is the shorter read (one tree, attached
     anchor, superseded ones not asked for, the present), else from the whole view — which
     takes its path from ``messages`` (the anchor's, for a context) when they are read whole
-    at once. The indexes hold the present only, so a read ``as_of`` builds the whole view."""
-    node = None if anchor is None else ns.event_node(anchor)
+    at once. The indexes hold the present only, so a read ``as_of`` builds the whole view.
+    ``node``: the anchor's event, if the caller has read it (looked up once per call)."""
+    if anchor is not None and node is None:
+        node = ns.event_node(anchor)
     if (
         node is not None
         and node.attached
@@ -166,7 +172,7 @@ def visible_revisions(
             assert node.depth is not None
             return found, node.depth + 1
     anchor_path = None if messages is None else messages.whole_path()
-    shown = view(ns, anchor, cross_tree, mode, anchor_path, as_of)
+    shown = view(ns, anchor, cross_tree, mode, anchor_path, as_of, node)
     nodes = visible_in(ns, shown, kind, key, scope, include_superseded, include_stale)
     return nodes, len(shown.main.ids) if shown.main is not None else 0
 

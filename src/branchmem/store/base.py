@@ -21,6 +21,7 @@ from ..model import ERASED, Delivery, RepairItem
 from ..provenance import RevisionNode
 from ..resolution import RevisionKey
 from ..retraction import RetractionNode
+from ..rules import RankKey, rank_key
 from ..topology import EventNode
 
 __all__ = ["TOMBSTONE", "CleanupPending", "MessageRow", "PathMessage", "RevisionKey", "Store"]
@@ -190,8 +191,7 @@ class Store(ABC):
         (latest seq first) — for a one-tree view only those with no frontier at all, since it
         never shows one with a frontier in another tree. Backends page their index, so a
         reader that stops early pays only for what it read."""
-        placed: list[tuple[int, int, RevisionNode]] = []
-        unplaced: list[tuple[int, RevisionNode]] = []
+        ranked: list[tuple[RankKey, RevisionNode]] = []
         for record_id in self.records_with_key(namespace, key):
             for node in self.get_revisions(namespace, record_id):
                 here = node.gate.frontier_in(tree)
@@ -199,13 +199,11 @@ class Store(ABC):
                     continue
                 if here is not None:
                     if here.depth <= depth:
-                        placed.append((here.depth, node.seq, node))
+                        ranked.append((rank_key(here.depth, node.seq), node))
                 elif cross_tree or not node.gate.frontiers:
-                    unplaced.append((node.seq, node))
-        placed.sort(key=lambda item: item[:2], reverse=True)
-        unplaced.sort(key=lambda item: item[0], reverse=True)
-        yield from (node for _, _, node in placed)
-        yield from (node for _, node in unplaced)
+                    ranked.append((rank_key(None, node.seq), node))
+        ranked.sort(key=lambda item: item[0])  # the rule's ranking (``rules.rank_key``)
+        yield from (node for _, node in ranked)
 
     def revisions_newest_first(self, namespace: str, record_id: str) -> Iterator[RevisionNode]:
         """A record's revisions, latest first, read lazily (the latest usually answers)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from bisect import bisect_left, insort
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -15,6 +16,7 @@ from ..keyed import TreeIndex
 from ..model import RETRACTION_KIND, Delivery, RepairItem
 from ..provenance import RevisionNode
 from ..retraction import TREE, RetractionNode
+from ..rules import rank_key
 from ..topology import EventNode
 from ..validation import check_text
 from .base import TOMBSTONE, MessageRow, PathMessage, RevisionKey, Store
@@ -43,17 +45,17 @@ class _Namespace:
     repairs: dict[tuple[str, str], RepairItem] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
     deliveries: dict[str, list[Delivery]] = field(default_factory=dict)
-    # key -> tree ("" for revisions without a frontier) -> (-depth, -seq, record, revision),
+    # key -> tree ("" for revisions without a frontier) -> (*rank_key, record, revision),
     # one entry per frontier, kept sorted: the order a view ranks a key's revisions in; and
     # key -> (-seq, record, revision): the order of those without a frontier on the path
-    by_key: dict[str, dict[str, list[tuple[int, int, str, int]]]] = field(default_factory=dict)
+    by_key: dict[str, dict[str, list[tuple[int, int, int, str, int]]]] = field(default_factory=dict)
     by_key_seq: dict[str, list[tuple[int, str, int]]] = field(default_factory=dict)
     retractions_by_name: dict[str, set[str]] = field(default_factory=dict)  # target/key -> ids
     # what a one-tree view decides from without its path (keyed.TreeIndex): tree -> (key,
     # scope) -> how many revisions place it there; tree -> revisions competing under no key
-    # (-depth, -seq, record, revision), kept sorted
+    # (*rank_key, record, revision), kept sorted
     groups: dict[str, dict[tuple[str, str | None], int]] = field(default_factory=dict)
-    unkeyed: dict[str, list[tuple[int, int, str, int]]] = field(default_factory=dict)
+    unkeyed: dict[str, list[tuple[int, int, int, str, int]]] = field(default_factory=dict)
 
 
 def group_order(group: tuple[str, str | None]) -> tuple[str, bool, str]:
@@ -273,23 +275,23 @@ class InMemoryStore(Store, KeyStore):
             self._remove_sorted(space.by_key_seq[node.key], latest)
 
     @staticmethod
-    def _key_entries(node: RevisionNode) -> list[tuple[str, str, tuple[int, int, str, int]]]:
+    def _key_entries(node: RevisionNode) -> list[tuple[str, str, tuple[int, int, int, str, int]]]:
         """Where a keyed revision sits in ``by_key``: once per frontier tree ("": none)."""
         if node.key is None:
             return []
-        placed = [(f.tree, f.depth) for f in node.gate.frontiers] or [("", 0)]
+        placed: list[tuple[str, int | None]] = [(f.tree, f.depth) for f in node.gate.frontiers]
         return [
-            (node.key, tree, (-depth, -node.seq, node.record_id, node.revision))
-            for tree, depth in placed
+            (node.key, tree, (*rank_key(depth, node.seq), node.record_id, node.revision))
+            for tree, depth in placed or [("", None)]
         ]
 
     @staticmethod
-    def _unkeyed_entries(node: RevisionNode) -> list[tuple[str, tuple[int, int, str, int]]]:
+    def _unkeyed_entries(node: RevisionNode) -> list[tuple[str, tuple[int, int, int, str, int]]]:
         """Where a revision competing under no key sits in ``unkeyed``: once per frontier."""
         if node.key is not None and node.kind != RETRACTION_KIND:
             return []
         return [
-            (f.tree, (-f.depth, -node.seq, node.record_id, node.revision))
+            (f.tree, (*rank_key(f.depth, node.seq), node.record_id, node.revision))
             for f in node.gate.frontiers
         ]
 
@@ -333,11 +335,11 @@ class InMemoryStore(Store, KeyStore):
         space = self._space(namespace)
         by_tree = space.by_key.get(key, {})
         placed = by_tree.get(tree, [])
-        for index in range(bisect_left(placed, (-depth,)), len(placed)):
-            yield self._revision(space, placed[index][2:])
+        for index in range(bisect_left(placed, rank_key(depth, sys.maxsize)), len(placed)):
+            yield self._revision(space, placed[index][3:])
         if not cross_tree:
             for entry in by_tree.get("", []):
-                yield self._revision(space, entry[2:])
+                yield self._revision(space, entry[3:])
             return
         for latest in space.by_key_seq.get(key, []):
             node = self._revision(space, latest[1:])
@@ -353,7 +355,7 @@ class InMemoryStore(Store, KeyStore):
         return TreeIndex(
             groups=tuple(sorted({*placed, *unplaced}, key=group_order)),
             unkeyed=(
-                *(self._revision(space, entry[2:]) for entry in unkeyed),
+                *(self._revision(space, entry[3:]) for entry in unkeyed),
                 *self.ungated_revisions(namespace),
             ),
         )

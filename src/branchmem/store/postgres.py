@@ -478,6 +478,7 @@ class PostgresStore(SQLStore):
             "JOIN revisions r ON r.namespace = k.namespace AND r.record_id = k.record_id "
             "AND r.revision = k.revision WHERE k.namespace = ? AND k.key_name = asked.key "
             "AND k.tree = ? AND (k.depth, k.seq) < (?, ?) "
+            # the rule's ranking (rules.rank_key): deepest frontier first, then latest seq
             "ORDER BY k.depth DESC, k.seq DESC LIMIT ?) page ORDER BY asked.n",
             (_text_array(keys), namespace, tree, depth, 2**62, size),
         )

@@ -533,6 +533,7 @@ class SQLStore(
                     f"SELECT {columns} FROM unkeyed_frontiers u JOIN revisions r "
                     "ON r.namespace = u.namespace AND r.record_id = u.record_id "
                     "AND r.revision = u.revision WHERE u.namespace = ? AND u.tree = ? "
+                    # the rule's ranking (rules.rank_key): deepest frontier first, then latest seq
                     "ORDER BY u.depth DESC, u.seq DESC LIMIT ?",
                     (namespace, tree, bound),
                 ),
@@ -573,6 +574,7 @@ class SQLStore(
             [
                 (
                     self._KEY_CANDIDATES + "AND k.tree = ? AND (k.depth, k.seq) < (?, ?) "
+                    # the rule's ranking (rules.rank_key): deepest frontier first, then latest seq
                     "ORDER BY k.depth DESC, k.seq DESC LIMIT ?",
                     (namespace, key, tree, depth, 2**62, size),
                 )
@@ -749,6 +751,7 @@ class SQLStore(
         for size in first:
             rows = self._all(  # (depth, seq) < cursor: the next page, on the index
                 source + "AND k.tree = ? AND (k.depth, k.seq) < (?, ?) "
+                # the rule's ranking (rules.rank_key): deepest frontier first, then latest seq
                 "ORDER BY k.depth DESC, k.seq DESC LIMIT ?",
                 (*params, tree, cursor[0], cursor[1], size),
             )
@@ -762,6 +765,7 @@ class SQLStore(
         others = ("<>", tree) if cross_tree else ("=", "")  # one-tree: no frontier at all
         for size in self._pages():
             rows = self._all(  # without a frontier in ``tree``: arrival order, latest first
+                # the rule's ranking (rules.rank_key): with no frontier here, latest seq first
                 source + f"AND k.tree {others[0]} ? AND k.seq < ? ORDER BY k.seq DESC LIMIT ?",
                 (*params, others[1], below, size),
             )
