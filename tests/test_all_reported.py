@@ -63,14 +63,14 @@ def test_an_unreported_test_fails_a_run_that_would_pass(session: Path) -> None:
     assert without.returncode == 0, without.stdout  # the gap the plugin closes
     result = run(session)
     assert result.returncode == 1, result.stdout
-    assert "2 of 3 collected tests reported an outcome: 1 never did" in result.stdout
+    assert "2 of 3 collected tests reported an outcome: 1 never did; failing" in result.stdout
 
 
 def test_an_unreported_test_fails_an_xdist_run(session: Path) -> None:
     pytest.importorskip("xdist")
     result = run(session, "-p", "xdist", "-n", "2")
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "2 of 3 collected tests reported an outcome: 1 never did" in result.stdout
+    assert "2 of 3 collected tests reported an outcome: 1 never did; failing" in result.stdout
 
 
 def test_a_run_where_every_test_reported_passes(session: Path) -> None:
@@ -78,3 +78,24 @@ def test_a_run_where_every_test_reported_passes(session: Path) -> None:
     result = run(session)
     assert result.returncode == 0, result.stdout
     assert "3 of 3 collected tests reported an outcome" in result.stdout
+
+
+def test_subtests_and_items_sharing_an_id_neither_hide_nor_invent_a_gap(session: Path) -> None:
+    """Three subtests' reports do not stand in for the dropped test; an item collected twice
+    under one id (as schemathesis collects one per API operation) counts twice."""
+    (session / "test_more.py").write_text(
+        "def test_with_subtests(subtests):\n"
+        "    for n in range(3):\n"
+        "        with subtests.test(n=n):\n"
+        "            assert n < 3\n"
+    )
+    result = run(session)
+    assert result.returncode == 1, result.stdout
+    assert "3 of 4 collected tests reported an outcome: 1 never did; failing" in result.stdout
+    assert "never reported: test_tiny.py::test_two_goes_unreported" in result.stdout
+    (session / "conftest.py").write_text(
+        "def pytest_collection_modifyitems(items):\n    items.append(items[0])\n"
+    )
+    result = run(session)
+    assert result.returncode == 0, result.stdout
+    assert "5 of 5 collected tests reported an outcome" in result.stdout
