@@ -5,8 +5,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 # the PostgreSQL server fixture (pg_dsn) for every test module; the count of Mem0's own
-# tests that reached a BranchMem0 method
-pytest_plugins = ["pg", "mem0_peer_calls"]
+# tests that reached a BranchMem0 method; a run fails when a collected test never reported
+pytest_plugins = ["pg", "mem0_peer_calls", "all_reported"]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

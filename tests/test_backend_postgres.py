@@ -173,31 +173,6 @@ def test_every_table_leads_its_primary_key_with_namespace(fresh: Any) -> None:
     assert {table: first.get(table) for table in tables} == dict.fromkeys(tables, "namespace")
 
 
-def test_every_statement_is_bound_to_a_namespace(fresh: Any) -> None:
-    from branchmem.store.postgres import PostgresStore
-
-    seen: list[str] = []
-
-    class Recording(PostgresStore):
-        def _sql(self, text: str) -> str:
-            seen.append(text)
-            return super()._sql(text)
-
-    memory = Memory(store=Recording(fresh()))
-    with memory:
-        seen.clear()  # what opening ran is schema bookkeeping
-        _exercise_every_public_method(memory, "alice")
-    data = [s for s in seen if s.split()[0] in ("SELECT", "INSERT", "DELETE", "WITH", "UPDATE")]
-    assert data, "nothing was recorded"
-    for text in data:
-        if text.startswith("SELECT") and "FROM erase_cleanup" in text:
-            continue  # the store's own maintenance: the files are shared by every namespace
-        if text.startswith("INSERT"):
-            assert text.split("(", 1)[1].startswith("namespace,"), text
-        else:
-            assert "namespace = ?" in text, text
-
-
 # -- isolation ---------------------------------------------------------------------------
 def _exercise_every_public_method(memory: Memory, namespace: str) -> None:
     chengdu_in(memory, namespace)
@@ -726,3 +701,30 @@ def test_a_batch_takes_as_many_round_trips_whatever_its_size(
             mem.add_records(records, namespace=namespace)
             counts.append(trips[0])
     assert counts[0] == counts[1], counts
+
+
+# -- every statement of the conformance suite is routed by namespace ---------------------
+@pytest.fixture(autouse=True)
+def _every_statement_routed(request: pytest.FixtureRequest) -> Iterator[None]:
+    """TestPostgres's statements, each test's own, are checked as test_namespace_routing.py
+    reads them (one run of the suite serves both): a statement not pinned to one namespace,
+    or one execution naming two, fails the test that sent it."""
+    if request.cls is not TestPostgres:
+        yield
+        return
+    from test_namespace_routing import assert_routed, capturing
+
+    with capturing() as captured:
+        yield
+    assert_routed(captured)
+
+
+def test_every_conformance_test_is_checked_for_routing(request: pytest.FixtureRequest) -> None:
+    """The routing check is wired to every TestPostgres test (collected afresh, so a run of
+    a few tests still checks them all)."""
+    module = request.node.parent
+    (suite,) = [node for node in module.collect() if node.name == "TestPostgres"]
+    items = [item for item in suite.collect() if isinstance(item, pytest.Function)]
+    assert len(items) > 50
+    unchecked = [item.name for item in items if "_every_statement_routed" not in item.fixturenames]
+    assert unchecked == []

@@ -4,11 +4,13 @@ A sharded PostgreSQL (Citus) distributed on the ``namespace`` column answers a s
 one shard when every table it reads or writes is pinned to one namespace: a ``SELECT``,
 ``UPDATE`` or ``DELETE`` whose every table reference is constrained by ``namespace = <value>``
 (directly, or by a join's ``x.namespace = y.namespace`` to a reference that is), an
-``INSERT``/``COPY`` that names the ``namespace`` column (Citus routes each row by it). This
-file runs the whole backend conformance suite on PostgreSQL with every statement the driver
-sends captured (a wrapper around psycopg's ``Cursor.execute``/``executemany``/``copy``,
-installed by the test, so nothing in the store can bypass it) and fails a test that sent a
-statement that is neither routed nor on the explicit list of exemptions below.
+``INSERT``/``COPY`` that names the ``namespace`` column (Citus routes each row by it). The
+whole backend conformance suite on PostgreSQL (``TestPostgres`` in test_backend_postgres.py)
+runs with every statement the driver sends captured (a wrapper around psycopg's
+``Cursor.execute``/``executemany``/``copy``, installed by the test, so nothing in the store can
+bypass it) and ``assert_routed`` below fails a test that sent a statement that is neither routed
+nor on the explicit list of exemptions below; this file holds the checker, the tests of the
+checker itself, and what the conformance suite does not reach.
 
 The check reads our own SQL, not SQL at large: a small tokenizer and a scope-by-scope reading
 of table references and ``namespace`` equalities. It is conservative: what it cannot read as
@@ -29,7 +31,6 @@ from typing import Any
 import pytest
 
 from branchmem import Memory
-from branchmem.testing import BackendConformance
 
 pytest_plugins = ["pg"]  # the pg_dsn fixture (a no-op when conftest.py already loads it)
 
@@ -738,6 +739,14 @@ def failures(captured: Captured) -> str:
     return "\n".join([f"- {why}: {text}" for text, why in problems.items()] + mixed)
 
 
+def assert_routed(captured: Captured) -> None:
+    """Fail naming every statement not routed and every execution naming two namespaces
+    (what test_backend_postgres.py's TestPostgres calls after each conformance test)."""
+    found = failures(captured)
+    if found:
+        pytest.fail("statements not routed by namespace:\n" + found, pytrace=False)
+
+
 @pytest.fixture(scope="module")
 def template(pg_dsn: str) -> Iterator[tuple[Any, str]]:
     """A migrated template database (migrated before any capture: DDL is exempt anyway)."""
@@ -755,39 +764,6 @@ def template(pg_dsn: str) -> Iterator[tuple[Any, str]]:
     yield admin, name
     admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     admin.close()
-
-
-class TestEveryConformanceStatementIsRouted(BackendConformance):
-    """The conformance suite on PostgreSQL with every statement checked after each test.
-
-    The differential test runs one random tree per chunk: its statements are the same
-    texts at every size, so more trees add time and no new text."""
-
-    differential_trees = 8
-
-    @pytest.fixture(autouse=True)
-    def _routed(self, template: tuple[Any, str], pg_dsn: str) -> Iterator[None]:
-        from pg import with_database
-
-        admin, name = template
-        database = f"{name}_{id(self):x}"
-        admin.execute(f'CREATE DATABASE "{database}" TEMPLATE "{name}"')
-        self.url = with_database(pg_dsn, database)
-        self.opened: list[Memory] = []
-        with capturing() as captured:
-            try:
-                yield
-            finally:
-                for memory in self.opened:
-                    memory.close()
-                admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
-        found = failures(captured)
-        assert not found, "statements not routed by namespace:\n" + found
-
-    def make_memory(self, mode: str = "strict") -> Memory:
-        memory = Memory.open(self.url, mode)
-        self.opened.append(memory)
-        return memory
 
 
 def test_every_public_method_the_key_store_and_vectors_are_routed(
@@ -906,3 +882,18 @@ def test_every_index_of_a_distributed_table_leads_with_namespace(
                if table not in REFERENCE_TABLES}  # fmt: skip
     assert len(leading) >= 20
     assert leading == dict.fromkeys(leading, "namespace")
+
+
+def test_the_check_after_each_conformance_test_fails_on_one_unrouted_statement() -> None:
+    """What TestPostgres runs after each test refuses a capture holding one statement that
+    is not routed among routed ones, naming that statement and only it."""
+    captured = Captured()
+    captured.add("BEGIN", [()])
+    captured.add("SELECT tree FROM heads WHERE namespace = %s", [("alice",)])
+    captured.add("SELECT tree FROM heads WHERE tree = %s", [("t1",)])
+    with pytest.raises(pytest.fail.Exception, match="not routed by namespace") as raised:
+        assert_routed(captured)
+    lines = str(raised.value).splitlines()[1:]
+    assert lines == ["- not pinned to one namespace: heads: SELECT tree FROM heads WHERE tree = %s"]
+    captured.add("SELECT tree FROM heads WHERE namespace = %s", [("alice",)])
+    assert_routed(captured)  # the capture is taken: the next test starts clean
