@@ -50,13 +50,13 @@ class IndexTooLarge:
 class Questions:
     """One bulk read.
 
-    ``events``: these events, each with the events one step above it (jump, parent), and
-    their statuses. ``records``: each record's newest revisions, its status, its superseders
-    and the retractions naming it as a target. ``keys``: the retractions of each key (any
-    key scope). ``pages``: for each key, the first candidates a view anchored in
-    ``page_tree`` at ``page_depth`` ranks (``Store.key_candidates`` with a frontier in that
-    tree). ``index_tree``: that tree's ``TreeIndex``, or ``IndexTooLarge`` past
-    ``index_limit`` entries.
+    ``events``: these events and their statuses (a backend with round trips adds the
+    events one step above each: the next an ancestor test reads). ``records``: each
+    record's newest revisions, its status, its superseders and the retractions naming it as
+    a target. ``keys``: the retractions of each key (any key scope). ``pages``: for each
+    key, the first candidates a view anchored in ``page_tree`` at ``page_depth`` ranks
+    (``Store.key_candidates`` with a frontier in that tree). ``index_tree``: that tree's
+    ``TreeIndex``, or ``IndexTooLarge`` past ``index_limit`` entries.
     """
 
     events: frozenset[str] = frozenset()
@@ -86,7 +86,8 @@ class Facts:
     record and event ids asked. ``superseders``: new ids by old record id asked, in arrival
     order. ``retracting``: retractions naming a record id asked as a target, by ``seq``.
     ``retracting_key``: retractions of a key asked, by ``seq``. ``events``: the event ids
-    asked that exist, and the events one step (jump, parent) above them. ``pages``: by key
+    asked that exist; a backend may add others (the events one step above them, which a
+    round trip saves), each as ``get_event`` reads it. ``pages``: by key
     asked, a prefix of its ranked candidates with a frontier in ``page_tree`` (at least the
     first when there is one; ``PAGE_SIZE`` at most). ``tree_index``: None only when no tree
     was asked.

@@ -389,30 +389,22 @@ def answer_item_by_item(
     *,
     key_retractions: Callable[[str], list[RetractionNode]],
     tree_index: Callable[[str, int], TreeIndex | IndexTooLarge],
-    events_with_steps: Callable[[Collection[str]], dict[str, EventNode]] | None = None,
     page_size: int = 1,
     newest: int = 1,
 ) -> Facts:
     """``Store.answer`` composed from the store's per-item reads, for a backend without round
     trips (each read costs a look-up, so asking one at a time costs what asking in bulk
-    would); ``key_retractions``, ``tree_index`` and ``events_with_steps`` (default: two
-    ``get_event`` an event) are the backend's own reads of those.
-    Pages of one candidate (the usual winner) and the newest revision only: with no round
-    trip to save, the rest is cheaper read lazily, only if the rule gets that far."""
+    would); ``key_retractions`` and ``tree_index`` are the backend's own reads of those.
+    Pages of one candidate (the usual winner), the newest revision only, and no events
+    beyond those asked: with no round trip to save, the rest is cheaper read lazily, only if
+    the rule gets that far."""
     facts = Facts()
-    if events_with_steps is not None:
-        facts.events.update(events_with_steps(questions.events))
-    for event_id in () if events_with_steps is not None else questions.events:
+    for event_id in questions.events:
         node = store.get_event(namespace, event_id)
-        if node is None:
-            continue
-        facts.events[event_id] = node
-        for step in (node.jump, node.parent):
-            if step is not None and step not in facts.events:
-                above = store.get_event(namespace, step)
-                if above is not None:
-                    facts.events[step] = above
-    facts.statuses.update(store.statuses(namespace, [*questions.records, *questions.events]))
+        if node is not None:
+            facts.events[event_id] = node
+    if questions.records or questions.events:
+        facts.statuses.update(store.statuses(namespace, [*questions.records, *questions.events]))
     if questions.records:
         facts.superseders.update(store.superseders(namespace, questions.records))
     for record_id in questions.records:

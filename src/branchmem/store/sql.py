@@ -700,14 +700,6 @@ class SQLStore(SQLLedger, Store, KeyStore):
             (namespace, *ids, namespace, *ids),
         )
 
-    def _read_events_with_steps(self, namespace: str, ids: Collection[str]) -> dict[str, EventNode]:
-        """``Facts.events`` for these ids, one statement a chunk."""
-        found: dict[str, EventNode] = {}
-        for chunk in self._chunks(sorted(ids)):
-            for row in self._all(*self._events_with_steps(namespace, chunk)):
-                found.setdefault(row[0], codec.event_node(row))
-        return found
-
     def _newest_revisions(
         self, namespace: str, record_ids: Sequence[str], count: int
     ) -> tuple[str, Sequence[object]]:

@@ -44,14 +44,13 @@ class SQLiteStore(SQLStore):
         """Item by item through the per-item reads: in-process SQLite has no round trip to
         save, and those reads skip what a candidate's facts already said (a read snapshot's
         ``_CANDIDATE_FACTS``), which the bulk statements cannot; a page of one candidate,
-        the usual winner, is one statement; the events and the steps above them are one."""
+        the usual winner, is one statement."""
         return answer_item_by_item(
             self,
             namespace,
             questions,
             key_retractions=lambda key: self._key_retractions(namespace, key),
             tree_index=lambda tree, limit: self._tree_index(namespace, tree, limit),
-            events_with_steps=lambda ids: self._read_events_with_steps(namespace, ids),
         )
 
     def __init__(self, path: str | Path, *, migrate: bool = False) -> None:
