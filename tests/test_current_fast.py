@@ -419,10 +419,18 @@ def long_history(rng: random.Random) -> list[Op]:
     return ops
 
 
+class ReadingAheadStore(InMemoryStore):
+    """The in-memory store asked as PostgreSQL is: keyed reads ask ahead through ``answer``
+    (a cost hint only: the answers must decide the same)."""
+
+    reads_ahead = True
+
+
+@pytest.mark.parametrize("reads_ahead", [False, True])
 @pytest.mark.parametrize("seed", range(3))
-def test_current_on_deep_trees_matches_the_oracle(seed: int) -> None:
+def test_current_on_deep_trees_matches_the_oracle(seed: int, reads_ahead: bool) -> None:
     rng = random.Random(seed)
-    mem, oracle = Memory(), Oracle()
+    mem, oracle = Memory(store=ReadingAheadStore() if reads_ahead else InMemoryStore()), Oracle()
     for op in long_history(rng):
         apply(mem, oracle, op, "default")
     anchors = rng.sample(sorted(oracle.events), 25)
@@ -539,6 +547,7 @@ def bulk_sqlite(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 
     monkeypatch.setattr(SQLiteStore, "NEWEST_REVISIONS", 1)
     monkeypatch.setattr(SQLiteStore, "answer", counted)
+    monkeypatch.setattr(SQLiteStore, "reads_ahead", True)
     yield answered
 
 

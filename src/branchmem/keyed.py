@@ -12,7 +12,8 @@ walk. The §5 rules are applied to the few records the answer depends on (the wi
 retractions and superseders naming it, what it was built from), each decided exactly as
 ``View`` would.
 
-A read asks the store in bulk first (``Store.answer``, every backend answers): the first page
+On a store that reads ahead (``Store.reads_ahead``: a round trip per statement), a read asks
+in bulk first (``Store.answer``, which every backend answers completely): the first page
 of candidates of every group in one question, then what the rules ask about those records
 (revisions, statuses, superseders, retractions naming them, the events of their ancestor
 tests) in one question per wave of records discovered, a wave being what those answers name
@@ -56,6 +57,11 @@ FACT_WAVES = 3
 
 class KeyedReader(Protocol):
     """The read side of ``branchmem.store.base.Store`` a keyed read needs."""
+
+    @property
+    def reads_ahead(self) -> bool:
+        """Ask in bulk ahead of need (``Store.reads_ahead``)."""
+        ...
 
     def get_event(self, namespace: str, event_id: str) -> EventNode | None: ...
     def key_candidates(
@@ -117,7 +123,10 @@ class KeyedView:
     # -- bulk answers (one request each on a backend with round trips) -------------------
     def learn_keys(self, keys: Collection[str], unkeyed: Collection[RevisionNode] = ()) -> None:
         """Read the first page of candidates of every key, and what the rules ask about each
-        key's first (usually its winner) and about ``unkeyed``, in a few questions."""
+        key's first (usually its winner) and about ``unkeyed``, in a few questions; nothing
+        where the store does not read ahead (its per-item reads are the cheaper path)."""
+        if not self.reader.reads_ahead:
+            return
         asked = frozenset(keys) - self._pages.keys()
         if asked:
             depth = self.path.anchor.depth or 0
@@ -131,7 +140,9 @@ class KeyedView:
 
     def learn(self, revisions: Collection[RevisionNode]) -> None:
         """Read in bulk what deciding these revisions' records asks, then what those answers
-        name, in at most ``FACT_WAVES`` questions."""
+        name, in at most ``FACT_WAVES`` questions (only where the store reads ahead)."""
+        if not self.reader.reads_ahead:
+            return
         anchor = self.path.anchor
         record_ids = {node.record_id for node in revisions}
         known = [*revisions]

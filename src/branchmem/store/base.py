@@ -73,6 +73,13 @@ class Store(ABC):
     # reader may then cache what it read until its own Memory writes again.
     process_local: ClassVar[bool] = False
 
+    # True where every statement costs a round trip (a server): a reader then asks ahead of
+    # need in a few bulk ``answer`` questions instead of one read per item. A cost hint, not a
+    # capability: every backend answers every question completely (``StoreConformance``), and
+    # the answers a read decides from are the same either way. In-process stores leave it
+    # False: asking ahead there costs more Python than the reads it replaces.
+    reads_ahead: ClassVar[bool] = False
+
     # -- lifecycle ---------------------------------------------------------------------
     @abstractmethod
     def transaction(self, namespace: str | None = None) -> AbstractContextManager[None]:

@@ -251,6 +251,8 @@ class _Rows:
 class PostgresStore(SQLStore):
     """Storage in one PostgreSQL database (or a Citus cluster distributed by namespace)."""
 
+    reads_ahead = True  # a round trip per statement: keyed reads ask in bulk ahead of need
+
     bigint = "BIGINT"
     double = "DOUBLE PRECISION"
     blob = "BYTEA"
