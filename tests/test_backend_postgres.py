@@ -21,8 +21,9 @@ import pytest
 
 from branchmem import Memory, NotFoundError
 from branchmem.errors import SchemaVersionError
+from branchmem.store.base import Store
 from branchmem.store.schema import SCHEMA_VERSION
-from branchmem.testing import SCALE, BackendConformance, chengdu
+from branchmem.testing import SCALE, BackendConformance, StoreConformance, chengdu
 
 pytest_plugins = ["pg"]  # the pg_dsn fixture (a no-op when conftest.py already loads it)
 
@@ -108,6 +109,23 @@ class TestPostgres(BackendConformance):
         memory = Memory.open(self.url, mode)
         self.opened.append(memory)
         return memory
+
+
+class TestPostgresContract(StoreConformance):
+    """The ``Store`` contract, a fresh database a store (fewer questions: each per-item read
+    it is checked against is a round trip)."""
+
+    histories = 3
+    questions = 4
+
+    @pytest.fixture(autouse=True)
+    def _database(self, fresh: Any) -> None:
+        self.fresh = fresh
+
+    def make_store(self) -> Store:
+        from branchmem.store.postgres import PostgresStore
+
+        return PostgresStore(self.fresh())
 
 
 # -- schema ------------------------------------------------------------------------------

@@ -13,10 +13,10 @@ import pytest
 
 from branchmem import Memory
 from branchmem.errors import SchemaVersionError
-from branchmem.store.base import CleanupPending
+from branchmem.store.base import CleanupPending, Store
 from branchmem.store.schema import SCHEMA_VERSION
 from branchmem.store.sqlite import SQLiteStore
-from branchmem.testing import BackendConformance, chengdu
+from branchmem.testing import BackendConformance, StoreConformance, chengdu
 
 
 class TestSQLite(BackendConformance):
@@ -30,6 +30,17 @@ class TestSQLite(BackendConformance):
     def make_memory(self, mode: str = "strict") -> Memory:
         self.opened += 1
         return Memory.open(self.directory / f"mem-{self.opened}.db", mode)
+
+
+class TestSQLiteContract(StoreConformance):
+    @pytest.fixture(autouse=True)
+    def _directory(self, tmp_path: Path) -> None:
+        self.directory = tmp_path
+        self.opened = 0
+
+    def make_store(self) -> Store:
+        self.opened += 1
+        return SQLiteStore(self.directory / f"store-{self.opened}.db", migrate=True)
 
 
 def test_visible_reads_the_frontier_index_not_the_records(tmp_path: Path) -> None:

@@ -21,9 +21,11 @@ import pytest
 from branchmem import Memory, NotFoundError
 from branchmem.engine.events import PathMessages
 from branchmem.provenance import RevisionNode
+from branchmem.questions import Facts, IndexTooLarge, Questions
 from branchmem.store.base import PathMessage, Store
 from branchmem.store.inmemory import InMemoryStore
 from branchmem.store.schema import KEYED_READS_VERSION, MIGRATIONS
+from branchmem.store.sql import SQLStore
 from branchmem.store.sqlite import SQLiteStore
 from branchmem.testing.differential import Op, apply, index_reads, oracle_current, run_scenario
 from branchmem.testing.oracle import Oracle
@@ -277,8 +279,10 @@ def test_a_short_path_is_walked_and_a_large_tree_index_is_not_read() -> None:
     with index_reads(mem, 0):
         from_index = mem.visible(head)
     assert mem.visible(head) == from_index  # the same records, read along the path
-    store = mem.store
-    assert store.tree_index("default", mem.store.get_event("default", head).tree, 4) is None  # type: ignore[union-attr]
+    tree = mem.store.get_event("default", head).tree  # type: ignore[union-attr]
+    assert tree is not None
+    index = mem.store.answer("default", Questions(index_tree=tree, index_limit=4)).tree_index
+    assert index == IndexTooLarge(tree, 4)
 
 
 def test_the_jump_pointer_path_agrees_with_the_walked_path() -> None:
@@ -415,10 +419,18 @@ def long_history(rng: random.Random) -> list[Op]:
     return ops
 
 
+class ReadingAheadStore(InMemoryStore):
+    """The in-memory store asked as PostgreSQL is: keyed reads ask ahead through ``answer``
+    (a cost hint only: the answers must decide the same)."""
+
+    reads_ahead = True
+
+
+@pytest.mark.parametrize("reads_ahead", [False, True])
 @pytest.mark.parametrize("seed", range(3))
-def test_current_on_deep_trees_matches_the_oracle(seed: int) -> None:
+def test_current_on_deep_trees_matches_the_oracle(seed: int, reads_ahead: bool) -> None:
     rng = random.Random(seed)
-    mem, oracle = Memory(), Oracle()
+    mem, oracle = Memory(store=ReadingAheadStore() if reads_ahead else InMemoryStore()), Oracle()
     for op in long_history(rng):
         apply(mem, oracle, op, "default")
     anchors = rng.sample(sorted(oracle.events), 25)
@@ -528,16 +540,14 @@ def bulk_sqlite(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     statements), taking one newest revision at a time so older ones page in; yields the
     number of bulk answers given."""
     answered = [0]
-    facts = SQLiteStore.keyed_facts
 
-    def counted(self: SQLiteStore, *args: Any) -> Any:
-        found = facts(self, *args)
-        answered[0] += found is not None
-        return found
+    def counted(self: SQLiteStore, namespace: str, questions: Questions) -> Facts:
+        answered[0] += bool(questions.records)
+        return SQLStore.answer(self, namespace, questions)
 
-    monkeypatch.setattr(SQLiteStore, "bulk_keyed_reads", True)
     monkeypatch.setattr(SQLiteStore, "NEWEST_REVISIONS", 1)
-    monkeypatch.setattr(SQLiteStore, "keyed_facts", counted)
+    monkeypatch.setattr(SQLiteStore, "answer", counted)
+    monkeypatch.setattr(SQLiteStore, "reads_ahead", True)
     yield answered
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from branchmem import Memory
 from branchmem.engine.views import PATH_EVENTS_PER_ENTRY
-from branchmem.keyed import TreeIndex
+from branchmem.questions import Facts, Questions
 from branchmem.store.inmemory import InMemoryStore
 from branchmem.testing.differential import index_reads
 
@@ -18,9 +18,9 @@ class IndexCounting(InMemoryStore):
         super().__init__()
         self.index_reads = 0
 
-    def tree_index(self, namespace: str, tree: str, limit: int) -> TreeIndex | None:
-        self.index_reads += 1
-        return super().tree_index(namespace, tree, limit)
+    def answer(self, namespace: str, questions: Questions) -> Facts:
+        self.index_reads += questions.index_tree is not None
+        return super().answer(namespace, questions)
 
 
 def agent(mem: Memory, turns: int = 60) -> str:

@@ -12,12 +12,14 @@ walk. The §5 rules are applied to the few records the answer depends on (the wi
 retractions and superseders naming it, what it was built from), each decided exactly as
 ``View`` would.
 
-On a backend with round trips (``Store.key_pages`` and ``Store.keyed_facts`` answer), a read
-asks in bulk first: the first page of candidates of every group in one request, then what
-the rules ask about those records (revisions, statuses, superseders, retractions naming them,
-the events of their ancestor tests) in one request per wave of records discovered, a wave
-being what those answers name (a superseder, a retraction, a record source). Whatever the
-bulk answers do not cover is asked one at a time as before, so they only change the cost.
+On a store that reads ahead (``Store.reads_ahead``: a round trip per statement), a read asks
+in bulk first (``Store.answer``, which every backend answers completely): the first page
+of candidates of every group in one question, then what the rules ask about those records
+(revisions, statuses, superseders, retractions naming them, the events of their ancestor
+tests) in one question per wave of records discovered, a wave being what those answers name
+(a superseder, a retraction, a record source). A backend with round trips answers each
+question in one; one without answers from its indexes. Whatever the waves do not cover
+(older revisions, a later candidate, a deeper wave) is read one item at a time.
 
 Cases this cannot decide without the whole view (no anchor, a detached anchor or head, whose
 partial path makes "undecided" depend on its whole known chain) stay with ``View``;
@@ -28,11 +30,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass
 from typing import Protocol
 
 from .model import DETACHED, NO_VIEW, RETRACTION_KIND, STALE, VISIBLE
 from .provenance import Gate, RevisionNode
+from .questions import Facts, Questions, TreeIndex
 from .retraction import TREE, RetractionNode
 from .rules import Position, competes, key_group, retracts
 from .rules import explicitly_superseded as shown_superseder
@@ -52,37 +54,6 @@ class _AnyScope:
 ANY_SCOPE = _AnyScope()
 
 
-@dataclass(frozen=True, slots=True)
-class TreeIndex:
-    """What a one-tree view can decide from without walking the anchor's path.
-
-    ``groups``: every ``(key, scope)`` with a revision placed in the tree or placed nowhere
-    (no frontier); each group's winner is its first competing candidate. ``unkeyed``: the
-    revisions that compete under no key (no key, or a retraction) with a frontier in the tree,
-    deepest first, plus those with no frontier at all. A backend gives one only while it is
-    small next to the path (``Store.tree_index``); past that, walking the path is cheaper.
-    """
-
-    groups: tuple[tuple[str, str | None], ...]
-    unkeyed: tuple[RevisionNode, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class KeyedFacts:
-    """What the §5 rules ask about some records, read at once (``Store.keyed_facts``); each
-    field is complete for every id or key asked (``revisions`` down to the oldest it holds),
-    so an absent entry means "none"."""
-
-    # by record id asked: its newest revisions (not all: a record revised on every turn
-    # has a long history), oldest first; older ones than the first are read when needed
-    revisions: dict[str, tuple[RevisionNode, ...]]
-    statuses: dict[str, str]  # of the record and event ids asked
-    superseders: dict[str, list[str]]  # new ids by old record id asked, in arrival order
-    retracting: dict[str, list[RetractionNode]]  # naming a record id asked as a target
-    retracting_key: dict[str, list[RetractionNode]]  # naming a key asked
-    events: dict[str, EventNode]  # of the event ids asked, and one step (jump, parent) above
-
-
 # Waves of bulk answers a read asks before it asks one at a time: the candidates, then what
 # they name, then what that names (a record built on a record that a retraction names).
 FACT_WAVES = 3
@@ -90,6 +61,11 @@ FACT_WAVES = 3
 
 class KeyedReader(Protocol):
     """The read side of ``branchmem.store.base.Store`` a keyed read needs."""
+
+    @property
+    def reads_ahead(self) -> bool:
+        """Ask in bulk ahead of need (``Store.reads_ahead``)."""
+        ...
 
     def get_event(self, namespace: str, event_id: str) -> EventNode | None: ...
     def key_candidates(
@@ -101,16 +77,7 @@ class KeyedReader(Protocol):
     ) -> list[RetractionNode]: ...
     def superseders(self, namespace: str, old_ids: Collection[str]) -> dict[str, list[str]]: ...
     def statuses(self, namespace: str, ids: Collection[str]) -> dict[str, str]: ...
-    def key_pages(
-        self, namespace: str, keys: Collection[str], tree: str, depth: int
-    ) -> dict[str, list[RevisionNode]] | None: ...
-    def keyed_facts(
-        self,
-        namespace: str,
-        record_ids: Collection[str],
-        keys: Collection[str],
-        event_ids: Collection[str],
-    ) -> KeyedFacts | None: ...
+    def answer(self, namespace: str, questions: Questions) -> Facts: ...
 
 
 class KeyedView:
@@ -160,19 +127,26 @@ class KeyedView:
     # -- bulk answers (one request each on a backend with round trips) -------------------
     def learn_keys(self, keys: Collection[str], unkeyed: Collection[RevisionNode] = ()) -> None:
         """Read the first page of candidates of every key, and what the rules ask about each
-        key's first (usually its winner) and about ``unkeyed``, in a few requests; a no-op
-        where the store answers None."""
-        pages = self.reader.key_pages(
-            self.namespace, sorted(set(keys)), self.tree, self.path.anchor.depth or 0
-        )
-        if pages is None:
+        key's first (usually its winner) and about ``unkeyed``, in a few questions; nothing
+        where the store does not read ahead (its per-item reads are the cheaper path)."""
+        if not self.reader.reads_ahead:
             return
-        self._pages.update(pages)
-        self.learn([*(page[0] for page in pages.values() if page), *unkeyed])
+        asked = frozenset(keys) - self._pages.keys()
+        if asked:
+            depth = self.path.anchor.depth or 0
+            facts = self.reader.answer(
+                self.namespace, Questions(pages=asked, page_tree=self.tree, page_depth=depth)
+            )
+            for key in asked:
+                self._pages[key] = list(facts.pages.get(key, ()))
+        firsts = [self._pages[key][0] for key in asked if self._pages[key]]
+        self.learn([*firsts, *unkeyed])
 
     def learn(self, revisions: Collection[RevisionNode]) -> None:
         """Read in bulk what deciding these revisions' records asks, then what those answers
-        name, in at most ``FACT_WAVES`` requests."""
+        name, in at most ``FACT_WAVES`` questions (only where the store reads ahead)."""
+        if not self.reader.reads_ahead:
+            return
         anchor = self.path.anchor
         record_ids = {node.record_id for node in revisions}
         known = [*revisions]
@@ -185,9 +159,12 @@ class KeyedView:
             events = {e for e in events if e not in self._statuses or e not in self._events}
             if not (record_ids or keys or events):
                 return
-            facts = self.reader.keyed_facts(self.namespace, record_ids, keys, events)
-            if facts is None:
-                return
+            facts = self.reader.answer(
+                self.namespace,
+                Questions(
+                    events=frozenset(events), records=frozenset(record_ids), keys=frozenset(keys)
+                ),
+            )
             steps = set()
             for event_id, node in facts.events.items():  # steps above the events asked
                 self._events.setdefault(event_id, node)

@@ -16,6 +16,7 @@ from ..errors import NotFoundError
 from ..keyed import KeyedView
 from ..model import Explanation, Record
 from ..provenance import RevisionNode
+from ..questions import Questions, TreeIndex
 from ..topology import EventNode
 from ..validation import check_id, check_mode
 from ..visibility import Decision, View, ViewReader
@@ -112,7 +113,7 @@ def indexed_visible(
     scope: str | None,
     include_stale: bool,
 ) -> list[RevisionNode] | None:
-    """``visible()`` at an attached anchor from the tree's index (``keyed.TreeIndex``), at the
+    """``visible()`` at an attached anchor from the tree's index (``questions.TreeIndex``), at the
     cost of the tree's keys and unkeyed records, not of the path or of superseded history;
     None when that index is larger than the path is long."""
     assert node.attached and node.tree is not None and node.depth is not None
@@ -120,9 +121,9 @@ def indexed_visible(
     if steps is None:
         return None
     limit = node.depth // steps if steps else sys.maxsize
-    index = ns.store.tree_index(ns.name, node.tree, limit)
-    if index is None:
-        return None
+    index = ns.store.answer(ns.name, Questions(index_tree=node.tree, index_limit=limit)).tree_index
+    if not isinstance(index, TreeIndex):
+        return None  # larger than the path is long: walking the path is the shorter read
     if key is not None:  # other keys' winners cannot be returned
         index = replace(index, groups=tuple(g for g in index.groups if g[0] == key))
     keyed = KeyedView(ns.store, ns.name, node, ns.mode if mode is None else check_mode(mode))
@@ -242,12 +243,12 @@ def currents(
     wanted: Callable[[str], bool],
 ) -> list[Record] | None:
     """The current value of every key ``wanted`` accepts, at ``anchor``: what ``current``
-    returns for each, read through the trees' key index (``Store.tree_index``) at the cost
-    of the keys, not of the path or of their superseded history. None where that index or
-    a keyed read does not apply (a detached anchor or head, a backend without the index),
-    or where the keys outnumber the paths' events by ``PATH_EVENTS_PER_ENTRY`` (a shallow
-    anchor with many keys: walking the paths is cheaper, as ``indexed_visible`` decides):
-    the caller reads the whole view instead."""
+    returns for each, read through the trees' key index (``questions.TreeIndex``) at the
+    cost of the keys, not of the path or of their superseded history. None where a keyed
+    read does not apply (a detached anchor or head), or where the keys outnumber the
+    paths' events by ``PATH_EVENTS_PER_ENTRY`` (a shallow anchor with many keys: walking
+    the paths is cheaper, as ``indexed_visible`` decides): the caller reads the whole view
+    instead."""
     node = ns.event_node(anchor)
     if not node.attached or node.tree is None:
         return None
@@ -261,9 +262,8 @@ def currents(
                 heads[tree] = head
     keys: set[str] = set()
     for tree in (node.tree, *sorted(heads)):
-        index = ns.store.tree_index(ns.name, tree, sys.maxsize)
-        if index is None:
-            return None
+        index = ns.store.answer(ns.name, Questions(index_tree=tree)).tree_index
+        assert isinstance(index, TreeIndex)  # asked without a limit
         keys.update(key for key, _ in index.groups if wanted(key))
     steps = ns.path_events_per_entry
     events = sum((n.depth or 0) + 1 for n in (node, *heads.values()))

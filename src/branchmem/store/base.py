@@ -1,30 +1,44 @@
 """The one storage protocol every backend implements.
 
 The engine (``branchmem.memory``) composes these primitives; a backend only stores and
-indexes. Every method is namespace-bound: no call can read or write across namespaces,
-except ``namespaces()``, which lists their names and nothing in them.
+indexes. Every capability is abstract: the writer surface, the per-item reads, and one bulk
+reader, ``answer`` (``branchmem.questions``), which every backend answers completely, its own
+way. The few methods with a body are wrappers that only compose abstract ones (like
+LangGraph's ``BaseStore.get`` over ``batch``); a backend may override them to read faster,
+never to answer differently. Every method is namespace-bound: no call can read or write
+across namespaces, except ``namespaces()``, which lists their names and nothing in them.
 The public ``Memory`` method owns the transaction; these primitives run inside it.
 """
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import ClassVar, Final, NamedTuple, Protocol
 
 from ..audit import AuditEntry
 from ..errors import CleanupPending
-from ..keyed import KeyedFacts, TreeIndex
 from ..model import ERASED, Delivery, RepairItem
 from ..provenance import RevisionNode
+from ..questions import Facts, IndexTooLarge, Questions, TreeIndex
 from ..resolution import RevisionKey
 from ..retraction import RetractionNode
 from ..rules import RankKey, rank_key
 from ..topology import EventNode
 
-__all__ = ["TOMBSTONE", "CleanupPending", "MessageRow", "PathMessage", "RevisionKey", "Store"]
+__all__ = [
+    "TOMBSTONE",
+    "CleanupPending",
+    "MessageRow",
+    "PathMessage",
+    "RevisionKey",
+    "Store",
+    "answer_item_by_item",
+]
 
 # The role of an erased event and the kind of an erased record: both were the caller's text
 # (SPEC §6: a tombstone keeps ids only), so an erase overwrites them with this fixed value.
@@ -60,6 +74,13 @@ class Store(ABC):
     # reader may then cache what it read until its own Memory writes again.
     process_local: ClassVar[bool] = False
 
+    # True where every statement costs a round trip (a server): a reader then asks ahead of
+    # need in a few bulk ``answer`` questions instead of one read per item. A cost hint, not a
+    # capability: every backend answers every question completely (``StoreConformance``), and
+    # the answers a read decides from are the same either way. In-process stores leave it
+    # False: asking ahead there costs more Python than the reads it replaces.
+    reads_ahead: ClassVar[bool] = False
+
     # -- lifecycle ---------------------------------------------------------------------
     @abstractmethod
     def transaction(self, namespace: str | None = None) -> AbstractContextManager[None]:
@@ -81,11 +102,10 @@ class Store(ABC):
     def next_seq(self, namespace: str) -> int:
         """The next arrival number in the namespace (strictly increasing)."""
 
-    def prefetch(self, namespace: str, ids: Collection[str]) -> None:  # noqa: B027
-        """Optional hint: the current call will look these ids up (events, children, records).
-
-        Not abstract on purpose: a backend without round trips has nothing to prefetch.
-        """
+    @abstractmethod
+    def prefetch(self, namespace: str, ids: Collection[str]) -> None:
+        """A hint that the current call will look these ids up (events, children, records);
+        a backend without round trips does nothing. It changes no answer, only its cost."""
 
     # -- events ------------------------------------------------------------------------
     @abstractmethod
@@ -104,7 +124,8 @@ class Store(ABC):
         """Known ancestors-or-self of ``anchor``, root (or gap) first."""
 
     def path_events(self, namespace: str, anchor: str) -> list[EventNode]:
-        """``path_ids`` with the events themselves (backends with round trips: one query)."""
+        """``path_ids`` with the events themselves. A wrapper over ``path_ids`` and
+        ``get_event`` (backends with round trips: one query)."""
         found = (
             self.get_event(namespace, event_id) for event_id in self.path_ids(namespace, anchor)
         )
@@ -113,7 +134,8 @@ class Store(ABC):
     def transcript(self, namespace: str, event_id: str, limit: int) -> list[PathMessage]:
         """``event_id`` and up to ``limit - 1`` of its ancestors, deepest first, as a prompt
         may show them: a withdrawn or erased event with empty content. The start of a path
-        read from the anchor back (backends with round trips: one query for a page)."""
+        read from the anchor back. A wrapper over ``get_event`` and ``statuses`` (backends
+        with round trips: one query for a page)."""
         found: list[EventNode] = []
         node = self.get_event(namespace, event_id)
         while node is not None and len(found) < limit:
@@ -147,7 +169,8 @@ class Store(ABC):
         """Insert a revision or replace it (same record id and revision) with a new gate."""
 
     def put_revisions(self, namespace: str, nodes: Sequence[RevisionNode]) -> None:
-        """``put_revision`` for many (``add_records``); backends with round trips batch it."""
+        """``put_revision`` for many (``add_records``): a wrapper; backends with round trips
+        batch it."""
         for node in nodes:
             self.put_revision(namespace, node)
 
@@ -172,16 +195,19 @@ class Store(ABC):
         """Revisions whose gate waits for the detached event ``event_id``."""
 
     def pending_on_any(self, namespace: str, event_ids: Collection[str]) -> list[RevisionKey]:
-        """``pending_on`` for many events at once (backends with round trips batch it)."""
+        """``pending_on`` for many events at once: a wrapper (backends with round trips
+        batch it)."""
         return [key for event_id in event_ids for key in self.pending_on(namespace, event_id)]
 
     def citing_any(self, namespace: str, targets: Collection[str]) -> list[tuple[str, RevisionKey]]:
-        """(target, revision) for every revision citing one of ``targets``."""
+        """(target, revision) for every revision citing one of ``targets``: a wrapper over
+        ``citing``."""
         return [(t, key) for t in dict.fromkeys(targets) for key in self.citing(namespace, t)]
 
     # -- keyed reads (SPEC §7): cost of what is returned, not of the key's history -----
-    # Not abstract on purpose: the defaults below are exact but read the whole history of a
-    # key; a backend overrides them with an index (every backend shipped here does).
+    # Wrappers: exact over ``records_with_key``, ``get_revisions``, ``retractions`` and
+    # ``record_ids``, but they read the whole history of a key; a backend overrides them
+    # with an index (every backend shipped here does).
     def key_candidates(
         self, namespace: str, key: str, tree: str, depth: int, cross_tree: bool = False
     ) -> Iterator[RevisionNode]:
@@ -190,7 +216,8 @@ class Store(ABC):
         ``depth`` (deepest first, then latest seq), then those with no frontier in ``tree``
         (latest seq first) — for a one-tree view only those with no frontier at all, since it
         never shows one with a frontier in another tree. Backends page their index, so a
-        reader that stops early pays only for what it read."""
+        reader that stops early pays only for what it read. A wrapper over
+        ``records_with_key`` and ``get_revisions``."""
         ranked: list[tuple[RankKey, RevisionNode]] = []
         for record_id in self.records_with_key(namespace, key):
             for node in self.get_revisions(namespace, record_id):
@@ -206,14 +233,16 @@ class Store(ABC):
         yield from (node for _, node in ranked)
 
     def revisions_newest_first(self, namespace: str, record_id: str) -> Iterator[RevisionNode]:
-        """A record's revisions, latest first, read lazily (the latest usually answers)."""
+        """A record's revisions, latest first, read lazily (the latest usually answers): a
+        wrapper over ``get_revisions``."""
         yield from reversed(self.get_revisions(namespace, record_id))
 
     def retractions_naming(
         self, namespace: str, record_id: str, key: str | None
     ) -> list[RetractionNode]:
         """Retractions of both scopes that name ``record_id`` as a target or retract ``key``
-        (any key scope); the caller applies ``RetractionNode.covers``."""
+        (any key scope); the caller applies ``RetractionNode.covers``. A wrapper over
+        ``retractions`` and ``record_ids``."""
         every = self.retractions(namespace, self.record_ids(namespace))
         return sorted(
             (
@@ -224,33 +253,13 @@ class Store(ABC):
             key=lambda node: node.seq,
         )
 
-    def tree_index(self, namespace: str, tree: str, limit: int) -> TreeIndex | None:
-        """The groups and unkeyed revisions a view of ``tree`` decides from without its path
-        (see ``keyed.TreeIndex``), or None when they number more than ``limit`` — then the
-        path is the shorter read. The default has no such index: views walk the path."""
-        return None
-
-    # Optional bulk answers for a keyed read (``keyed.KeyedView.learn``): a backend with a
-    # round trip per statement answers many records at once; None (the default, right for a
-    # backend without round trips) makes the read ask one question at a time.
-    def key_pages(
-        self, namespace: str, keys: Collection[str], tree: str, depth: int
-    ) -> dict[str, list[RevisionNode]] | None:
-        """For every key, the first few of its ``key_candidates`` that have a frontier in
-        ``tree``, in the same order (a prefix of them, possibly empty)."""
-        return None
-
-    def keyed_facts(
-        self,
-        namespace: str,
-        record_ids: Collection[str],
-        keys: Collection[str],
-        event_ids: Collection[str],
-    ) -> KeyedFacts | None:
-        """What the §5 rules ask about ``record_ids`` (their newest revisions, statuses,
-        superseders, retractions naming them), the retractions of ``keys``, and the statuses
-        and events of ``event_ids`` with one step above each (see ``keyed.KeyedFacts``)."""
-        return None
+    # -- the bulk reader ---------------------------------------------------------------
+    @abstractmethod
+    def answer(self, namespace: str, questions: Questions) -> Facts:
+        """Everything ``questions`` asks, complete for every id and key asked (see
+        ``branchmem.questions``): a keyed read asks once per wave of ids it discovers, so a
+        backend with round trips answers in one, and one without answers from its indexes
+        (``answer_item_by_item`` composes the per-item reads)."""
 
     # -- relations ---------------------------------------------------------------------
     @abstractmethod
@@ -376,3 +385,57 @@ class Store(ABC):
     @abstractmethod
     def gauges(self, namespace: str) -> dict[str, int]:
         """Counts of what the namespace holds, for ``report()``."""
+
+
+def answer_item_by_item(
+    store: Store,
+    namespace: str,
+    questions: Questions,
+    *,
+    key_retractions: Callable[[str], list[RetractionNode]],
+    tree_index: Callable[[str, int], TreeIndex | IndexTooLarge],
+    page_size: int = 1,
+    newest: int = 1,
+) -> Facts:
+    """``Store.answer`` composed from the store's per-item reads, for a backend without round
+    trips (each read costs a look-up, so asking one at a time costs what asking in bulk
+    would); ``key_retractions`` and ``tree_index`` are the backend's own reads of those.
+    Pages of one candidate (the usual winner), the newest revision only, and no events
+    beyond those asked: with no round trip to save, the rest is cheaper read lazily, only if
+    the rule gets that far."""
+    facts = Facts()
+    for event_id in questions.events:
+        node = store.get_event(namespace, event_id)
+        if node is not None:
+            facts.events[event_id] = node
+    if questions.records or questions.events:
+        facts.statuses.update(store.statuses(namespace, [*questions.records, *questions.events]))
+    if questions.records:
+        facts.superseders.update(store.superseders(namespace, questions.records))
+    for record_id in questions.records:
+        found = list(itertools.islice(store.revisions_newest_first(namespace, record_id), newest))
+        if found:
+            facts.revisions[record_id] = tuple(reversed(found))
+        naming = [
+            node
+            for node in store.retractions_naming(namespace, record_id, None)
+            if record_id in node.targets
+        ]
+        if naming:
+            facts.retracting[record_id] = naming
+    for key in questions.keys:
+        of_key = key_retractions(key)
+        if of_key:
+            facts.retracting_key[key] = of_key
+    for key in questions.pages:
+        page: list[RevisionNode] = []
+        ranked = store.key_candidates(namespace, key, questions.page_tree, questions.page_depth)
+        for candidate in itertools.islice(ranked, page_size):  # read no further than asked
+            if candidate.gate.frontier_in(questions.page_tree) is None:
+                break
+            page.append(candidate)
+        if page:
+            facts.pages[key] = tuple(page)
+    if questions.index_tree is None:
+        return facts
+    return replace(facts, tree_index=tree_index(questions.index_tree, questions.index_limit))

@@ -12,14 +12,14 @@ from typing import Any
 
 from ..audit import AuditEntry
 from ..errors import ConflictError
-from ..keyed import TreeIndex
 from ..model import RETRACTION_KIND, Delivery, RepairItem
 from ..provenance import RevisionNode
+from ..questions import Facts, IndexTooLarge, Questions, TreeIndex
 from ..retraction import TREE, RetractionNode
 from ..rules import rank_key
 from ..topology import EventNode
 from ..validation import check_text
-from .base import TOMBSTONE, MessageRow, PathMessage, RevisionKey, Store
+from .base import TOMBSTONE, MessageRow, PathMessage, RevisionKey, Store, answer_item_by_item
 from .keys import ApiKeyRow, KeyStore
 
 
@@ -51,7 +51,7 @@ class _Namespace:
     by_key: dict[str, dict[str, list[tuple[int, int, int, str, int]]]] = field(default_factory=dict)
     by_key_seq: dict[str, list[tuple[int, str, int]]] = field(default_factory=dict)
     retractions_by_name: dict[str, set[str]] = field(default_factory=dict)  # target/key -> ids
-    # what a one-tree view decides from without its path (keyed.TreeIndex): tree -> (key,
+    # what a one-tree view decides from without its path (questions.TreeIndex): tree -> (key,
     # scope) -> how many revisions place it there; tree -> revisions competing under no key
     # (*rank_key, record, revision), kept sorted
     groups: dict[str, dict[tuple[str, str | None], int]] = field(default_factory=dict)
@@ -151,6 +151,9 @@ class InMemoryStore(Store, KeyStore):
 
         self._undo(undo)
         return space.seq
+
+    def prefetch(self, namespace: str, ids: Collection[str]) -> None:
+        """Nothing to fetch: every read is a dict look-up."""
 
     # -- events ------------------------------------------------------------------------
     def get_event(self, namespace: str, event_id: str) -> EventNode | None:
@@ -346,12 +349,27 @@ class InMemoryStore(Store, KeyStore):
             if node.gate.frontier_in(tree) is None:
                 yield node
 
-    def tree_index(self, namespace: str, tree: str, limit: int) -> TreeIndex | None:
+    def answer(self, namespace: str, questions: Questions) -> Facts:
+        """From the per-item reads (each a dict look-up) and the tree's kept index."""
+        return answer_item_by_item(
+            self,
+            namespace,
+            questions,
+            key_retractions=lambda key: self._key_retractions(namespace, key),
+            tree_index=lambda tree, limit: self._tree_index(namespace, tree, limit),
+        )
+
+    def _key_retractions(self, namespace: str, key: str) -> list[RetractionNode]:
+        space = self._space(namespace)
+        found = (space.retractions.get(i) for i in space.retractions_by_name.get(f"key:{key}", ()))
+        return sorted((n for n in found if n is not None and n.key == key), key=lambda n: n.seq)
+
+    def _tree_index(self, namespace: str, tree: str, limit: int) -> TreeIndex | IndexTooLarge:
         space = self._space(namespace)
         placed, unplaced = space.groups.get(tree, {}), space.groups.get("", {})
         unkeyed = space.unkeyed.get(tree, [])
         if len(placed) + len(unplaced) + len(unkeyed) > limit:
-            return None
+            return IndexTooLarge(tree, limit)
         return TreeIndex(
             groups=tuple(sorted({*placed, *unplaced}, key=group_order)),
             unkeyed=(

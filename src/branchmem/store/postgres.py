@@ -251,6 +251,8 @@ class _Rows:
 class PostgresStore(SQLStore):
     """Storage in one PostgreSQL database (or a Citus cluster distributed by namespace)."""
 
+    reads_ahead = True  # a round trip per statement: keyed reads ask in bulk ahead of need
+
     bigint = "BIGINT"
     double = "DOUBLE PRECISION"
     blob = "BYTEA"
@@ -464,24 +466,26 @@ class PostgresStore(SQLStore):
             result = super()._run(text, params)
             return _Rows(list(result.fetchall()) if result.description is not None else [])
 
-    bulk_keyed_reads = True  # a round trip per statement: keyed reads ask in bulk
-
-    def _key_pages(
+    def _page_statements(
         self, namespace: str, keys: list[str], tree: str, depth: int, size: int
-    ) -> list[tuple[object, ...]]:
+    ) -> list[tuple[str, Sequence[Any]]]:
         # one statement for every key (a pipeline still costs each statement its own
         # parse and sync): the same page, on the same index, per key
         columns = ", ".join("r." + c for c in codec.REVISION_COLUMNS.split(", "))
-        return self._all(
-            "SELECT asked.key, page.* FROM unnest(?::text[]) WITH ORDINALITY AS asked(key, n) "
-            f"CROSS JOIN LATERAL (SELECT {columns}, k.depth FROM key_frontiers k "
-            "JOIN revisions r ON r.namespace = k.namespace AND r.record_id = k.record_id "
-            "AND r.revision = k.revision WHERE k.namespace = ? AND k.key_name = asked.key "
-            "AND k.tree = ? AND (k.depth, k.seq) < (?, ?) "
-            # the rule's ranking (rules.rank_key): deepest frontier first, then latest seq
-            "ORDER BY k.depth DESC, k.seq DESC LIMIT ?) page ORDER BY asked.n",
-            (_text_array(keys), namespace, tree, depth, 2**62, size),
-        )
+        return [
+            (
+                "SELECT asked.key, page.* FROM unnest(?::text[]) WITH ORDINALITY "
+                f"AS asked(key, n) CROSS JOIN LATERAL (SELECT {columns}, k.depth "
+                "FROM key_frontiers k JOIN revisions r ON r.namespace = k.namespace "
+                "AND r.record_id = k.record_id AND r.revision = k.revision "
+                "WHERE k.namespace = ? AND k.key_name = asked.key AND k.tree = ? "
+                "AND (k.depth, k.seq) < (?, ?) "
+                # the rule's ranking (rules.rank_key): deepest frontier first, then latest seq
+                "ORDER BY k.depth DESC, k.seq DESC LIMIT ?) page "
+                "ORDER BY asked.n",
+                (_text_array(keys), namespace, tree, depth, 2**62, size),
+            )
+        ]
 
     def _newest_revisions(
         self, namespace: str, record_ids: Sequence[str], count: int

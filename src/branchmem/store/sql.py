@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import replace
+from typing import Any
 
-from ..keyed import KeyedFacts, TreeIndex
 from ..model import RETRACTION_KIND
 from ..provenance import RevisionNode
+from ..questions import PAGE_SIZE, Facts, IndexTooLarge, Questions, TreeIndex
 from ..retraction import TREE, RetractionNode
 from ..topology import EventNode
 from ..validation import check_text
@@ -484,18 +486,12 @@ class SQLStore(
     # -- keyed reads (SPEC §7) ----------------------------------------------------------
     _PAGES = (8, 64, 512)  # a keyed read usually stops at its first candidate
 
-    # Answer ``key_pages``/``keyed_facts`` (a keyed read asks in bulk). Worth it where each
-    # statement is a round trip (PostgreSQL: ``visible()`` of 10 keys, 86 statements one by
-    # one, 13 in 6 round trips); in-process SQLite answers ~90 point lookups as fast as the
-    # bulk statements, and a one-key ``current()`` faster, so it asks one at a time.
-    bulk_keyed_reads = False
-
     def _rank_by_key(
         self, namespace: str, nodes: Sequence[RevisionNode], *, hold: bool = False
     ) -> None:
         """Index keyed revisions in the order a view ranks them, once per frontier tree, and
-        each tree's groups and unkeyed revisions (``tree_index``); ``hold``: a batch's rows,
-        written with the batch's next write-out."""
+        each tree's groups and unkeyed revisions (the ``TreeIndex`` ``answer`` gives);
+        ``hold``: a batch's rows, written with the batch's next write-out."""
         write = self._hold_rows if hold else self._many
         write(
             "INSERT INTO key_frontiers (namespace, key_name, tree, depth, seq, record_id, "
@@ -519,29 +515,40 @@ class SQLStore(
             [row for node in nodes for row in _unkeyed_rows(namespace, node)],
         )
 
-    def tree_index(self, namespace: str, tree: str, limit: int) -> TreeIndex | None:
-        bound = min(limit, 2**62) + 1  # one more than allowed tells "too many"
+    def _index_statements(
+        self, namespace: str, tree: str, limit: int
+    ) -> list[tuple[str, Sequence[object]]]:
+        """The three statements of a tree's index (groups, unkeyed, ungated), read up to one
+        entry past ``limit`` to tell "too large"."""
+        bound = min(limit, 2**62) + 1
         columns = ", ".join("r." + c for c in codec.REVISION_COLUMNS.split(", "))
-        rows, unkeyed, ungated = self._all_together(  # one round trip
-            [
-                (
-                    "SELECT DISTINCT key_name, scope_tag FROM tree_keys WHERE namespace = ? "
-                    "AND tree IN (?, '') ORDER BY key_name, scope_tag LIMIT ?",
-                    (namespace, tree, bound),
-                ),
-                (
-                    f"SELECT {columns} FROM unkeyed_frontiers u JOIN revisions r "
-                    "ON r.namespace = u.namespace AND r.record_id = u.record_id "
-                    "AND r.revision = u.revision WHERE u.namespace = ? AND u.tree = ? "
-                    # the rule's ranking (rules.rank_key): deepest frontier first, then latest seq
-                    "ORDER BY u.depth DESC, u.seq DESC LIMIT ?",
-                    (namespace, tree, bound),
-                ),
-                (self._UNGATED, (namespace,)),
-            ]
-        )
-        if len(rows) + len(unkeyed) >= bound:
-            return None
+        return [
+            (
+                "SELECT DISTINCT key_name, scope_tag FROM tree_keys WHERE namespace = ? "
+                "AND tree IN (?, '') ORDER BY key_name, scope_tag LIMIT ?",
+                (namespace, tree, bound),
+            ),
+            (
+                f"SELECT {columns} FROM unkeyed_frontiers u JOIN revisions r "
+                "ON r.namespace = u.namespace AND r.record_id = u.record_id "
+                "AND r.revision = u.revision WHERE u.namespace = ? AND u.tree = ? "
+                # the rule's ranking (rules.rank_key): deepest frontier first, then latest seq
+                "ORDER BY u.depth DESC, u.seq DESC LIMIT ?",
+                (namespace, tree, bound),
+            ),
+            (self._UNGATED, (namespace,)),
+        ]
+
+    @staticmethod
+    def _tree_index_of(
+        tree: str,
+        limit: int,
+        rows: list[tuple[object, ...]],
+        unkeyed: list[Any],
+        ungated: list[Any],
+    ) -> TreeIndex | IndexTooLarge:
+        if len(rows) + len(unkeyed) > min(limit, 2**62):
+            return IndexTooLarge(tree, limit)
         groups = tuple((str(k), None if t == "-" else str(t)[1:]) for k, t in rows)
         return TreeIndex(
             groups=groups,
@@ -551,55 +558,62 @@ class SQLStore(
             ),
         )
 
-    def key_pages(
-        self, namespace: str, keys: Collection[str], tree: str, depth: int
-    ) -> dict[str, list[RevisionNode]] | None:
-        """Every key's first page of ``key_candidates`` with a frontier in ``tree``, in one
-        round trip."""
-        if not self.bulk_keyed_reads or self._depth == 0:
-            return None  # outside a call nothing batches; ask as before
-        pages: dict[str, list[RevisionNode]] = {key: [] for key in keys}
-        if not pages:
-            return pages
-        rows = self._key_pages(namespace, list(pages), tree, depth, self._PAGES[0])
-        for row in rows:  # (asked key, revision columns, depth), in rank order per key
-            pages[str(row[0])].append(codec.revision_node(tuple(row[1:-1])))
-        return pages
+    def _tree_index(self, namespace: str, tree: str, limit: int) -> TreeIndex | IndexTooLarge:
+        """A tree's index in one round trip."""
+        rows, unkeyed, ungated = self._all_together(self._index_statements(namespace, tree, limit))
+        return self._tree_index_of(tree, limit, rows, unkeyed, ungated)
 
-    def _key_pages(
-        self, namespace: str, keys: list[str], tree: str, depth: int, size: int
-    ) -> list[tuple[object, ...]]:
-        """The rows of ``key_pages``: one statement a key, sent together."""
-        pages = self._all_together(
-            [
-                (
-                    self._KEY_CANDIDATES + "AND k.tree = ? AND (k.depth, k.seq) < (?, ?) "
-                    # the rule's ranking (rules.rank_key): deepest frontier first, then latest seq
-                    "ORDER BY k.depth DESC, k.seq DESC LIMIT ?",
-                    (namespace, key, tree, depth, 2**62, size),
-                )
-                for key in keys
-            ]
+    def _key_retractions(self, namespace: str, key: str) -> list[RetractionNode]:
+        """The retractions of ``key``, by seq (none read where a candidate's facts said so)."""
+        if (namespace, key) in self._unretracted_keys:
+            return []
+        rows = self._all(
+            f"SELECT {self._RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
+            "AND key_name = ?",
+            (namespace, key),
         )
-        return [(key, *row) for key, rows in zip(keys, pages, strict=True) for row in rows]
+        return sorted((codec.retraction_node(row) for row in rows), key=lambda node: node.seq)
+
+    def _page_statements(
+        self, namespace: str, keys: list[str], tree: str, depth: int, size: int
+    ) -> list[tuple[str, Sequence[object]]]:
+        """Statements whose rows are (asked key, revision columns, depth), in rank order per
+        key: the first page of each key's candidates in ``tree``. Here one statement a key."""
+        head = "SELECT ?, " + self._KEY_CANDIDATES.removeprefix("SELECT ")
+        return [
+            (
+                head + "AND k.tree = ? AND (k.depth, k.seq) < (?, ?) "
+                # the rule's ranking (rules.rank_key): deepest frontier first, then latest seq
+                "ORDER BY k.depth DESC, k.seq DESC LIMIT ?",
+                (key, namespace, key, tree, depth, 2**62, size),
+            )
+            for key in keys
+        ]
 
     # The newest revisions of a record a keyed read takes at once; older ones page in.
     NEWEST_REVISIONS = 8
 
-    def keyed_facts(
-        self,
-        namespace: str,
-        record_ids: Collection[str],
-        keys: Collection[str],
-        event_ids: Collection[str],
-    ) -> KeyedFacts | None:
-        """All of it in one round trip (PostgreSQL pipelines the statements)."""
-        if not self.bulk_keyed_reads or self._depth == 0:
-            return None
+    def answer(self, namespace: str, questions: Questions) -> Facts:
+        """Every question in one round trip (PostgreSQL pipelines the statements)."""
         statements: list[tuple[str, Sequence[object]]] = []
         kinds: list[str] = []
+        record_ids, event_ids = sorted(questions.records), sorted(questions.events)
+        if questions.index_tree is not None:
+            statements += self._index_statements(
+                namespace, questions.index_tree, questions.index_limit
+            )
+            kinds += ["groups", "unkeyed", "ungated"]
+        if questions.pages:
+            paged = self._page_statements(
+                namespace,
+                sorted(questions.pages),
+                questions.page_tree,
+                questions.page_depth,
+                PAGE_SIZE,
+            )
+            statements += paged
+            kinds += ["pages"] * len(paged)
         retraction_columns = ", ".join("r." + c for c in self._RETRACTION_COLUMNS.split(", "))
-        event_columns = ", ".join("e." + c for c in codec.EVENT_COLUMNS.split(", "))
         for chunk in self._chunks(record_ids):
             marks = self._marks(len(chunk))
             statements += [
@@ -626,7 +640,7 @@ class SQLStore(
                 )
             )
             kinds.append("statuses")
-        for chunk in self._chunks(keys):
+        for chunk in self._chunks(sorted(questions.keys)):
             statements.append(
                 (
                     f"SELECT key_name, {self._RETRACTION_COLUMNS} FROM retractions "
@@ -636,24 +650,22 @@ class SQLStore(
             )
             kinds.append("retracting_key")
         for chunk in self._chunks(event_ids):
-            marks = self._marks(len(chunk))
-            statements.append(
-                (
-                    f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? "
-                    f"AND id IN ({marks}) UNION ALL SELECT {event_columns} FROM events s "
-                    "JOIN events e ON e.namespace = s.namespace AND e.id IN (s.jump, s.parent) "
-                    f"WHERE s.namespace = ? AND s.id IN ({marks})",
-                    (namespace, *chunk, namespace, *chunk),
-                )
-            )
+            statements.append(self._events_with_steps(namespace, chunk))
             kinds.append("events")
-        facts = KeyedFacts({}, {}, {}, {}, {}, {})
+        facts = Facts()
+        if not statements:
+            return facts
         revisions: dict[str, list[RevisionNode]] = {}
-        for kind, rows in zip(kinds, self._all_together(statements), strict=True):
+        pages: dict[str, list[RevisionNode]] = {}
+        results = self._all_together(statements)
+        by_kind = dict(zip(kinds, results, strict=False))  # the index's three, once each
+        for kind, rows in zip(kinds, results, strict=True):
             for row in rows:
                 if kind == "revisions":
                     node = codec.revision_node(row)
                     revisions.setdefault(node.record_id, []).append(node)
+                elif kind == "pages":
+                    pages.setdefault(str(row[0]), []).append(codec.revision_node(tuple(row[1:-1])))
                 elif kind == "superseders":
                     facts.superseders.setdefault(row[0], []).append(row[1])
                 elif kind == "retracting":
@@ -666,13 +678,38 @@ class SQLStore(
                     )
                 elif kind == "statuses":
                     facts.statuses[row[0]] = row[1]
-                else:
-                    facts.events[row[0]] = codec.event_node(row)
+                elif kind == "events":
+                    facts.events.setdefault(row[0], codec.event_node(row))
         for record_id, nodes in revisions.items():
             facts.revisions[record_id] = tuple(sorted(nodes, key=lambda n: n.revision))
+        facts.pages.update((key, tuple(page)) for key, page in pages.items())
         for found in (*facts.retracting.values(), *facts.retracting_key.values()):
             found.sort(key=lambda node: node.seq)
-        return facts
+        if questions.index_tree is None:
+            return facts
+        index = self._tree_index_of(
+            questions.index_tree,
+            questions.index_limit,
+            by_kind["groups"],
+            by_kind["unkeyed"],
+            by_kind["ungated"],
+        )
+        return replace(facts, tree_index=index)
+
+    def _events_with_steps(
+        self, namespace: str, ids: Sequence[str]
+    ) -> tuple[str, Sequence[object]]:
+        """The statement reading these events and those one step (jump, parent) above them:
+        the asked ones first."""
+        marks = self._marks(len(ids))
+        columns = ", ".join("e." + c for c in codec.EVENT_COLUMNS.split(", "))
+        return (
+            f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? "
+            f"AND id IN ({marks}) UNION ALL SELECT {columns} FROM events s "
+            "JOIN events e ON e.namespace = s.namespace AND e.id IN (s.jump, s.parent) "
+            f"WHERE s.namespace = ? AND s.id IN ({marks})",
+            (namespace, *ids, namespace, *ids),
+        )
 
     def _newest_revisions(
         self, namespace: str, record_ids: Sequence[str], count: int

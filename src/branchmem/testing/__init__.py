@@ -14,6 +14,10 @@ into the backend and into a naive oracle and compares every decision::
         def make_memory(self, mode: str = "strict") -> Memory:
             return Memory(mode, store=MyStore())
 
+``StoreConformance`` pins the storage contract underneath at the ``Store`` level (its one
+bulk reader ``answer`` complete and agreeing with the per-item reads, namespace isolation,
+atomic transactions); its one factory is ``make_store()``.
+
 Importing this package needs pytest (``pip install 'branchmem[test-core]'``); importing
 ``branchmem`` does not.
 """
@@ -23,6 +27,7 @@ from __future__ import annotations
 from .conformance import SCALE, BackendConformance, chengdu, ids
 from .differential import Op, apply, compare, random_history, run_scenario
 from .oracle import Oracle, ORevision
+from .store_conformance import StoreConformance
 
 __all__ = [
     "SCALE",
@@ -30,6 +35,7 @@ __all__ = [
     "ORevision",
     "Op",
     "Oracle",
+    "StoreConformance",
     "apply",
     "chengdu",
     "compare",

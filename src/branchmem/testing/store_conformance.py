@@ -1,0 +1,249 @@
+"""The storage contract, pinned at the ``Store`` level for a backend outside this project.
+
+``BackendConformance`` proves a backend through ``Memory``'s answers; this proves what the
+engine relies on underneath: ``Store.answer`` is complete for every id and key asked and
+agrees with the per-item reads (ids that do not exist, withdrawn and erased ones,
+retractions of both scopes, keys across scopes), namespaces do not leak into each other,
+and a ``transaction`` that fails leaves nothing behind. One factory::
+
+    from branchmem.testing import StoreConformance
+
+    class TestMyStoreContract(StoreConformance):
+        def make_store(self) -> Store:
+            return MyStore()  # empty, migrated
+
+The histories are written through ``Memory`` (so they are ones the engine can produce) and
+read back through the store alone.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+import pytest
+
+from ..memory import Memory
+from ..questions import PAGE_SIZE, Facts, IndexTooLarge, Questions, TreeIndex
+from ..retraction import RetractionNode
+from ..store.base import Store
+from .differential import apply, random_history
+from .oracle import Oracle
+
+__all__ = ["StoreConformance"]
+
+MISSING = ("no-such-id", "e999", "r999")
+
+
+def _write(mem: Memory, namespace: str, rng: random.Random) -> None:
+    """A random history (events in trees, keyed records in scopes, supersedes, retractions
+    of both scopes, withdrawals, erasures) written as the engine writes it."""
+    oracle = Oracle()
+    for op in random_history(rng):
+        apply(mem, oracle, op, namespace)
+
+
+def _retractions(store: Store, namespace: str) -> list[RetractionNode]:
+    every = store.retractions(namespace, store.record_ids(namespace))
+    return sorted(every.values(), key=lambda node: node.seq)
+
+
+class StoreConformance:
+    """The ``Store`` contract. Subclasses say how to build an empty store (``make_store``)."""
+
+    # random histories, one a namespace with the same ids in each, and bulk questions asked
+    # in each: a backend with round trips asks for fewer to stay within seconds
+    histories = 8
+    questions = 10
+
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        return tuple(f"contract-{i}" for i in range(self.histories))
+
+    def make_store(self) -> Store:
+        raise NotImplementedError
+
+    @pytest.fixture
+    def written(self) -> Iterator[tuple[Store, random.Random]]:
+        """A store holding a random history in each of ``namespaces`` (the same ids in all)."""
+        rng = random.Random(26)
+        store = self.make_store()
+        mem = Memory(store=store)
+        try:
+            for namespace in self.namespaces:
+                _write(mem, namespace, rng)
+            yield store, rng
+        finally:
+            mem.close()
+
+    # -- answer agrees with the per-item reads -----------------------------------------
+    def _asked(self, store: Store, namespace: str, rng: random.Random) -> Questions:
+        events = [node.id for node in store.iter_events(namespace)]
+        records = store.record_ids(namespace)
+        keys = {n.key for r in records for n in store.get_revisions(namespace, r) if n.key}
+
+        def pick(items: list[str]) -> frozenset[str]:
+            return frozenset(rng.sample(sorted(items), min(len(items), rng.randint(1, 12))))
+
+        return Questions(
+            events=pick([*events, *MISSING]),
+            records=pick([*records, *MISSING]),
+            keys=pick([*keys, "no-such-key"]),
+        )
+
+    def test_answer_is_complete_and_agrees_with_the_per_item_reads(
+        self, written: tuple[Store, random.Random]
+    ) -> None:
+        store, rng = written
+        for namespace in self.namespaces:
+            retractions = _retractions(store, namespace)
+            for _ in range(self.questions):
+                asked = self._asked(store, namespace, rng)
+                with store.reading(namespace):
+                    facts = store.answer(namespace, asked)
+                self._check_events(store, namespace, asked, facts)
+                self._check_records(store, namespace, asked, facts)
+                for key in asked.keys:
+                    expected = [n.id for n in retractions if n.key == key]
+                    assert [n.id for n in facts.retracting_key.get(key, [])] == expected, key
+                assert facts.pages == {} and facts.tree_index is None  # not asked
+
+    @staticmethod
+    def _check_events(store: Store, namespace: str, asked: Questions, facts: Facts) -> None:
+        for event_id in asked.events:
+            assert facts.events.get(event_id) == store.get_event(namespace, event_id), event_id
+        for event_id, node in facts.events.items():  # more than asked: as get_event reads it
+            assert node == store.get_event(namespace, event_id), event_id
+        for item in asked.events | asked.records:
+            expected = store.statuses(namespace, [item]).get(item)
+            assert facts.statuses.get(item) == expected, item
+        assert set(facts.statuses) <= asked.events | asked.records
+
+    @staticmethod
+    def _check_records(store: Store, namespace: str, asked: Questions, facts: Facts) -> None:
+        for record_id in asked.records:
+            every = store.get_revisions(namespace, record_id)
+            newest = facts.revisions.get(record_id, ())
+            assert bool(newest) == bool(every), record_id
+            assert list(newest) == every[len(every) - len(newest) :], record_id
+            expected = store.superseders(namespace, [record_id]).get(record_id, [])
+            assert facts.superseders.get(record_id, []) == expected, record_id
+            naming = [
+                n.id
+                for n in store.retractions_naming(namespace, record_id, None)
+                if record_id in n.targets
+            ]
+            assert [n.id for n in facts.retracting.get(record_id, [])] == naming, record_id
+        assert set(facts.revisions) <= asked.records
+
+    def test_key_pages_are_a_prefix_of_the_ranked_candidates(
+        self, written: tuple[Store, random.Random]
+    ) -> None:
+        store, rng = written
+        for namespace in self.namespaces:
+            events = [n for n in store.iter_events(namespace) if n.tree is not None]
+            records = store.record_ids(namespace)
+            keys = sorted(
+                {n.key for r in records for n in store.get_revisions(namespace, r) if n.key}
+            )
+            for anchor in rng.sample(events, min(len(events), self.questions)):
+                assert anchor.tree is not None
+                depth = anchor.depth or 0
+                asked = frozenset([*keys, "no-such-key"])
+                with store.reading(namespace):
+                    facts = store.answer(
+                        namespace, Questions(pages=asked, page_tree=anchor.tree, page_depth=depth)
+                    )
+                for key in asked:
+                    placed = []
+                    for node in store.key_candidates(namespace, key, anchor.tree, depth):
+                        if node.gate.frontier_in(anchor.tree) is None:
+                            break
+                        placed.append(node)
+                    page = list(facts.pages.get(key, ()))
+                    assert page == placed[: len(page)], key
+                    assert len(page) <= PAGE_SIZE and bool(page) == bool(placed), key
+
+    def test_the_tree_index_holds_every_group_and_unkeyed_revision(
+        self, written: tuple[Store, random.Random]
+    ) -> None:
+        store, _ = written
+        for namespace in self.namespaces:
+            revisions = [
+                node
+                for record_id in store.record_ids(namespace)
+                for node in store.get_revisions(namespace, record_id)
+            ]
+            for tree in sorted({n.tree for n in store.iter_events(namespace) if n.tree}):
+                index = store.answer(namespace, Questions(index_tree=tree)).tree_index
+                assert isinstance(index, TreeIndex), tree
+                here = [n for n in revisions if n.gate.frontier_in(tree) or not n.gate.frontiers]
+                groups = {(n.key, n.scope) for n in here if n.key is not None}
+                assert groups <= set(index.groups), tree
+                assert len(set(index.groups)) == len(index.groups), tree
+                unkeyed = {
+                    (n.record_id, n.revision)
+                    for n in here
+                    if n.key is None or n.kind == "retraction"
+                }
+                answered = {(n.record_id, n.revision) for n in index.unkeyed}
+                assert unkeyed <= answered, tree
+                if index.groups or index.unkeyed:
+                    small = store.answer(namespace, Questions(index_tree=tree, index_limit=0))
+                    assert small.tree_index == IndexTooLarge(tree, 0), tree
+
+    # -- isolation and atomicity ---------------------------------------------------------
+    def test_namespaces_do_not_answer_for_each_other(self) -> None:
+        store = self.make_store()
+        mem = Memory(store=store)
+        try:
+            mem.add_event("e1", namespace="contract-a")
+            mem.add_record("r1", sources=["e1"], key="k", namespace="contract-a")
+            mem.retract("x1", sources=["e1"], key="k", namespace="contract-a")
+            mem.add_event("e2", namespace="contract-b")
+            tree = store.get_event("contract-a", "e1").tree  # type: ignore[union-attr]
+            assert tree is not None
+            asked = Questions(
+                events=frozenset({"e1", "e2"}),
+                records=frozenset({"r1"}),
+                keys=frozenset({"k"}),
+                pages=frozenset({"k"}),
+                page_tree=tree,
+                page_depth=0,
+            )
+            other = store.answer("contract-b", asked)
+            assert set(other.events) == {"e2"}
+            assert not (other.revisions or other.retracting or other.retracting_key)
+            assert not other.pages
+            mine = store.answer("contract-a", asked)
+            assert set(mine.events) == {"e1"} and set(mine.revisions) == {"r1"}
+            assert set(mine.retracting_key) == {"k"} and set(mine.pages) == {"k"}
+        finally:
+            mem.close()
+
+    def test_a_failed_transaction_leaves_nothing_to_answer(self) -> None:
+        store = self.make_store()
+        mem = Memory(store=store)
+        try:
+            mem.add_event("kept", namespace="contract-a")
+            tree = store.get_event("contract-a", "kept").tree  # type: ignore[union-attr]
+            assert tree is not None
+            with pytest.raises(RuntimeError), store.transaction("contract-a"):
+                mem.add_event("gone", parent="kept", namespace="contract-a")
+                mem.add_record("r-gone", sources=["gone"], key="k", namespace="contract-a")
+                mem.withdraw("kept", namespace="contract-a")
+                raise RuntimeError("fail after the writes")
+            facts = store.answer(
+                "contract-a",
+                Questions(
+                    events=frozenset({"kept", "gone"}),
+                    records=frozenset({"r-gone"}),
+                    pages=frozenset({"k"}),
+                    page_tree=tree,
+                ),
+            )
+            assert set(facts.events) == {"kept"}
+            assert facts.revisions == {} and facts.statuses == {} and facts.pages == {}
+            assert store.get_revisions("contract-a", "r-gone") == []
+        finally:
+            mem.close()
