@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import islice
+from operator import attrgetter
 from typing import Any
 
 from ..audit import AuditEntry
@@ -68,14 +69,11 @@ def _bucket_nodes(bucket: Bucket | None) -> Iterable[RevisionNode]:
     return bucket.values() if isinstance(bucket, dict) else bucket
 
 
+_RECORD_ORDER = attrgetter("record_id", "revision")
+
+
 def _keys(nodes: Iterable[RevisionNode]) -> list[RevisionKey]:
     return sorted({(node.record_id, node.revision) for node in nodes})
-
-
-def _by_key(nodes: Iterable[RevisionNode]) -> list[RevisionNode]:
-    """Distinct revisions in (record, revision) order."""
-    unique = {id(node): node for node in nodes}
-    return sorted(unique.values(), key=lambda node: (node.record_id, node.revision))
 
 
 def _shared_ref(space: _Namespace, ref: SourceRef) -> SourceRef:
@@ -470,11 +468,21 @@ class InMemoryStore(Store, KeyStore):
             self._undo(lambda: insort(ranked, node, key=rank))
 
     def revisions_at(self, namespace: str, event_ids: Collection[str]) -> list[RevisionNode]:
+        # the hot read of a view along its path: one dict entry per revision, no tuples
         at_frontier = self._space(namespace).at_frontier
-        found = (
-            node for event_id in event_ids for node in _bucket_nodes(at_frontier.get(event_id))
-        )
-        return _by_key(found)
+        found: dict[int, RevisionNode] = {}
+        for event_id in event_ids:
+            bucket = at_frontier.get(event_id)
+            if bucket is None:
+                continue
+            if isinstance(bucket, RevisionNode):
+                found[id(bucket)] = bucket
+            elif isinstance(bucket, dict):
+                found.update(bucket)
+            else:
+                for node in bucket:
+                    found[id(node)] = node
+        return sorted(found.values(), key=_RECORD_ORDER)
 
     def ungated_revisions(self, namespace: str) -> list[RevisionNode]:
         ungated = self._space(namespace).ungated
@@ -490,10 +498,14 @@ class InMemoryStore(Store, KeyStore):
         by_tree = space.by_key.get(key, {})
         placed = by_tree.get(tree, [])
         if placed:
-            # a read at the head starts at the top: one rank, not a bisection, finds it
-            rank, bound = _rank_in(tree), (-depth, -sys.maxsize, "", 0)
-            start = 0 if rank(placed[0]) >= bound else bisect_left(placed, bound, key=rank)
-            yield from placed[start:]
+            # a read at the head starts at the top: one depth, not a bisection, finds it
+            top = placed[0].gate.frontier_in(tree)
+            start = 0
+            if top is not None and top.depth > depth:
+                bound = (-depth, -sys.maxsize, "", 0)
+                start = bisect_left(placed, bound, key=_rank_in(tree))
+            for index in range(start, len(placed)):  # lazily: a reader often takes one
+                yield placed[index]
         if not cross_tree:
             yield from by_tree.get("", ())
             return
