@@ -60,6 +60,7 @@ bench: $(STAMP)
 	$(PY) bench/load.py
 	$(PY) bench/agent_history.py
 	$(PY) bench/records.py
+	$(PY) bench/footprint.py --records 1000000
 	$(PY) bench/erase_soak.py --rounds 10000
 	$(PY) bench/deep_path.py
 	$(PY) bench/disk.py

@@ -1,19 +1,29 @@
-"""The in-memory backend: dictionaries plus an undo journal for all-or-nothing calls."""
+"""The in-memory backend: dictionaries plus an undo journal for all-or-nothing calls.
+
+Memory per record is kept small (bench/footprint.py measures it): the indexes hold the stored
+``RevisionNode`` objects themselves, not (record, revision) tuples or ranking tuples; a bucket
+with one entry is the entry itself, not a one-element set or list; record and event order are
+the insertion order of their dicts; repeated strings (an event id cited as a source, kind, key,
+scope, role) are stored once; empty meta and empty id sets are one shared object. Fewer
+container objects also make a full garbage collection proportionally cheaper.
+"""
 
 from __future__ import annotations
 
 import sys
 import threading
 from bisect import bisect_left, insort
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from itertools import islice
+from operator import attrgetter
 from typing import Any
 
 from ..audit import AuditEntry
 from ..errors import ConflictError
 from ..model import RETRACTION_KIND, Delivery, RepairItem
-from ..provenance import RevisionNode
+from ..provenance import EVENT, Gate, RevisionNode, SourceRef
 from ..questions import Facts, IndexTooLarge, Questions, TreeIndex
 from ..retraction import TREE, RetractionNode
 from ..rules import rank_key
@@ -22,20 +32,82 @@ from ..validation import check_text
 from .base import TOMBSTONE, MessageRow, PathMessage, RevisionKey, Store, answer_item_by_item
 from .keys import ApiKeyRow, KeyStore
 
+# Shared by every stored revision and event without meta (readers copy meta out, nothing
+# writes into a stored one) and by every gate without detached or unknown sources.
+_NO_META: dict[str, Any] = {}
+_NO_IDS: frozenset[str] = frozenset()
+
+# An index bucket: one revision alone, a few in a list, many in a dict by object id (so a
+# removal stays O(1) on a hot event). The revisions are the stored nodes, which keep them alive.
+Bucket = RevisionNode | list[RevisionNode] | dict[int, RevisionNode]
+_LIST_MAX = 16
+_SHARE_TRIES = 4  # revisions of a bucket looked at for an equal object to share: O(1) a write
+
+Rank = tuple[int, int, int, str, int]
+
+
+def _rank_in(tree: str) -> Callable[[RevisionNode], Rank]:
+    """The order a view ranks revisions placed in ``tree`` ("": no frontier): deepest frontier
+    first, then latest arrival."""
+
+    def rank(node: RevisionNode) -> Rank:
+        frontier = node.gate.frontier_in(tree) if tree else None
+        at = None if frontier is None else frontier.depth
+        return (*rank_key(at, node.seq), node.record_id, node.revision)  # the rule's ranking
+
+    return rank
+
+
+def _latest_first(node: RevisionNode) -> tuple[int, str, int]:
+    return (-node.seq, node.record_id, node.revision)
+
+
+def _bucket_nodes(bucket: Bucket | None) -> Iterable[RevisionNode]:
+    if bucket is None:
+        return ()
+    if isinstance(bucket, RevisionNode):
+        return (bucket,)
+    return bucket.values() if isinstance(bucket, dict) else bucket
+
+
+_RECORD_ORDER = attrgetter("record_id", "revision")
+
+
+def _keys(nodes: Iterable[RevisionNode]) -> list[RevisionKey]:
+    return sorted({(node.record_id, node.revision) for node in nodes})
+
+
+def _shared_ref(space: _Namespace, ref: SourceRef) -> SourceRef:
+    """An equal reference already stored (a revision filed as citing the same name holds
+    one), else ``ref`` with an event id as the event's own string."""
+    for other in islice(_bucket_nodes(space.citing.get(ref.text)), _SHARE_TRIES):
+        for known in other.refs or ():
+            if known == ref:
+                return known
+    if ref.kind == EVENT and ref.text == ref.target:
+        event = space.events.get(ref.target)
+        if event is not None and event.id is not ref.text:
+            return SourceRef(event.id, EVENT, event.id)
+    return ref
+
+
+def _name(text: str | None) -> str | None:
+    """One shared copy of a short repeated string (interned strings are freed when unused)."""
+    return sys.intern(text) if type(text) is str else text
+
 
 @dataclass
 class _Namespace:
     seq: int = 0
-    events: dict[str, EventNode] = field(default_factory=dict)
-    event_order: list[str] = field(default_factory=list)
-    children: dict[str, list[str]] = field(default_factory=dict)
+    events: dict[str, EventNode] = field(default_factory=dict)  # in arrival order
+    children: dict[str, str | list[str]] = field(default_factory=dict)  # one child: the id
     heads: dict[str, str] = field(default_factory=dict)
-    revisions: dict[str, list[RevisionNode]] = field(default_factory=dict)
-    record_order: list[str] = field(default_factory=list)
-    at_frontier: dict[str, set[RevisionKey]] = field(default_factory=dict)
-    ungated: set[RevisionKey] = field(default_factory=set)
-    citing: dict[str, set[RevisionKey]] = field(default_factory=dict)
-    pending: dict[str, set[RevisionKey]] = field(default_factory=dict)
+    # record -> its one revision, or the list of them; in the order records arrived
+    revisions: dict[str, RevisionNode | list[RevisionNode]] = field(default_factory=dict)
+    at_frontier: dict[str, Bucket] = field(default_factory=dict)
+    ungated: dict[RevisionKey, RevisionNode] = field(default_factory=dict)
+    citing: dict[str, Bucket] = field(default_factory=dict)
+    pending: dict[str, Bucket] = field(default_factory=dict)
     superseders: dict[str, list[str]] = field(default_factory=dict)
     superseded_by: dict[str, list[str]] = field(default_factory=dict)
     retractions: dict[str, RetractionNode] = field(default_factory=dict)
@@ -45,17 +117,30 @@ class _Namespace:
     repairs: dict[tuple[str, str], RepairItem] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
     deliveries: dict[str, list[Delivery]] = field(default_factory=dict)
-    # key -> tree ("" for revisions without a frontier) -> (*rank_key, record, revision),
-    # one entry per frontier, kept sorted: the order a view ranks a key's revisions in; and
-    # key -> (-seq, record, revision): the order of those without a frontier on the path
-    by_key: dict[str, dict[str, list[tuple[int, int, int, str, int]]]] = field(default_factory=dict)
-    by_key_seq: dict[str, list[tuple[int, str, int]]] = field(default_factory=dict)
+    # key -> tree ("" for revisions without a frontier) -> revisions placed there, one entry
+    # per frontier, kept sorted by _rank_in(tree): the order a view ranks a key's revisions
+    # in; and key -> revisions latest first: the order of those without a frontier on the path
+    by_key: dict[str, dict[str, list[RevisionNode]]] = field(default_factory=dict)
+    by_key_seq: dict[str, list[RevisionNode]] = field(default_factory=dict)
     retractions_by_name: dict[str, set[str]] = field(default_factory=dict)  # target/key -> ids
-    # what a one-tree view decides from without its path (questions.TreeIndex): tree -> (key,
-    # scope) -> how many revisions place it there; tree -> revisions competing under no key
-    # (*rank_key, record, revision), kept sorted
+    # what a one-tree view decides from without its path (keyed.TreeIndex): tree -> (key,
+    # scope) -> how many revisions place it there; tree -> revisions competing under no key,
+    # kept sorted by _rank_in(tree)
     groups: dict[str, dict[tuple[str, str | None], int]] = field(default_factory=dict)
-    unkeyed: dict[str, list[tuple[int, int, int, str, int]]] = field(default_factory=dict)
+    unkeyed: dict[str, list[RevisionNode]] = field(default_factory=dict)
+
+    def revisions_of(self, record_id: str) -> Sequence[RevisionNode]:
+        stored = self.revisions.get(record_id)
+        if stored is None:
+            return ()
+        return stored if isinstance(stored, list) else (stored,)
+
+    def all_revisions(self) -> Iterator[RevisionNode]:
+        for stored in self.revisions.values():
+            if isinstance(stored, list):
+                yield from stored
+            else:
+                yield stored
 
 
 def group_order(group: tuple[str, str | None]) -> tuple[str, bool, str]:
@@ -114,19 +199,31 @@ class InMemoryStore(Store, KeyStore):
             old = mapping.pop(key)
             self._undo(lambda: mapping.__setitem__(key, old))
 
-    def _index_add(self, index: dict[str, set[RevisionKey]], key: str, item: RevisionKey) -> None:
-        bucket = index.setdefault(key, set())
-        if item not in bucket:
-            bucket.add(item)
-            self._undo(lambda: bucket.discard(item))
+    def _bucket_add(self, index: dict[str, Bucket], name: str, node: RevisionNode) -> None:
+        """File ``node`` under ``name`` (the caller never files one node twice under a name)."""
+        bucket = index.get(name)
+        if bucket is None:
+            self._dict_set(index, name, node)
+        elif isinstance(bucket, RevisionNode):
+            self._dict_set(index, name, [bucket, node])
+        elif isinstance(bucket, dict):
+            self._dict_set(bucket, id(node), node)
+        elif len(bucket) < _LIST_MAX:
+            self._append(bucket, node)
+        else:
+            self._dict_set(index, name, {id(item): item for item in (*bucket, node)})
 
-    def _index_discard(
-        self, index: dict[str, set[RevisionKey]], key: str, item: RevisionKey
-    ) -> None:
-        bucket = index.get(key)
-        if bucket is not None and item in bucket:
-            bucket.discard(item)
-            self._undo(lambda: bucket.add(item))
+    def _bucket_discard(self, index: dict[str, Bucket], name: str, node: RevisionNode) -> None:
+        bucket = index.get(name)
+        if bucket is node:
+            self._dict_pop(index, name)
+        elif isinstance(bucket, dict):
+            self._dict_pop(bucket, id(node))
+        elif isinstance(bucket, list):
+            at = next((i for i, item in enumerate(bucket) if item is node), None)
+            if at is not None:
+                del bucket[at]
+                self._undo(lambda: bucket.insert(at, node))
 
     def _append(self, items: list[Any], item: Any) -> None:
         items.append(item)
@@ -161,15 +258,37 @@ class InMemoryStore(Store, KeyStore):
 
     def put_event(self, namespace: str, node: EventNode) -> None:
         space = self._space(namespace)
-        if node.id not in space.events:
-            self._append(space.event_order, node.id)
-            if node.parent is not None:
-                siblings = space.children.setdefault(node.parent, [])
+        node = self._compact_event(space, node)
+        if node.id not in space.events and node.parent is not None:
+            siblings = space.children.get(node.parent)
+            if siblings is None:
+                self._dict_set(space.children, node.parent, node.id)
+            elif isinstance(siblings, str):
+                self._dict_set(space.children, node.parent, [siblings, node.id])
+            else:
                 self._append(siblings, node.id)
         self._dict_set(space.events, node.id, node)
 
+    @staticmethod
+    def _compact_event(space: _Namespace, node: EventNode) -> EventNode:
+        """``node`` with its parent id the parent's own string, its role shared, and the
+        shared empty meta (a copy only when one of them differs)."""
+        known = space.events.get(node.parent) if node.parent is not None else None
+        parent = node.parent if known is None else known.id
+        role, meta = _name(node.role), node.meta or _NO_META
+        if parent is node.parent and role is node.role and meta is node.meta:
+            return node
+        assert role is not None
+        return EventNode(
+            node.id, parent, node.tree, node.explicit_tree, role, node.content, meta,
+            node.ts, node.seq, node.attached, node.depth, node.jump,
+        )  # fmt: skip
+
     def children(self, namespace: str, parent_id: str) -> list[str]:
-        return list(self._space(namespace).children.get(parent_id, ()))
+        found = self._space(namespace).children.get(parent_id)
+        if found is None:
+            return []
+        return [found] if isinstance(found, str) else list(found)
 
     def path_ids(self, namespace: str, anchor: str) -> list[str]:
         events = self._space(namespace).events
@@ -194,9 +313,7 @@ class InMemoryStore(Store, KeyStore):
         return found
 
     def iter_events(self, namespace: str, tree: str | None = None) -> Iterator[EventNode]:
-        space = self._space(namespace)
-        for event_id in list(space.event_order):
-            node = space.events[event_id]
+        for node in list(self._space(namespace).events.values()):
             if tree is None or node.tree == tree:
                 yield node
 
@@ -212,91 +329,117 @@ class InMemoryStore(Store, KeyStore):
 
     # -- records -----------------------------------------------------------------------
     def get_revisions(self, namespace: str, record_id: str) -> list[RevisionNode]:
-        return list(self._space(namespace).revisions.get(record_id, ()))
+        return list(self._space(namespace).revisions_of(record_id))
 
     def put_revision(self, namespace: str, node: RevisionNode) -> None:
         check_text(node.kind, f"record {node.record_id!r}: kind")
         check_text(node.content, f"record {node.record_id!r}: content")
         space = self._space(namespace)
-        revisions = space.revisions.get(node.record_id)
-        if revisions is None:
-            revisions = []
-            self._dict_set(space.revisions, node.record_id, revisions)
-            self._append(space.record_order, node.record_id)
-        if node.revision <= len(revisions):
-            self._unindex(space, revisions[node.revision - 1])
-            old = revisions[node.revision - 1]
-            revisions[node.revision - 1] = node
-            self._undo(lambda: revisions.__setitem__(node.revision - 1, old))
+        node = self._compact_revision(space, node)
+        revisions, stored = space.revisions, space.revisions.get(node.record_id)
+        if stored is None:
+            assert node.revision == 1
+            self._dict_set(revisions, node.record_id, node)
+        elif isinstance(stored, list):
+            if node.revision <= len(stored):
+                self._unindex(space, stored[node.revision - 1])
+                self._list_set(stored, node.revision - 1, node)
+            else:
+                assert node.revision == len(stored) + 1
+                self._append(stored, node)
+        elif node.revision == 1:
+            self._unindex(space, stored)
+            self._dict_set(revisions, node.record_id, node)
         else:
-            assert node.revision == len(revisions) + 1
-            self._append(revisions, node)
+            assert node.revision == 2
+            self._dict_set(revisions, node.record_id, [stored, node])
         self._index(space, node)
 
+    @staticmethod
+    def _compact_revision(space: _Namespace, node: RevisionNode) -> RevisionNode:
+        """``node`` as stored, equal to the input: event ids among its sources as the events'
+        own strings, a reference to an event and a gate shared with a revision already filed
+        under that event when equal, kind, key and scope shared, the shared empty meta and
+        empty id sets. The buckets find what to share: no table kept for it."""
+        events = space.events
+        sources, refs = node.sources, node.refs
+        if sources is not None:
+            sources = tuple(
+                [e.id if (e := events.get(text)) is not None else text for text in sources]
+            )
+        if refs is not None:
+            refs = tuple([_shared_ref(space, ref) for ref in refs])
+        gate = node.gate
+        if (not gate.detached and gate.detached is not _NO_IDS) or (
+            not gate.unknown and gate.unknown is not _NO_IDS
+        ):
+            gate = Gate(
+                gate.frontiers, gate.detached or _NO_IDS, gate.unknown or _NO_IDS, gate.legacy
+            )
+        if gate.frontiers:
+            filed = _bucket_nodes(space.at_frontier.get(gate.frontiers[0].event))
+            for other in islice(filed, _SHARE_TRIES):
+                if other.gate == gate:
+                    gate = other.gate
+                    break
+        kind = _name(node.kind)
+        assert kind is not None
+        return RevisionNode(
+            node.record_id, node.revision, kind, node.content, sources, refs,
+            _name(node.key), _name(node.scope), node.meta or _NO_META, node.seq, gate,
+        )  # fmt: skip
+
+    @staticmethod
+    def _cited_names(node: RevisionNode) -> set[str]:
+        return {name for ref in node.refs or () for name in (ref.target, ref.text)}
+
     def _index(self, space: _Namespace, node: RevisionNode) -> None:
-        key = (node.record_id, node.revision)
         if node.gate.frontiers:
             for frontier in node.gate.frontiers:
-                self._index_add(space.at_frontier, frontier.event, key)
+                self._bucket_add(space.at_frontier, frontier.event, node)
         else:
-            if key not in space.ungated:
-                space.ungated.add(key)
-                self._undo(lambda: space.ungated.discard(key))
+            self._dict_set(space.ungated, (node.record_id, node.revision), node)
         for event_id in node.gate.detached:
-            self._index_add(space.pending, event_id, key)
-        for ref in node.refs or ():
-            self._index_add(space.citing, ref.target, key)
-            self._index_add(space.citing, ref.text, key)
-        for name, tree, entry in self._key_entries(node):
-            self._insort(space.by_key.setdefault(name, {}).setdefault(tree, []), entry)
-            self._count_group(space.groups.setdefault(tree, {}), (name, node.scope), 1)
-        for tree, entry in self._unkeyed_entries(node):
-            self._insort(space.unkeyed.setdefault(tree, []), entry)
+            self._bucket_add(space.pending, event_id, node)
+        for name in self._cited_names(node):
+            self._bucket_add(space.citing, name, node)
         if node.key is not None:
-            latest = (-node.seq, node.record_id, node.revision)
-            self._insort(space.by_key_seq.setdefault(node.key, []), latest)
+            for tree in self._key_trees(node):
+                ranked = space.by_key.setdefault(node.key, {}).setdefault(tree, [])
+                self._insort(ranked, node, _rank_in(tree))
+                self._count_group(space.groups.setdefault(tree, {}), (node.key, node.scope), 1)
+            self._insort(space.by_key_seq.setdefault(node.key, []), node, _latest_first)
+        for tree in self._unkeyed_trees(node):
+            self._insort(space.unkeyed.setdefault(tree, []), node, _rank_in(tree))
 
     def _unindex(self, space: _Namespace, node: RevisionNode) -> None:
-        key = (node.record_id, node.revision)
         for frontier in node.gate.frontiers:
-            self._index_discard(space.at_frontier, frontier.event, key)
-        if key in space.ungated:
-            space.ungated.discard(key)
-            self._undo(lambda: space.ungated.add(key))
+            self._bucket_discard(space.at_frontier, frontier.event, node)
+        if not node.gate.frontiers:
+            self._dict_pop(space.ungated, (node.record_id, node.revision))
         for event_id in node.gate.detached:
-            self._index_discard(space.pending, event_id, key)
-        for ref in node.refs or ():
-            self._index_discard(space.citing, ref.target, key)
-            self._index_discard(space.citing, ref.text, key)
-        for name, tree, entry in self._key_entries(node):
-            self._remove_sorted(space.by_key[name][tree], entry)
-            self._count_group(space.groups[tree], (name, node.scope), -1)
-        for tree, entry in self._unkeyed_entries(node):
-            self._remove_sorted(space.unkeyed[tree], entry)
+            self._bucket_discard(space.pending, event_id, node)
+        for name in self._cited_names(node):
+            self._bucket_discard(space.citing, name, node)
         if node.key is not None:
-            latest = (-node.seq, node.record_id, node.revision)
-            self._remove_sorted(space.by_key_seq[node.key], latest)
+            for tree in self._key_trees(node):
+                self._remove_sorted(space.by_key[node.key][tree], node, _rank_in(tree))
+                self._count_group(space.groups[tree], (node.key, node.scope), -1)
+            self._remove_sorted(space.by_key_seq[node.key], node, _latest_first)
+        for tree in self._unkeyed_trees(node):
+            self._remove_sorted(space.unkeyed[tree], node, _rank_in(tree))
 
     @staticmethod
-    def _key_entries(node: RevisionNode) -> list[tuple[str, str, tuple[int, int, int, str, int]]]:
+    def _key_trees(node: RevisionNode) -> list[str]:
         """Where a keyed revision sits in ``by_key``: once per frontier tree ("": none)."""
-        if node.key is None:
-            return []
-        placed: list[tuple[str, int | None]] = [(f.tree, f.depth) for f in node.gate.frontiers]
-        return [
-            (node.key, tree, (*rank_key(depth, node.seq), node.record_id, node.revision))
-            for tree, depth in placed or [("", None)]
-        ]
+        return [f.tree for f in node.gate.frontiers] or [""]
 
     @staticmethod
-    def _unkeyed_entries(node: RevisionNode) -> list[tuple[str, tuple[int, int, int, str, int]]]:
+    def _unkeyed_trees(node: RevisionNode) -> list[str]:
         """Where a revision competing under no key sits in ``unkeyed``: once per frontier."""
         if node.key is not None and node.kind != RETRACTION_KIND:
             return []
-        return [
-            (f.tree, (*rank_key(f.depth, node.seq), node.record_id, node.revision))
-            for f in node.gate.frontiers
-        ]
+        return [f.tree for f in node.gate.frontiers]
 
     def _count_group(
         self, groups: dict[tuple[str, str | None], int], group: tuple[str, str | None], step: int
@@ -307,30 +450,50 @@ class InMemoryStore(Store, KeyStore):
         else:
             self._dict_pop(groups, group)
 
-    def _insort(self, ranked: list[Any], entry: Any) -> None:
-        insort(ranked, entry)
-        self._undo(lambda: ranked.remove(entry))
+    def _insort(
+        self, ranked: list[RevisionNode], node: RevisionNode, rank: Callable[[RevisionNode], Any]
+    ) -> None:
+        insort(ranked, node, key=rank)
+        self._undo(lambda: self._remove_sorted(ranked, node, rank, journal=False))
 
-    def _remove_sorted(self, ranked: list[Any], entry: Any) -> None:
-        ranked.remove(entry)
-        self._undo(lambda: insort(ranked, entry))
-
-    def _revision(self, space: _Namespace, key: RevisionKey) -> RevisionNode:
-        return space.revisions[key[0]][key[1] - 1]
+    def _remove_sorted(
+        self,
+        ranked: list[RevisionNode],
+        node: RevisionNode,
+        rank: Callable[[RevisionNode], Any],
+        *,
+        journal: bool = True,
+    ) -> None:
+        """Remove ``node`` itself (ranks are unique: they end in record and revision)."""
+        position = bisect_left(ranked, rank(node), key=rank)
+        assert ranked[position] is node
+        del ranked[position]
+        if journal:
+            self._undo(lambda: insort(ranked, node, key=rank))
 
     def revisions_at(self, namespace: str, event_ids: Collection[str]) -> list[RevisionNode]:
-        space = self._space(namespace)
-        found: set[RevisionKey] = set()
+        # the hot read of a view along its path: one dict entry per revision, no tuples
+        at_frontier = self._space(namespace).at_frontier
+        found: dict[int, RevisionNode] = {}
         for event_id in event_ids:
-            found |= space.at_frontier.get(event_id, set())
-        return [self._revision(space, key) for key in sorted(found)]
+            bucket = at_frontier.get(event_id)
+            if bucket is None:
+                continue
+            if isinstance(bucket, RevisionNode):
+                found[id(bucket)] = bucket
+            elif isinstance(bucket, dict):
+                found.update(bucket)
+            else:
+                for node in bucket:
+                    found[id(node)] = node
+        return sorted(found.values(), key=_RECORD_ORDER)
 
     def ungated_revisions(self, namespace: str) -> list[RevisionNode]:
-        space = self._space(namespace)
-        return [self._revision(space, key) for key in sorted(space.ungated)]
+        ungated = self._space(namespace).ungated
+        return [ungated[key] for key in sorted(ungated)]
 
     def record_ids(self, namespace: str) -> list[str]:
-        return list(self._space(namespace).record_order)
+        return list(self._space(namespace).revisions)
 
     def key_candidates(
         self, namespace: str, key: str, tree: str, depth: int, cross_tree: bool = False
@@ -338,14 +501,19 @@ class InMemoryStore(Store, KeyStore):
         space = self._space(namespace)
         by_tree = space.by_key.get(key, {})
         placed = by_tree.get(tree, [])
-        for index in range(bisect_left(placed, rank_key(depth, sys.maxsize)), len(placed)):
-            yield self._revision(space, placed[index][3:])
+        if placed:
+            # a read at the head starts at the top: one depth, not a bisection, finds it
+            top = placed[0].gate.frontier_in(tree)
+            start = 0
+            if top is not None and top.depth > depth:
+                bound = (*rank_key(depth, sys.maxsize), "", 0)
+                start = bisect_left(placed, bound, key=_rank_in(tree))
+            for index in range(start, len(placed)):  # lazily: a reader often takes one
+                yield placed[index]
         if not cross_tree:
-            for entry in by_tree.get("", []):
-                yield self._revision(space, entry[3:])
+            yield from by_tree.get("", ())
             return
-        for latest in space.by_key_seq.get(key, []):
-            node = self._revision(space, latest[1:])
+        for node in space.by_key_seq.get(key, ()):
             if node.gate.frontier_in(tree) is None:
                 yield node
 
@@ -372,20 +540,17 @@ class InMemoryStore(Store, KeyStore):
             return IndexTooLarge(tree, limit)
         return TreeIndex(
             groups=tuple(sorted({*placed, *unplaced}, key=group_order)),
-            unkeyed=(
-                *(self._revision(space, entry[3:]) for entry in unkeyed),
-                *self.ungated_revisions(namespace),
-            ),
+            unkeyed=(*unkeyed, *self.ungated_revisions(namespace)),
         )
 
     def revisions_newest_first(self, namespace: str, record_id: str) -> Iterator[RevisionNode]:
-        yield from reversed(self._space(namespace).revisions.get(record_id, []))
+        yield from reversed(self._space(namespace).revisions_of(record_id))
 
     def citing(self, namespace: str, target: str) -> list[RevisionKey]:
-        return sorted(self._space(namespace).citing.get(target, ()))
+        return _keys(_bucket_nodes(self._space(namespace).citing.get(target)))
 
     def pending_on(self, namespace: str, event_id: str) -> list[RevisionKey]:
-        return sorted(self._space(namespace).pending.get(event_id, ()))
+        return _keys(_bucket_nodes(self._space(namespace).pending.get(event_id)))
 
     # -- relations ---------------------------------------------------------------------
     def add_supersede(self, namespace: str, new_id: str, old_id: str) -> None:
@@ -451,11 +616,11 @@ class InMemoryStore(Store, KeyStore):
         self, namespace: str, event_ids: Collection[str], record_ids: Collection[str]
     ) -> None:
         space = self._space(namespace)
-        keys = {rev.key for rid in record_ids for rev in space.revisions.get(rid, ()) if rev.key}
+        keys = {rev.key for rid in record_ids for rev in space.revisions_of(rid) if rev.key}
         for event_id in event_ids:
             node = space.events.get(event_id)
             if node is not None:
-                blank = replace(node, role=TOMBSTONE, content="", meta={})
+                blank = replace(node, role=TOMBSTONE, content="", meta=_NO_META)
                 self._dict_set(space.events, event_id, blank)
         self._blank_records(namespace, record_ids, kind=TOMBSTONE)
         for record_id in record_ids:
@@ -467,7 +632,7 @@ class InMemoryStore(Store, KeyStore):
             if erased & set(retraction.targets) or retraction.key in keys
         }
         self._blank_records(namespace, sorted(named - erased))
-        surviving = {rev.key for revs in space.revisions.values() for rev in revs if rev.key}
+        surviving = {rev.key for rev in space.all_revisions() if rev.key}
         for retraction in list(space.retractions.values()):
             if retraction.key is not None and retraction.key in keys - surviving:
                 forgotten = replace(retraction, key=None, key_scope=None)
@@ -483,7 +648,7 @@ class InMemoryStore(Store, KeyStore):
         """Blank the records' text; ``kind``: their kind too (see ``SQLStore``)."""
         space = self._space(namespace)
         for record_id in record_ids:
-            for revision in list(space.revisions.get(record_id, ())):
+            for revision in list(space.revisions_of(record_id)):
                 blank = replace(revision, content="", meta={}, key=None, scope=None)
                 blank = blank if kind is None else replace(blank, kind=kind)
                 self.put_revision(namespace, blank)
@@ -495,8 +660,8 @@ class InMemoryStore(Store, KeyStore):
         self._undo(lambda: items.__setitem__(position, old))
 
     def records_with_key(self, namespace: str, key: str) -> list[str]:
-        revisions = self._space(namespace).revisions
-        return sorted(rid for rid, revs in revisions.items() if any(r.key == key for r in revs))
+        space = self._space(namespace)
+        return sorted({rev.record_id for rev in space.all_revisions() if rev.key == key})
 
     # -- repair queue ------------------------------------------------------------------
     def put_repair(self, namespace: str, item: RepairItem) -> None:
@@ -582,7 +747,7 @@ class InMemoryStore(Store, KeyStore):
 
     def gauges(self, namespace: str) -> dict[str, int]:
         space = self._space(namespace)
-        revisions = [rev for revs in space.revisions.values() for rev in revs]
+        revisions = list(space.all_revisions())
         return {
             "events": len(space.events),
             "detached_events": sum(1 for e in space.events.values() if not e.attached),
