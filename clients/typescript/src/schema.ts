@@ -197,7 +197,8 @@ export interface paths {
         };
         /**
          * Conversations
-         * @description ``Memory.conversations``: Every conversation (tree) with its root, head and title, newest first.
+         * @description ``Memory.conversations``: Every conversation (tree) with its root, head, title and size, most recently active
+         *     first.
          */
         get: operations["conversations_v1_ns__namespace__conversations_get"];
         put?: never;
@@ -257,8 +258,9 @@ export interface paths {
         };
         /**
          * Record Views
-         * @description ``Memory.record_views``: Every record decided at the anchor with its text, by id, from one snapshot; with
-         *     a tree, only those built from it, each with the tree's events it draws on.
+         * @description ``Memory.record_views``: Every record decided at the anchor with its text, by id, all in one view of one
+         *     snapshot; with a tree, only those built from it, each with the tree's events it draws on
+         *     (``tree_sources``).
          */
         get: operations["record_views_v1_ns__namespace__explanations_get"];
         put?: never;
@@ -301,6 +303,9 @@ export interface paths {
         /**
          * Add Records
          * @description ``Memory.add_records``: Add many records in one all-or-nothing call; each may cite those before it.
+         *
+         *     Items carry ``add_record``'s fields (``id``, ``sources`` required). One transaction and one
+         *     audit entry for the batch: the way to write records at ingest speed.
          */
         post: operations["add_records_v1_ns__namespace__records_batch_post"];
         delete?: never;
@@ -320,7 +325,8 @@ export interface paths {
         put?: never;
         /**
          * Revise
-         * @description ``Memory.revise``: A new revision under the same id; without sources it keeps the current ones.
+         * @description ``Memory.revise``: A new revision under the same id. Without sources it keeps the current revision's
+         *     (pinned as they were): fixing a typo must not move a fact to every branch.
          */
         post: operations["revise_v1_ns__namespace__records__id__revisions_post"];
         delete?: never;
@@ -380,7 +386,10 @@ export interface paths {
         put?: never;
         /**
          * Retract
-         * @description ``Memory.retract``: A retraction record hiding targets or a key where it is itself visible.
+         * @description ``Memory.retract``: A retraction record hiding targets or a key where it is itself visible (SPEC §5).
+         *
+         *     A branch-scope one acts at and below its sources, so ``sources=[]`` is refused: it would
+         *     hide nothing that has a source (``scope="tree"`` acts on every branch).
          */
         post: operations["retract_v1_ns__namespace__retractions_post"];
         delete?: never;
@@ -421,6 +430,9 @@ export interface paths {
         /**
          * Erase
          * @description ``Memory.erase``: Irreversibly remove the text of an item and of everything built on it.
+         *
+         *     Ids, parents and sources stay as a tombstone (the audit log never held text); the erased
+         *     items leave every view. Returns the ids erased. Erasing again is a no-op.
          */
         post: operations["erase_v1_ns__namespace__items__id__erase_post"];
         delete?: never;
@@ -440,7 +452,7 @@ export interface paths {
         put?: never;
         /**
          * Restore
-         * @description ``Memory.restore``: Undo a withdrawal.
+         * @description ``Memory.restore``: Undo a withdrawal; a no-op for an item that is not withdrawn.
          */
         post: operations["restore_v1_ns__namespace__items__id__restore_post"];
         delete?: never;
@@ -458,7 +470,7 @@ export interface paths {
         };
         /**
          * Dependents
-         * @description ``Memory.dependents``: Every record built, directly or not, on an event or record.
+         * @description ``Memory.dependents``: Every record built, directly or transitively, on an event or record.
          */
         get: operations["dependents_v1_ns__namespace__items__id__dependents_get"];
         put?: never;
@@ -481,6 +493,12 @@ export interface paths {
         /**
          * Forget
          * @description ``Memory.forget``: Erase a message, branch, conversation or subject and all built on it; a receipt.
+         *
+         *     KIND: ``message`` (event id), ``branch`` (an event and every event below it),
+         *     ``conversation`` (tree id) or ``subject`` (records whose key, scope or a meta value names
+         *     the id). The receipt lists per table what went, the sessions that had been shown it, a byte
+         *     check of the store for fingerprints of the text, and what the backend cannot clean; its
+         *     hash goes into the audit log. DRY_RUN erases and records nothing.
          */
         post: operations["forget_v1_ns__namespace__forget_post"];
         delete?: never;
@@ -500,7 +518,8 @@ export interface paths {
         put?: never;
         /**
          * Verify Receipt
-         * @description ``Memory.verify_receipt``: Re-check a forget receipt: its hash, the audit, the ids, the stored bytes.
+         * @description ``Memory.verify_receipt``: Re-check a forget receipt: its hash, its entry in the audit log, that everything it
+         *     erased is still erased, and (unless redacted) the byte check of the stored bytes again.
          */
         post: operations["verify_receipt_v1_ns__namespace__receipts_verify_post"];
         delete?: never;
@@ -599,8 +618,9 @@ export interface paths {
         };
         /**
          * Diff
-         * @description ``Memory.diff``: Records visible at one anchor and not the other, with why, and the keys whose
-         *     current value differs.
+         * @description ``Memory.diff``: Records visible at one anchor and not the other, each with why not there (off-path
+         *     source and fork, superseded, retracted, stale, ...), and the keys whose current value
+         *     differs (both values). Nothing is written.
          */
         get: operations["diff_v1_ns__namespace__diff_get"];
         put?: never;
@@ -622,8 +642,10 @@ export interface paths {
         put?: never;
         /**
          * Promote
-         * @description ``Memory.promote``: Copy a record onto the branch of event ONTO as a new record citing ONTO (meta
-         *     copied_from names the original, which is untouched).
+         * @description ``Memory.promote``: Copy a record onto the branch of event ONTO as a new record citing only ONTO (id
+         *     default ``RECORD~ONTO``; meta ``copied_from`` names the original, which is untouched, so
+         *     switching back still shows the other branch as it was). ONTO is required: a copy needs a
+         *     source on the target path.
          */
         post: operations["promote_v1_ns__namespace__records__record_id__promote_post"];
         delete?: never;
@@ -641,7 +663,8 @@ export interface paths {
         };
         /**
          * Report
-         * @description ``Memory.report``: Decision counts by reason (this worker's), store gauges and repair counts.
+         * @description ``Memory.report``: Decision counts by reason (this worker's; every case of missing information), store
+         *     gauges and repair counts.
          */
         get: operations["report_v1_ns__namespace__report_get"];
         put?: never;
@@ -681,7 +704,9 @@ export interface paths {
         };
         /**
          * History
-         * @description ``Memory.history``: What happened to a record, oldest first.
+         * @description ``Memory.history``: What happened to a record, oldest first: one entry per audit row naming it, with
+         *     ``happened`` (added, revised, superseded, retracted, withdrawn, went_stale, repaired,
+         *     delivered, erased, ...) and the revision it happened to.
          */
         get: operations["history_v1_ns__namespace__records__record_id__history_get"];
         put?: never;
@@ -701,7 +726,8 @@ export interface paths {
         };
         /**
          * Repair Queue
-         * @description ``Memory.repair_queue``: Records a correction made stale that are still stale, oldest first.
+         * @description ``Memory.repair_queue``: Records a correction made stale that are still stale, oldest first, each with the
+         *     anchor of a view where it is (entries a later change settled are left out).
          */
         get: operations["repair_queue_v1_ns__namespace__repair_queue_get"];
         put?: never;
@@ -722,6 +748,10 @@ export interface paths {
         /**
          * Search
          * @description ``Memory.search``: The k records visible at the anchor that best match the query.
+         *
+         *     Only visible records are candidates, so k hits come back whenever k visible records match,
+         *     and nothing on another branch moves a score. Lexical BM25 over the candidates
+         *     (docs/retrieval.md); with an embedder, fused with cosine ranking by RRF.
          */
         get: operations["search_v1_ns__namespace__search_get"];
         put?: never;
@@ -743,8 +773,10 @@ export interface paths {
         put?: never;
         /**
          * Context
-         * @description ``Memory.context``: The prompt text at the anchor within the token budget; with a session, remembered;
-         *     with cite, each memory line marked [n] and its record and messages listed.
+         * @description ``Memory.context``: The prompt text at the anchor within the token budget: the branch's recent messages
+         *     and the visible records (docs/retrieval.md). With a session, the delivered (record id,
+         *     revision) pairs are remembered for ``stale_deliveries``; with cite, each memory line marked
+         *     [n] and its record, source messages and conversation listed (docs/semantics.md, citations).
          *     AS_OF: the prompt as it stood then (never delivered: no session with it).
          */
         post: operations["context_v1_ns__namespace__context_post"];
@@ -783,7 +815,12 @@ export interface paths {
         };
         /**
          * Stale Deliveries
-         * @description ``Memory.stale_deliveries``: Every delivered record the session would not be given now, and why.
+         * @description ``Memory.stale_deliveries``: Every delivered record the session would not be given now, and why (each record
+         *     judged by the revision it was given last).
+         *
+         *     Judged at the anchor; without one, at the head of the tree of the session's latest delivery
+         *     (so a branch switch made with ``set_head`` shows as ``off_path``), else at that delivery's
+         *     anchor.
          */
         get: operations["stale_deliveries_v1_ns__namespace__stale_deliveries_get"];
         put?: never;
@@ -805,6 +842,10 @@ export interface paths {
          * Blame
          * @description ``Memory.blame``: A delivered context (or its memory line [LINE]) traced back to its records, their
          *     source messages and the branch it was given on.
+         *
+         *     DELIVERY is its ``seq`` in ``deliveries(session)``; each memory line (only LINE, counted
+         *     from 1 like the ``[n]`` markers, when given) comes with its record revision, its source
+         *     messages (a shortened text unless erased) and the branch (tree and anchor path).
          */
         get: operations["blame_v1_ns__namespace__blame_get"];
         put?: never;
