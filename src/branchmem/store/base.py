@@ -33,11 +33,11 @@ from ..topology import EventNode
 __all__ = [
     "TOMBSTONE",
     "CleanupPending",
+    "ItemByItemAnswers",
     "MessageRow",
     "PathMessage",
     "RevisionKey",
     "Store",
-    "answer_item_by_item",
 ]
 
 # The role of an erased event and the kind of an erased record: both were the caller's text
@@ -387,55 +387,55 @@ class Store(ABC):
         """Counts of what the namespace holds, for ``report()``."""
 
 
-def answer_item_by_item(
-    store: Store,
-    namespace: str,
-    questions: Questions,
-    *,
-    key_retractions: Callable[[str], list[RetractionNode]],
-    tree_index: Callable[[str, int], TreeIndex | IndexTooLarge],
-    page_size: int = 1,
-    newest: int = 1,
-) -> Facts:
+class ItemByItemAnswers(Store):
     """``Store.answer`` composed from the store's per-item reads, for a backend without round
     trips (each read costs a look-up, so asking one at a time costs what asking in bulk
-    would); ``key_retractions`` and ``tree_index`` are the backend's own reads of those.
+    would); ``_key_retractions`` and ``_tree_index`` are the backend's own reads of those.
     Pages of one candidate (the usual winner), the newest revision only, and no events
     beyond those asked: with no round trip to save, the rest is cheaper read lazily, only if
-    the rule gets that far."""
-    facts = Facts()
-    for event_id in questions.events:
-        node = store.get_event(namespace, event_id)
-        if node is not None:
-            facts.events[event_id] = node
-    if questions.records or questions.events:
-        facts.statuses.update(store.statuses(namespace, [*questions.records, *questions.events]))
-    if questions.records:
-        facts.superseders.update(store.superseders(namespace, questions.records))
-    for record_id in questions.records:
-        found = list(itertools.islice(store.revisions_newest_first(namespace, record_id), newest))
-        if found:
-            facts.revisions[record_id] = tuple(reversed(found))
-        naming = [
-            node
-            for node in store.retractions_naming(namespace, record_id, None)
-            if record_id in node.targets
-        ]
-        if naming:
-            facts.retracting[record_id] = naming
-    for key in questions.keys:
-        of_key = key_retractions(key)
-        if of_key:
-            facts.retracting_key[key] = of_key
-    for key in questions.pages:
-        page: list[RevisionNode] = []
-        ranked = store.key_candidates(namespace, key, questions.page_tree, questions.page_depth)
-        for candidate in itertools.islice(ranked, page_size):  # read no further than asked
-            if candidate.gate.frontier_in(questions.page_tree) is None:
-                break
-            page.append(candidate)
-        if page:
-            facts.pages[key] = tuple(page)
-    if questions.index_tree is None:
-        return facts
-    return replace(facts, tree_index=tree_index(questions.index_tree, questions.index_limit))
+    the rule gets that far. Put it first among a store's bases: its ``answer`` wins."""
+
+    # the backend's own reads (declared, not defined: the store's methods are found by MRO)
+    _key_retractions: Callable[[str, str], list[RetractionNode]]
+    _tree_index: Callable[[str, str, int], TreeIndex | IndexTooLarge]
+
+    def answer(self, namespace: str, questions: Questions) -> Facts:
+        facts = Facts()
+        for event_id in questions.events:
+            node = self.get_event(namespace, event_id)
+            if node is not None:
+                facts.events[event_id] = node
+        if questions.records or questions.events:
+            facts.statuses.update(self.statuses(namespace, [*questions.records, *questions.events]))
+        if questions.records:
+            facts.superseders.update(self.superseders(namespace, questions.records))
+        for record_id in questions.records:
+            found = list(itertools.islice(self.revisions_newest_first(namespace, record_id), 1))
+            if found:
+                facts.revisions[record_id] = tuple(reversed(found))
+            naming = [
+                node
+                for node in self.retractions_naming(namespace, record_id, None)
+                if record_id in node.targets
+            ]
+            if naming:
+                facts.retracting[record_id] = naming
+        for key in questions.keys:
+            of_key = self._key_retractions(namespace, key)
+            if of_key:
+                facts.retracting_key[key] = of_key
+        for key in questions.pages:
+            page: list[RevisionNode] = []
+            ranked = self.key_candidates(namespace, key, questions.page_tree, questions.page_depth)
+            for candidate in itertools.islice(ranked, 1):  # read no further than asked
+                if candidate.gate.frontier_in(questions.page_tree) is None:
+                    break
+                page.append(candidate)
+            if page:
+                facts.pages[key] = tuple(page)
+        if questions.index_tree is None:
+            return facts
+        return replace(
+            facts,
+            tree_index=self._tree_index(namespace, questions.index_tree, questions.index_limit),
+        )

@@ -24,12 +24,12 @@ from ..audit import AuditEntry
 from ..errors import ConflictError
 from ..model import RETRACTION_KIND, Delivery, RepairItem
 from ..provenance import EVENT, Gate, RevisionNode, SourceRef
-from ..questions import Facts, IndexTooLarge, Questions, TreeIndex
+from ..questions import IndexTooLarge, TreeIndex
 from ..retraction import TREE, RetractionNode
 from ..rules import rank_key
 from ..topology import EventNode
 from ..validation import check_text
-from .base import TOMBSTONE, MessageRow, PathMessage, RevisionKey, Store, answer_item_by_item
+from .base import TOMBSTONE, ItemByItemAnswers, MessageRow, PathMessage, RevisionKey
 from .keys import ApiKeyRow, KeyStore
 
 # Shared by every stored revision and event without meta (readers copy meta out, nothing
@@ -147,7 +147,7 @@ def group_order(group: tuple[str, str | None]) -> tuple[str, bool, str]:
     return (group[0], group[1] is not None, group[1] or "")
 
 
-class InMemoryStore(Store, KeyStore):
+class InMemoryStore(ItemByItemAnswers, KeyStore):
     """Process-local storage. Every mutation logs its inverse so a failed call rolls back."""
 
     process_local = True
@@ -516,16 +516,6 @@ class InMemoryStore(Store, KeyStore):
         for node in space.by_key_seq.get(key, ()):
             if node.gate.frontier_in(tree) is None:
                 yield node
-
-    def answer(self, namespace: str, questions: Questions) -> Facts:
-        """From the per-item reads (each a dict look-up) and the tree's kept index."""
-        return answer_item_by_item(
-            self,
-            namespace,
-            questions,
-            key_retractions=lambda key: self._key_retractions(namespace, key),
-            tree_index=lambda tree, limit: self._tree_index(namespace, tree, limit),
-        )
 
     def _key_retractions(self, namespace: str, key: str) -> list[RetractionNode]:
         space = self._space(namespace)

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConflictError, StorageError
-from ..questions import Facts, Questions
-from .base import answer_item_by_item
+from .base import ItemByItemAnswers
 from .sql import SQLStore
 
 BUSY_TIMEOUT_MS = 30_000
@@ -35,23 +34,14 @@ FTS_TRIGGERS = ("search_docs_indexed", "search_docs_unindexed")
 FTS_SHADOWS = ("data", "idx", "docsize", "config", "content")
 
 
-class SQLiteStore(SQLStore):
-    """Storage in one SQLite database file (``":memory:"`` for a private in-memory one)."""
+class SQLiteStore(ItemByItemAnswers, SQLStore):
+    """Storage in one SQLite database file (``":memory:"`` for a private in-memory one).
+
+    ``answer`` goes item by item (``ItemByItemAnswers``): in-process SQLite has no round trip
+    to save, and its per-item reads skip what a candidate's facts already said (a read
+    snapshot's ``_CANDIDATE_FACTS``), which the bulk statements cannot."""
 
     without_rowid = "WITHOUT ROWID"
-
-    def answer(self, namespace: str, questions: Questions) -> Facts:
-        """Item by item through the per-item reads: in-process SQLite has no round trip to
-        save, and those reads skip what a candidate's facts already said (a read snapshot's
-        ``_CANDIDATE_FACTS``), which the bulk statements cannot; a page of one candidate,
-        the usual winner, is one statement."""
-        return answer_item_by_item(
-            self,
-            namespace,
-            questions,
-            key_retractions=lambda key: self._key_retractions(namespace, key),
-            tree_index=lambda tree, limit: self._tree_index(namespace, tree, limit),
-        )
 
     def __init__(self, path: str | Path, *, migrate: bool = False) -> None:
         super().__init__()
