@@ -54,6 +54,16 @@ class Bench:
         """A word found nowhere else: the old text's fingerprint."""
         return f"zq{case.replace('-', '')}{self.token}x"
 
+    def derived(
+        self, number: int, case: str, tag: str, *, revised: bool = False
+    ) -> tuple[str, str]:
+        """A fresh namespace holding the conversation and what was derived from it (every
+        experiment but the one that orders these steps itself); its name and marker."""
+        ns, marker = self.namespace(number, case), self.marker(tag)
+        _conversation(self.mem, ns, marker)
+        _derive(self.mem, ns, marker, revised=revised)
+        return ns, marker
+
 
 @contextmanager
 def bench(url: str) -> Iterator[Bench]:
@@ -121,9 +131,7 @@ def trace_correction(url: str) -> Experiment:
     with bench(url) as b:
         mem = b.mem
         for case in CORRECTIONS:
-            ns, marker = b.namespace(1, case), b.marker(f"t{case}")
-            _conversation(mem, ns, marker)
-            _derive(mem, ns, marker)
+            ns, marker = b.derived(1, case, f"t{case}")
             _deliver(mem, ns, "u2", marker)
             ids = ("fact", "summary")
             before = observe(mem, ns, "u2", ids, marker)
@@ -259,9 +267,7 @@ def delayed_repair(url: str) -> Experiment:
     steps: list[Step] = []
     with bench(url) as b:
         mem = b.mem
-        ns, marker = b.namespace(3, "repair"), b.marker("repair")
-        _conversation(mem, ns, marker)
-        _derive(mem, ns, marker)
+        ns, marker = b.derived(3, "repair", "repair")
         mem.add_record(
             "packing", sources=["fact"], kind="summary",
             content=f"Packing list for a 3000 yuan trip ({marker})", namespace=ns,
@@ -417,9 +423,7 @@ def live_consumer(url: str) -> Experiment:
     with bench(url) as b:
         mem = b.mem
         for case in REPLACEMENTS:
-            ns, marker = b.namespace(4, case), b.marker(f"c{case}")
-            _conversation(mem, ns, marker)
-            _derive(mem, ns, marker)
+            ns, marker = b.derived(4, case, f"c{case}")
             ids: tuple[str, ...] = ("fact", "summary")
             if case == "switch-branch":  # something only the abandoned branch said
                 mem.add_record(
@@ -479,9 +483,7 @@ def visibility_vs_erasure(url: str, *, inspect_pages: bool = False) -> Experimen
     with bench(url) as b:
         mem = b.mem
         for case in TAKEOUTS:
-            ns, marker = b.namespace(5, case), b.marker(f"v{case}")
-            _conversation(mem, ns, marker)
-            _derive(mem, ns, marker, revised=True)
+            ns, marker = b.derived(5, case, f"v{case}", revised=True)
             mem.add_record(
                 "summary-r2", sources=["summary"], kind="summary",
                 content=f"Summary of the summary ({marker})", namespace=ns,
