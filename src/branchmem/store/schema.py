@@ -98,8 +98,8 @@ REVISION = "record_id TEXT NOT NULL, revision INTEGER NOT NULL"
 # Disk (schema 7): the index-like tables, whose primary key is (nearly) the whole row, stored
 # once in key order; the (namespace, record_id, revision) indexes of frontiers, citing and
 # pending are gone: a replaced revision's rows are deleted by their whole key, derived from the
-# revision as stored (sql.py, ``put_revision``). The codec writes references and gates short;
-# the backend re-encodes the revisions written before (``_after_migration``).
+# revision as stored (sqlrevisions.py, ``put_revision``). The codec writes references and gates
+# short; the backend re-encodes the revisions written before (``_after_migration``).
 COMPACT_STORAGE: Final[list[str]] = [
     *_clustered("heads", "namespace TEXT NOT NULL, tree TEXT NOT NULL, event_id TEXT NOT NULL",
                 "namespace, tree"),

@@ -1,0 +1,139 @@
+"""Erasure in SQL: an erased item's text blanked in every table that holds it, and the
+cleanup of the database's files marked in the same transaction (sqlcleanup.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from . import codec
+from .base import TOMBSTONE
+from .sqlcleanup import SQLEraseCleanup
+from .sqlkeyed import key_rows
+
+
+class SQLErasure(SQLEraseCleanup):
+    """``erase_content`` over the engine's tables."""
+
+    def erase_content(
+        self, namespace: str, event_ids: Collection[str], record_ids: Collection[str]
+    ) -> None:
+        keys = self._keys_of(namespace, record_ids)
+        for chunk in self._chunks(event_ids):
+            self._run(
+                "UPDATE events SET role = ?, content = '', meta = '{}' WHERE namespace = ? "
+                f"AND id IN ({self._marks(len(chunk))})",
+                (TOMBSTONE, namespace, *chunk),
+            )
+        self._blank_records(namespace, record_ids, kind=TOMBSTONE)
+        for chunk in self._chunks(record_ids):
+            self._run(
+                f"DELETE FROM repairs WHERE namespace = ? AND record_id IN "
+                f"({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+        erased = {*event_ids, *record_ids}
+        named = self._retractions_naming(namespace, erased, keys)
+        self._blank_records(namespace, sorted(set(named) - erased))
+        for key in sorted(keys - set(self._surviving_keys(namespace, keys))):
+            self._run(  # the key's text was only the erased records': the retraction forgets it
+                "UPDATE retractions SET key_name = NULL, key_scope = NULL "
+                "WHERE namespace = ? AND key_name = ?",
+                (namespace, key),
+            )
+        for chunk in self._chunks(erased | set(named)):
+            self._run(
+                "UPDATE audit SET reason = '' WHERE namespace = ? AND seq IN (SELECT seq FROM "
+                f"audit_ids WHERE namespace = ? AND id IN ({self._marks(len(chunk))}))",
+                (namespace, namespace, *chunk),
+            )
+        self._mark_cleanup(namespace)
+        self._forget()
+        codec.forget()
+
+    def _blank_records(
+        self, namespace: str, record_ids: Collection[str], *, kind: str | None = None
+    ) -> None:
+        """Blank the records' text; ``kind``: their kind too (an erased record's kind is
+        caller text; a retraction blanked for naming the erased keeps acting, so keeps its)."""
+        keys = self._keys_of(namespace, record_ids)
+        kind_set = "" if kind is None else "kind = ?, "
+        kind_arg = () if kind is None else (kind,)
+        for chunk in self._chunks(record_ids):
+            marks = self._marks(len(chunk))
+            stored = [  # as ranked, before the key goes: key_frontiers holds the key's text
+                codec.revision_node(row)
+                for row in self._all(
+                    f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
+                    f"AND key_name IS NOT NULL AND record_id IN ({marks})",
+                    (namespace, *chunk),
+                )
+            ]
+            self._run(
+                f"UPDATE revisions SET {kind_set}content = '', meta = '{{}}', key_name = NULL, "
+                f"key_scope = NULL WHERE namespace = ? AND record_id IN ({marks})",
+                (*kind_arg, namespace, *chunk),
+            )
+            self._run(
+                f"DELETE FROM vectors WHERE namespace = ? AND record_id IN ({marks})",
+                (namespace, *chunk),
+            )
+            self._many(
+                "DELETE FROM key_frontiers WHERE namespace = ? AND key_name = ? AND tree = ? "
+                "AND depth = ? AND seq = ? AND record_id = ? AND revision = ?",
+                [row for node in stored for row in key_rows(namespace, node)],
+            )
+        for chunk in self._chunks(keys):  # a group only erased records held goes too
+            self._run(
+                "DELETE FROM tree_keys WHERE namespace = ? "
+                f"AND key_name IN ({self._marks(len(chunk))}) AND NOT EXISTS (SELECT 1 "
+                "FROM key_frontiers k JOIN revisions r ON r.namespace = k.namespace "
+                "AND r.record_id = k.record_id AND r.revision = k.revision "
+                "WHERE k.namespace = tree_keys.namespace AND k.key_name = tree_keys.key_name "
+                "AND k.tree = tree_keys.tree AND CASE WHEN r.key_scope IS NULL THEN '-' "
+                "ELSE '+' || r.key_scope END = tree_keys.scope_tag)",
+                (namespace, *chunk),
+            )
+
+    def _keys_of(self, namespace: str, record_ids: Collection[str]) -> set[str]:
+        found: set[str] = set()
+        for chunk in self._chunks(record_ids):
+            rows = self._all(
+                "SELECT DISTINCT key_name FROM revisions WHERE namespace = ? AND key_name IS "
+                f"NOT NULL AND record_id IN ({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+            found.update(str(row[0]) for row in rows)
+        return found
+
+    def _surviving_keys(self, namespace: str, keys: Collection[str]) -> list[str]:
+        found: list[str] = []
+        for chunk in self._chunks(keys):
+            rows = self._all(  # every keyed revision has a rank row; erased ones have none
+                "SELECT DISTINCT key_name FROM key_frontiers WHERE namespace = ? "
+                f"AND key_name IN ({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+            found.extend(str(row[0]) for row in rows)
+        return found
+
+    def _retractions_naming(
+        self, namespace: str, erased: Collection[str], keys: Collection[str]
+    ) -> list[str]:
+        """Retractions whose targets or key name what is being erased: their reason and
+        detail are text about it. Two index lookups, whatever the number of retractions."""
+        found: set[str] = set()
+        for chunk in self._chunks(erased):
+            rows = self._all(
+                "SELECT id FROM retraction_targets WHERE namespace = ? "
+                f"AND target IN ({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+            found.update(str(row[0]) for row in rows)
+        for chunk in self._chunks(keys):
+            rows = self._all(
+                "SELECT id FROM retractions WHERE namespace = ? "
+                f"AND key_name IN ({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+            found.update(str(row[0]) for row in rows)
+        return sorted(found)

@@ -1,0 +1,75 @@
+"""What one record says of others in SQL: supersedes and retractions."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from ..retraction import TREE, RetractionNode
+from . import codec
+from .sqlshared import SQLShared
+
+
+class SQLRelations(SQLShared):
+    """The ``supersedes``, ``retractions`` and ``retraction_targets`` tables."""
+
+    def add_supersede(self, namespace: str, new_id: str, old_id: str) -> None:
+        self._run(
+            "INSERT INTO supersedes (namespace, old_id, new_id, seq) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            (namespace, old_id, new_id, self._current_seq(namespace)),
+        )
+
+    def superseders(self, namespace: str, old_ids: Collection[str]) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        unknown = [i for i in old_ids if (namespace, i) not in self._unsuperseded]
+        for chunk in self._chunks(unknown):
+            rows = self._all(
+                "SELECT old_id, new_id FROM supersedes WHERE namespace = ? "
+                f"AND old_id IN ({self._marks(len(chunk))}) ORDER BY seq",
+                (namespace, *chunk),
+            )
+            for old, new in rows:
+                found.setdefault(old, []).append(new)
+        return found
+
+    def superseded_by(self, namespace: str, new_id: str) -> list[str]:
+        rows = self._all(
+            "SELECT old_id FROM supersedes WHERE namespace = ? AND new_id = ? ORDER BY seq",
+            (namespace, new_id),
+        )
+        return [row[0] for row in rows]
+
+    def put_retraction(self, namespace: str, node: RetractionNode) -> None:
+        self._run(
+            "INSERT INTO retractions (namespace, id, scope, targets, key_name, key_scope, seq) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                namespace, node.id, node.scope, codec.dumps(list(node.targets)), node.key,
+                node.key_scope, node.seq,
+            ),
+        )  # fmt: skip
+        self._many(
+            "INSERT INTO retraction_targets (namespace, target, id) VALUES (?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            [(namespace, target, node.id) for target in dict.fromkeys(node.targets)],
+        )
+
+    def retractions(self, namespace: str, ids: Collection[str]) -> dict[str, RetractionNode]:
+        found: dict[str, RetractionNode] = {}
+        for chunk in self._chunks(ids):
+            rows = self._all(
+                f"SELECT {self._RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
+                f"AND id IN ({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+            for row in rows:
+                found[row[0]] = codec.retraction_node(row)
+        return found
+
+    def tree_retractions(self, namespace: str) -> list[RetractionNode]:
+        rows = self._all(
+            f"SELECT {self._RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
+            "AND scope = ? ORDER BY seq",
+            (namespace, TREE),
+        )
+        return [codec.retraction_node(row) for row in rows]

@@ -1,0 +1,251 @@
+"""Derived records in SQL: their revisions, and the indexes a revision's write keeps
+(``frontiers``, ``ungated``, ``pending``, ``citing``) to find what an event touches."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from ..provenance import RevisionNode
+from ..validation import check_text
+from . import codec
+from .base import RevisionKey
+from .sqlshared import SQLShared, by_id
+
+
+class SQLRevisions(SQLShared):
+    """The ``revisions`` table and the indexes written with each revision."""
+
+    def get_revisions(self, namespace: str, record_id: str) -> list[RevisionNode]:
+        key = (namespace, record_id)
+        if key in self._revisions:
+            return list(self._revisions[key])
+        rows = self._all(
+            f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
+            "AND record_id = ? ORDER BY revision",
+            (namespace, record_id),
+        )
+        found = [codec.revision_node(row) for row in rows]
+        if self._depth > 0:
+            self._revisions[key] = found
+        return list(found)
+
+    def put_revision(self, namespace: str, node: RevisionNode) -> None:
+        check_text(node.kind, f"record {node.record_id!r}: kind")
+        check_text(node.content, f"record {node.record_id!r}: content")
+        replaced = self._stored_revision(namespace, node.record_id, node.revision)
+        cached = self._revisions.get((namespace, node.record_id))
+        if cached is not None:
+            if node.revision <= len(cached):
+                cached[node.revision - 1] = node
+            else:
+                cached.append(node)
+        key = (namespace, node.record_id, node.revision)
+        if replaced is not None:
+            self._unindex(namespace, replaced)
+        self._run(
+            f"INSERT INTO revisions (namespace, {codec.REVISION_COLUMNS}, legacy, "
+            "unknown_sources, detached_sources, consistent) VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (namespace, record_id, revision) DO UPDATE SET refs = excluded.refs, "
+            "gate = excluded.gate, legacy = excluded.legacy, "
+            "unknown_sources = excluded.unknown_sources, "
+            "detached_sources = excluded.detached_sources, consistent = excluded.consistent",
+            (namespace, *codec.revision_row(node)),
+        )
+        gate = node.gate
+        if gate.frontiers:
+            self._many(
+                "INSERT INTO frontiers (namespace, event_id, record_id, revision, cited) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                _frontier_rows(namespace, node),
+            )
+        else:
+            self._run("INSERT INTO ungated (namespace, record_id, revision) VALUES (?, ?, ?)", key)
+        self._many(
+            "INSERT INTO pending (namespace, event_id, record_id, revision) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [(namespace, e, node.record_id, node.revision) for e in sorted(gate.detached)],
+        )
+        self._many(
+            "INSERT INTO citing (namespace, target, record_id, revision) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            _citing_rows(namespace, node),
+        )
+        self._rank_by_key(namespace, [node])
+
+    def _stored_revision(
+        self, namespace: str, record_id: str, revision: int
+    ) -> RevisionNode | None:
+        """The revision as stored before a write replaces it (None: a new one)."""
+        cached = self._revisions.get((namespace, record_id))
+        if cached is not None:
+            return cached[revision - 1] if revision <= len(cached) else None
+        row = self._one(
+            f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
+            "AND record_id = ? AND revision = ?",
+            (namespace, record_id, revision),
+        )
+        return None if row is None else codec.revision_node(row)
+
+    def _unindex(self, namespace: str, node: RevisionNode) -> None:
+        """Delete a replaced revision's index rows by their whole key: each is derived from
+        the revision exactly as ``put_revision`` derived it, so no index by revision is needed."""
+        key = (namespace, node.record_id, node.revision)
+        for table, column, values in (
+            ("frontiers", "event_id", [f.event for f in node.gate.frontiers]),
+            ("pending", "event_id", sorted(node.gate.detached)),
+            ("citing", "target", sorted(_cited(node))),
+        ):
+            self._many(
+                f"DELETE FROM {table} WHERE namespace = ? AND {column} = ? AND record_id = ? "
+                "AND revision = ?",
+                [(namespace, value, node.record_id, node.revision) for value in values],
+            )
+        self._run("DELETE FROM ungated WHERE namespace = ? AND record_id = ? AND revision = ?", key)
+        self._unrank(namespace, [node])
+
+    def put_revisions(self, namespace: str, nodes: Sequence[RevisionNode]) -> None:
+        """New revisions (``add_records``) with one statement per table, not per revision."""
+        fresh: list[RevisionNode] = []
+        for node in nodes:
+            cached = self._revisions.get((namespace, node.record_id))
+            if cached is None or node.revision != len(cached) + 1:
+                self.put_revision(namespace, node)  # a replacement: its old index rows go
+                continue
+            check_text(node.kind, f"record {node.record_id!r}: kind")
+            check_text(node.content, f"record {node.record_id!r}: content")
+            cached.append(node)
+            fresh.append(node)
+        if not fresh:
+            return
+        self._hold_rows(  # held: the batch's next write-out joins the same statements
+            f"INSERT INTO revisions (namespace, {codec.REVISION_COLUMNS}, legacy, "
+            "unknown_sources, detached_sources, consistent) VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(namespace, *codec.revision_row(node)) for node in fresh],
+            key_width=3,
+        )
+        self._hold_rows(
+            "INSERT INTO frontiers (namespace, event_id, record_id, revision, cited) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [row for node in fresh for row in _frontier_rows(namespace, node)],
+        )
+        self._hold_rows(
+            "INSERT INTO ungated (namespace, record_id, revision) VALUES (?, ?, ?)",
+            [
+                (namespace, node.record_id, node.revision)
+                for node in fresh
+                if not node.gate.frontiers
+            ],
+        )
+        self._hold_rows(
+            "INSERT INTO pending (namespace, event_id, record_id, revision) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [
+                (namespace, e, node.record_id, node.revision)
+                for node in fresh
+                for e in sorted(node.gate.detached)
+            ],
+        )
+        self._hold_rows(
+            "INSERT INTO citing (namespace, target, record_id, revision) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [row for node in fresh for row in _citing_rows(namespace, node)],
+        )
+        self._rank_by_key(namespace, fresh, hold=True)
+
+    def _revisions_by_keys(
+        self, namespace: str, table: str, column: str, values: Collection[str]
+    ) -> list[RevisionNode]:
+        found: dict[RevisionKey, RevisionNode] = {}
+        for chunk in self._chunks(values):
+            rows = self._all(
+                f"SELECT {', '.join('r.' + c for c in codec.REVISION_COLUMNS.split(', '))} "
+                f"FROM {table} x JOIN revisions r ON r.namespace = x.namespace "
+                "AND r.record_id = x.record_id AND r.revision = x.revision "
+                f"WHERE x.namespace = ? AND x.{column} IN ({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+            for row in rows:
+                node = codec.revision_node(row)
+                found[(node.record_id, node.revision)] = node
+        return [found[key] for key in sorted(found)]
+
+    def revisions_at(self, namespace: str, event_ids: Collection[str]) -> list[RevisionNode]:
+        return self._revisions_by_keys(namespace, "frontiers", "event_id", event_ids)
+
+    def ungated_revisions(self, namespace: str) -> list[RevisionNode]:
+        rows = self._all(self._UNGATED, (namespace,))
+        return by_id(codec.revision_node(row) for row in rows)
+
+    def record_ids(self, namespace: str) -> list[str]:
+        rows = self._all(
+            "SELECT record_id FROM revisions WHERE namespace = ? AND revision = 1 ORDER BY seq",
+            (namespace,),
+        )
+        return [row[0] for row in rows]
+
+    def citing(self, namespace: str, target: str) -> list[RevisionKey]:
+        return sorted({key for _, key in self.citing_any(namespace, [target])})
+
+    def pending_on(self, namespace: str, event_id: str) -> list[RevisionKey]:
+        rows = self._all(
+            "SELECT record_id, revision FROM pending WHERE namespace = ? AND event_id = ?",
+            (namespace, event_id),
+        )
+        return sorted((row[0], int(row[1])) for row in rows)
+
+    def pending_on_any(self, namespace: str, event_ids: Collection[str]) -> list[RevisionKey]:
+        found: list[RevisionKey] = []
+        for chunk in self._chunks(event_ids):
+            rows = self._all(
+                "SELECT DISTINCT record_id, revision FROM pending WHERE namespace = ? "
+                f"AND event_id IN ({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+            found.extend((row[0], int(row[1])) for row in rows)
+        return sorted(set(found))
+
+    def citing_any(self, namespace: str, targets: Collection[str]) -> list[tuple[str, RevisionKey]]:
+        found: set[tuple[str, RevisionKey]] = set()
+        for chunk in self._chunks(targets):
+            marks = self._marks(len(chunk))
+            cited, frontier = self._all_together(
+                [
+                    (
+                        "SELECT target, record_id, revision FROM citing WHERE namespace = ? "
+                        f"AND target IN ({marks})",
+                        (namespace, *chunk),
+                    ),
+                    (  # citations that are their revision's frontier too
+                        "SELECT event_id, record_id, revision FROM frontiers WHERE namespace = ? "
+                        f"AND event_id IN ({marks}) AND cited = 1",
+                        (namespace, *chunk),
+                    ),
+                ]
+            )
+            found.update((row[0], (row[1], int(row[2]))) for row in cited + frontier)
+        return sorted(found)
+
+
+def _cited(node: RevisionNode) -> set[str]:
+    """What a revision's ``citing`` rows name: each reference's target and its text."""
+    return {name for ref in node.refs or () for name in (ref.target, ref.text)}
+
+
+def _frontier_rows(namespace: str, node: RevisionNode) -> list[tuple[object, ...]]:
+    """frontiers rows; ``cited`` marks a frontier the revision also cites (a fact's one source),
+    which then needs no citing row: ``citing_any`` reads both."""
+    cited = _cited(node)
+    return [
+        (namespace, f.event, node.record_id, node.revision, int(f.event in cited))
+        for f in node.gate.frontiers
+    ]
+
+
+def _citing_rows(namespace: str, node: RevisionNode) -> list[tuple[object, ...]]:
+    covered = {f.event for f in node.gate.frontiers}
+    return [
+        (namespace, target, node.record_id, node.revision)
+        for target in sorted(_cited(node) - covered)
+    ]

@@ -1,0 +1,50 @@
+"""What the mixins over the engine's tables share: statement texts more than one of them
+reads, and the calls one makes on another, declared here so each module type-checks alone.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Iterable, Sequence
+
+from ..provenance import RevisionNode
+from . import codec
+from .sqlsession import SQLSession
+
+
+def by_id(nodes: Iterable[RevisionNode]) -> list[RevisionNode]:
+    """Revisions by (record id, revision), sorted in Python: a database collation may order
+    text differently."""
+    return sorted(nodes, key=lambda n: (n.record_id, n.revision))
+
+
+class SQLShared(SQLSession):
+    """The base of the engine-table mixins; ``SQLStore`` composes them."""
+
+    # statement texts more than one mixin sends (ungated: revisions and answers; key
+    # candidates: keyed and answers; retraction columns: relations, keyed and answers)
+    _UNGATED = (
+        f"SELECT {', '.join('r.' + c for c in codec.REVISION_COLUMNS.split(', '))} "
+        "FROM ungated x JOIN revisions r ON r.namespace = x.namespace "
+        "AND r.record_id = x.record_id AND r.revision = x.revision WHERE x.namespace = ?"
+    )
+
+    _KEY_CANDIDATES = (
+        f"SELECT {', '.join('r.' + c for c in codec.REVISION_COLUMNS.split(', '))}, k.depth "
+        "FROM key_frontiers k JOIN revisions r ON r.namespace = k.namespace "
+        "AND r.record_id = k.record_id AND r.revision = k.revision "
+        "WHERE k.namespace = ? AND k.key_name = ? "
+    )
+
+    _RETRACTION_COLUMNS = "id, scope, targets, key_name, key_scope, seq"
+
+    # -- what one mixin asks of another (defined in sqlkeyed.py) ---------------------------
+    @abstractmethod
+    def _rank_by_key(
+        self, namespace: str, nodes: Sequence[RevisionNode], *, hold: bool = False
+    ) -> None:
+        """Write the rank rows of keyed and unkeyed revisions (a revision's write asks it)."""
+
+    @abstractmethod
+    def _unrank(self, namespace: str, nodes: Sequence[RevisionNode]) -> None:
+        """Delete the rank rows of revisions as stored (a replaced revision's write asks it)."""

@@ -1,0 +1,41 @@
+"""Corrections in SQL: the status (withdrawn, erased) of an event or record."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from .sqlsession import SQLSession
+
+
+class SQLStatuses(SQLSession):
+    """The ``statuses`` table (a read snapshot keeps what it read)."""
+
+    def set_status(self, namespace: str, item_id: str, status: str | None) -> None:
+        if status is None:
+            self._run("DELETE FROM statuses WHERE namespace = ? AND id = ?", (namespace, item_id))
+        else:
+            self._run(
+                "INSERT INTO statuses (namespace, id, status) VALUES (?, ?, ?) "
+                "ON CONFLICT (namespace, id) DO UPDATE SET status = excluded.status",
+                (namespace, item_id, status),
+            )
+
+    def statuses(self, namespace: str, ids: Collection[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        known = self._known_statuses  # filled in a read snapshot only
+        unknown = [i for i in ids if (namespace, i) not in known]
+        for item in ids:
+            status = known.get((namespace, item))
+            if status is not None:
+                found[item] = status
+        for chunk in self._chunks(unknown):
+            rows = self._all(
+                "SELECT id, status FROM statuses WHERE namespace = ? "
+                f"AND id IN ({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+            found.update({row[0]: row[1] for row in rows})
+            if self._snapshot:
+                for item in chunk:
+                    known[(namespace, item)] = found.get(item)
+        return found
