@@ -90,13 +90,25 @@ def test_the_facts_answer_as_the_questions_did(tmp_path: Path, anchor: str) -> N
                 assert (got and got.id) == (want and want.id)
 
 
-def test_a_write_inside_a_snapshot_is_seen(tmp_path: Path) -> None:
+def test_a_warm_keyed_read_sends_one_statement(tmp_path: Path) -> None:
+    """Once its anchor's ancestors were read, a plain winner is one statement in a snapshot:
+    the candidates with their facts, the sources' statuses among them."""
     with Memory.open(tmp_path / "m.db") as mem:
-        head = agent(mem, 8)
-        with mem.snapshot():
-            found = mem.current("k1", head)
-            assert found is not None and found.id == "w5"
-            with mem.transaction():  # facts the first read kept about w5 no longer hold
-                mem.supersede("w4", "w5")
-            found = mem.current("k1", head)
-            assert found is not None and found.id == "w1"
+        head = agent(mem, 40)
+        mem.current("k1", head)
+        seen = statements_of(mem, lambda: mem.current("k2", head))
+        assert [s.split()[0] for s in seen] == ["BEGIN", "SELECT", "ROLLBACK"], seen
+
+
+def test_a_source_with_a_status_is_still_asked_about(tmp_path: Path) -> None:
+    """The candidate's facts say "no source has a status" only when none has: a withdrawn
+    source makes the winner stale, read as before."""
+    sqlite, memory = Memory.open(tmp_path / "m.db"), Memory()
+    with sqlite:
+        for mem in (sqlite, memory):
+            head = agent(mem, 12)
+            mem.withdraw("e9")  # w9's source: k1's best candidate goes stale
+        for key in (f"k{i}" for i in range(KEYS)):
+            want, got = memory.current(key, head), sqlite.current(key, head)
+            assert (got and got.id) == (want and want.id)
+        assert sqlite.current("k1", head) is None

@@ -61,6 +61,11 @@ def test_the_namespace_is_checked_once_per_call(call: str, monkeypatch: pytest.M
 
     monkeypatch.setattr(branchmem.memory, "check_id", counting)
     CALLS[call](memory)
+    # at most once: a Memory keeps a checked name (and its settings) between calls
+    assert checked in ([], ["default"])
+    memory._namespaces.clear()
+    checked.clear()
+    CALLS[call](memory)
     assert checked == ["default"]
 
 

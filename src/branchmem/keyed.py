@@ -29,7 +29,8 @@ partial path makes "undecided" depend on its whole known chain) stay with ``View
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
+from functools import partial
 from typing import Protocol
 
 from .model import DETACHED, NO_VIEW, RETRACTION_KIND, STALE, VISIBLE
@@ -41,7 +42,7 @@ from .rules import explicitly_superseded as shown_superseder
 from .rules import gate as rule_gate
 from .rules import position as rule_position
 from .rules import stale as rule_stale
-from .topology import AnchorPath, EventNode
+from .topology import AnchorPath, EventNode, Lookup
 
 
 class _AnyScope:
@@ -91,25 +92,34 @@ class KeyedView:
         anchor: EventNode,
         mode: str,
         heads: dict[str, EventNode] | None = None,
+        lookup: Lookup | None = None,
+        path_of: Callable[[EventNode, Lookup], AnchorPath] = AnchorPath,
+        counts: Counter[str] | None = None,
     ) -> None:
+        """``lookup``: how the view reads an event's place (default: ``get_event``); only
+        places are read through it, never text. ``path_of``: an attached event's path for
+        ancestor tests over a lookup (one that remembers earlier calls' ancestors).
+        ``counts``: where the decisions are counted (default: a new ``Counter``)."""
         assert anchor.attached and anchor.tree is not None
         self.reader = reader
         self.namespace = namespace
+        self._read_event: Lookup = lookup or partial(reader.get_event, namespace)
         self.mode = mode
         self.tree: str = anchor.tree
-        self.path = AnchorPath(anchor, self._lookup)
+        self.path = path_of(anchor, self._lookup)
         self.cross_tree = heads is not None
         self.paths = {self.tree: self.path}
         for tree, head in sorted((heads or {}).items()):
             if tree != self.tree:
-                self.paths[tree] = AnchorPath(head, self._lookup)
-        self.counts: Counter[str] = Counter()
+                self.paths[tree] = path_of(head, self._lookup)
+        self.counts: Counter[str] = Counter() if counts is None else counts
         self.missing: dict[str, tuple[str, ...]] = {}
         self._shown: dict[str, RevisionNode | None] = {}
         self._retracted: dict[str, bool] = {}
         self._explicit: dict[str, bool] = {}
         self._winners: dict[tuple[str | None, str], str | None] = {}
         self._stale: dict[str, bool] = {}
+        self._passed: dict[int, tuple[Gate, tuple[bool, tuple[str, ...]]]] = {}
         # bulk answers (``learn``): complete for the ids and keys they hold
         self._pages: dict[str, list[RevisionNode]] = {}
         self._revisions: dict[str, tuple[RevisionNode, ...]] = {}
@@ -122,7 +132,7 @@ class KeyedView:
     def _lookup(self, event_id: str) -> EventNode | None:
         if event_id in self._events:
             return self._events[event_id]
-        return self.reader.get_event(self.namespace, event_id)
+        return self._read_event(event_id)
 
     # -- bulk answers (one request each on a backend with round trips) -------------------
     def learn_keys(self, keys: Collection[str], unkeyed: Collection[RevisionNode] = ()) -> None:
@@ -187,7 +197,7 @@ class KeyedView:
             }
 
     def _status(self, ids: Collection[str]) -> dict[str, str]:
-        if all(item in self._statuses for item in ids):
+        if self._statuses and all(item in self._statuses for item in ids):
             return {i: s for i in ids if (s := self._statuses[i]) is not None}
         return self.reader.statuses(self.namespace, ids)
 
@@ -259,8 +269,13 @@ class KeyedView:
     def passes(self, gate: Gate) -> tuple[bool, tuple[str, ...]]:
         """``rules.gate`` reduced to its answer, and the missing information compat let
         through."""
+        known = self._passed.get(id(gate))
+        if known is not None and known[0] is gate:
+            return known[1]
         decision = rule_gate(gate, self.mode, self)
-        return decision.reason == VISIBLE, decision.missing
+        answer = decision.reason == VISIBLE, decision.missing
+        self._passed[id(gate)] = (gate, answer)  # the gate held: its id stays its own
+        return answer
 
     def position(self, revision: RevisionNode) -> Position:
         """``rules.position`` for a revision that passes: its frontier is on the path."""

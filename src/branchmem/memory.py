@@ -12,7 +12,7 @@ import threading
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +39,7 @@ from .engine.namespace import Namespace
 from .engine.records import add_records as write_records
 from .engine.records import record_spec
 from .engine.telemetry import traced
-from .errors import BranchmemError, InvalidInput, StorageError
+from .errors import BranchmemError, ConflictError, InvalidInput, StorageError
 from .model import (
     ERASED,
     RETRACTION_KIND,
@@ -68,6 +68,7 @@ from .store.base import CleanupPending, Store
 from .store.inmemory import InMemoryStore
 from .store.keys import ApiKeyRow, KeyStore
 from .store.residue import CANNOT_CLEAN, check_store
+from .topology import SettledPlaces
 from .validation import (
     KEEP,
     Keep,
@@ -84,6 +85,7 @@ if TYPE_CHECKING:
 
 DEFAULT_NAMESPACE = "default"
 DEFAULT_BUDGET = 2000  # tokens of context when the caller names no budget
+NAMESPACES_KEPT = 1024  # (namespace, actor) settings a Memory keeps between calls
 
 __all__ = ["ApiKeyRow", "ApiKeys", "Memory", "refuse_missing"]
 
@@ -125,6 +127,32 @@ class ApiKeys:
             return self._keys.delete_api_key(key_id)
 
 
+class _Reading:
+    """``Memory._read``: the Memory's lock, then one store snapshot (a class, not a
+    generator: every read passes here, and a generator context costs twice as much)."""
+
+    __slots__ = ("_lock", "_ns", "_snapshot", "_store")
+
+    def __init__(self, lock: threading.RLock, store: Store, ns: Namespace) -> None:
+        self._lock, self._store, self._ns = lock, store, ns
+
+    def __enter__(self) -> Namespace:
+        self._lock.acquire()
+        try:
+            self._snapshot = self._store.reading(self._ns.name)
+            self._snapshot.__enter__()
+        except BaseException:
+            self._lock.release()
+            raise
+        return self._ns
+
+    def __exit__(self, *exc: Any) -> bool | None:
+        try:
+            return self._snapshot.__exit__(*exc)
+        finally:
+            self._lock.release()
+
+
 @takes_declared_docs
 class Memory:
     """Branch-aware memory over one store. Thread-safe; every public call is atomic."""
@@ -152,6 +180,13 @@ class Memory:
         self._counts: dict[str, Counter[str]] = {}
         self._actor = threading.local()
         self._generation = 0
+        self._writes = 0  # open write transactions (nested ones counted), under the lock
+        self._snapshots = 0  # open read snapshots, under the lock
+        # places of attached events, kept across calls where each lookup is a statement
+        self._places = (
+            None if self._store.process_local else SettledPlaces(lambda: self._writes > 0)
+        )
+        self._namespaces: dict[tuple[str, str | None], Namespace] = {}
 
     @classmethod
     def open(
@@ -249,9 +284,14 @@ class Memory:
     @contextmanager
     def snapshot(self, namespace: str = DEFAULT_NAMESPACE) -> Iterator[None]:
         """Run several reads in one consistent snapshot (an integration that reads an item
-        set and its change stamp together)."""
+        set and its change stamp together). A write inside it is refused (ConflictError):
+        the snapshot ends by rolling back, so the write would be lost."""
         with self._read(namespace):
-            yield
+            self._snapshots += 1
+            try:
+                yield
+            finally:
+                self._snapshots -= 1
 
     @contextmanager
     def transaction(self, namespace: str = DEFAULT_NAMESPACE) -> Iterator[None]:
@@ -267,39 +307,61 @@ class Memory:
 
     # -- transactions ------------------------------------------------------------------
     def _namespace(self, namespace: str) -> Namespace:
-        """The one check of a call's namespace name, and what the engine works with."""
+        """The one check of a call's namespace name, and what the engine works with (kept
+        while the Memory's settings and the thread's actor stay the same)."""
+        actor = getattr(self._actor, "name", None)
+        if type(namespace) is str:
+            known = self._namespaces.get((namespace, actor))
+            if (
+                known is not None
+                and known.mode == self.mode
+                and known.embedder is self.embedder
+                and known.path_events_per_entry == self.path_events_per_entry
+            ):
+                return known
         name = check_id(namespace, "namespace")
         with self._lock:
             counts = self._counts.setdefault(name, Counter())
-        return Namespace(
-            self._store,
-            name,
-            self.mode,
-            counts,
-            getattr(self._actor, "name", None),
-            self.embedder,
-            path_events_per_entry=self.path_events_per_entry,
-        )
+            ns = Namespace(
+                self._store,
+                name,
+                self.mode,
+                counts,
+                actor,
+                self.embedder,
+                path_events_per_entry=self.path_events_per_entry,
+                places=self._places,
+            )
+            if len(self._namespaces) >= NAMESPACES_KEPT:
+                self._namespaces.clear()
+            self._namespaces[(name, actor)] = ns
+        return ns
 
     @contextmanager
     def _write(self, namespace: str | Namespace) -> Iterator[Namespace]:
         """One all-or-nothing write transaction (a savepoint when nested)."""
         ns = namespace if isinstance(namespace, Namespace) else self._namespace(namespace)
         with self._lock:
+            if self._snapshots and not self._writes:
+                raise ConflictError(
+                    f"a write inside Memory.snapshot() (namespace {ns.name!r}) would be "
+                    "rolled back when the snapshot ends: write after it, or read and write "
+                    "together in Memory.transaction()"
+                )
+            self._writes += 1
             try:
                 with self._store.transaction(ns.name):
                     yield ns
             finally:
+                self._writes -= 1
                 # bumped under the lock, after the commit: concurrent writers never lose a
                 # bump, and a reader that saw the old count re-reads at its next call
                 self._generation += 1
 
-    @contextmanager
-    def _read(self, namespace: str | Namespace) -> Iterator[Namespace]:
+    def _read(self, namespace: str | Namespace) -> AbstractContextManager[Namespace]:
         """One consistent read snapshot."""
         ns = namespace if isinstance(namespace, Namespace) else self._namespace(namespace)
-        with self._lock, self._store.reading(ns.name):
-            yield ns
+        return _Reading(self._lock, self._store, ns)
 
     # -- events ------------------------------------------------------------------------
     def add_event(

@@ -127,6 +127,13 @@ class AnchorPath:
         self._depths: list[int] = [anchor.depth]  # ascending; ancestors found so far
         self._found: dict[int, EventNode] = {anchor.depth: anchor}
 
+    def over(self, lookup: Lookup) -> AnchorPath:
+        """This path read through ``lookup``, sharing the ancestors found so far."""
+        path = AnchorPath.__new__(AnchorPath)
+        path.anchor, path._lookup = self.anchor, lookup
+        path._depths, path._found = self._depths, self._found
+        return path
+
     def at(self, depth: int) -> EventNode:
         """The anchor's ancestor-or-self at ``depth`` (0 <= depth <= anchor depth)."""
         known = self._found.get(depth)
@@ -145,6 +152,72 @@ class AnchorPath:
             return False
         assert node.depth is not None and self.anchor.depth is not None
         return node.depth <= self.anchor.depth and self.at(node.depth).id == node.id
+
+
+class SettledPlaces:
+    """Where attached events sit in their trees, kept across calls.
+
+    An attached event's parent, tree, depth and jump pointer never change, and no event is
+    ever deleted (an erase empties its text, not its place), so a place read once stays
+    true in every later snapshot, whoever writes the store. A keyed read's ancestor tests
+    then cost no statement once their events were read. Only places are kept, never text
+    (role, content and meta are left empty), and only what a committed snapshot showed:
+    nothing is kept while the owner has a write transaction open (``writing``), whose
+    events may still roll back.
+    """
+
+    def __init__(
+        self, writing: Callable[[], bool], limit: int = 1 << 16, anchors: int = 256
+    ) -> None:
+        self.writing = writing
+        self.limit = limit
+        self.anchors = anchors
+        self._places: dict[tuple[str, str], EventNode] = {}
+        self._paths: dict[tuple[str, str], AnchorPath] = {}
+        self._lookups: dict[str, Lookup] = {}
+
+    def path(self, namespace: str, anchor: EventNode, lookup: Lookup) -> AnchorPath:
+        """The attached ``anchor``'s path over ``lookup``, with the ancestors earlier calls
+        found on it (an anchor's ancestors are settled too); a fresh one inside a write
+        transaction."""
+        if self.writing():
+            return AnchorPath(anchor, lookup)
+        known = self._paths.get((namespace, anchor.id))
+        if known is None:
+            if len(self._paths) >= self.anchors:
+                self._paths.clear()
+            known = self._paths[(namespace, anchor.id)] = AnchorPath(anchor, lookup)
+            return known
+        return known.over(lookup)
+
+    def lookup(self, namespace: str, read: Lookup) -> Lookup:
+        """``read`` (the owner's lookup in ``namespace``: the same for every call, so made
+        once), served from the places known; a place read outside a write transaction is
+        kept."""
+        made = self._lookups.get(namespace)
+        if made is None:
+            made = self._lookups[namespace] = self._make_lookup(namespace, read)
+        return made
+
+    def _make_lookup(self, namespace: str, read: Lookup) -> Lookup:
+        places = self._places
+
+        def place(event_id: str) -> EventNode | None:
+            known = places.get((namespace, event_id))
+            if known is not None:
+                return known
+            node = read(event_id)
+            if node is None or not node.attached or self.writing():
+                return node
+            if len(places) >= self.limit:
+                places.clear()  # a full table starts again: the places stay readable
+            places[(namespace, event_id)] = EventNode(
+                node.id, node.parent, node.tree, node.explicit_tree, "", "", {}, node.ts,
+                node.seq, True, node.depth, node.jump,
+            )  # fmt: skip
+            return node
+
+        return place
 
 
 def walk_up(node: EventNode, lookup: Lookup) -> Iterator[EventNode]:

@@ -20,7 +20,7 @@ from ..provenance import RevisionNode
 from ..resolution import Resolution
 from ..search.embedding import Embedder
 from ..store.base import Store
-from ..topology import EventNode, Lookup
+from ..topology import AnchorPath, EventNode, Lookup, SettledPlaces
 from ..validation import check_id
 
 
@@ -38,6 +38,9 @@ class Namespace:
     # Memory's option, ``engine.views.PATH_EVENTS_PER_ENTRY`` unless given; 0: whenever it
     # can, None: never)
     path_events_per_entry: int | None = field(kw_only=True)
+    # where attached events sit, kept across the Memory's calls (None: a process-local store,
+    # whose own lookups cost no statement)
+    places: SettledPlaces | None = field(default=None, kw_only=True)
 
     def audit(
         self,
@@ -71,6 +74,29 @@ class Namespace:
             return store.get_event(name, event_id)
 
         return lookup
+
+    def place_lookup(self) -> Lookup:
+        """A lookup for ancestor tests: an attached event's place may come without its text
+        (``topology.SettledPlaces``), so never read content through it."""
+        if self.places is None:
+            return self.lookup()
+        return self.places.lookup(self.name, self.lookup())
+
+    def anchor_path(self, anchor: EventNode, lookup: Lookup) -> AnchorPath:
+        """Ancestor tests on an attached anchor's path over ``lookup``, with the ancestors
+        earlier calls found (``topology.SettledPlaces``)."""
+        if self.places is None:
+            return AnchorPath(anchor, lookup)
+        return self.places.path(self.name, anchor, lookup)
+
+    def place(self, event_id: str, lookup: Lookup | None = None) -> EventNode:
+        """``event_node`` for where the event sits, not for its text, through ``lookup``
+        (default: ``place_lookup()``)."""
+        check_id(event_id, "event id")
+        node = (lookup or self.place_lookup())(event_id)
+        if node is None:
+            raise NotFoundError(f"event {event_id!r} not found in namespace {self.name!r}")
+        return node
 
     # -- the lookups every part needs, with errors that name the id -------------------------
     def event_node(self, event_id: str) -> EventNode:

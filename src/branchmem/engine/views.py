@@ -126,7 +126,14 @@ def indexed_visible(
         return None  # larger than the path is long: walking the path is the shorter read
     if key is not None:  # other keys' winners cannot be returned
         index = replace(index, groups=tuple(g for g in index.groups if g[0] == key))
-    keyed = KeyedView(ns.store, ns.name, node, ns.mode if mode is None else check_mode(mode))
+    keyed = KeyedView(
+        ns.store,
+        ns.name,
+        node,
+        ns.mode if mode is None else check_mode(mode),
+        lookup=ns.place_lookup(),
+        path_of=ns.anchor_path,
+    )
     found = [
         revision
         for revision in keyed.visible(index, include_stale)
@@ -217,19 +224,25 @@ def current(
     if as_of is not None:
         found = visible(ns, anchor, cross_tree, mode, None, key, scope, False, False, as_of)
         return found[-1] if found else None
-    node = None if anchor is None else ns.event_node(anchor)
+    place = ns.place_lookup()
+    node = None if anchor is None else ns.place(anchor, place)
     heads: dict[str, EventNode] | None = None
     if node is not None and node.attached and cross_tree:
         heads = {}
         for tree, head_id in ns.store.heads(ns.name).items():
-            head = ns.store.get_event(ns.name, head_id)
+            head = place(head_id)
             if tree != node.tree and head is not None:
                 heads[tree] = head
-    if node is not None and node.attached and all(h.attached for h in (heads or {}).values()):
+    if (
+        node is not None
+        and node.attached
+        and (heads is None or all(h.attached for h in heads.values()))
+    ):
         chosen_mode = ns.mode if mode is None else check_mode(mode)
-        keyed = KeyedView(ns.store, ns.name, node, chosen_mode, heads)
+        keyed = KeyedView(
+            ns.store, ns.name, node, chosen_mode, heads, place, ns.anchor_path, ns.counts
+        )
         revision = keyed.current(key, scope)
-        ns.counts.update(keyed.counts)
         return None if revision is None else ns.to_record(revision)
     found = visible(ns, anchor, cross_tree, mode, None, key, scope, False, False)
     return found[-1] if found else None
@@ -249,13 +262,14 @@ def currents(
     paths' events by ``PATH_EVENTS_PER_ENTRY`` (a shallow anchor with many keys: walking
     the paths is cheaper, as ``indexed_visible`` decides): the caller reads the whole view
     instead."""
-    node = ns.event_node(anchor)
+    place = ns.place_lookup()
+    node = ns.place(anchor, place)
     if not node.attached or node.tree is None:
         return None
     heads: dict[str, EventNode] = {}
     if cross_tree:
         for tree, head_id in ns.store.heads(ns.name).items():
-            head = ns.store.get_event(ns.name, head_id)
+            head = place(head_id)
             if tree != node.tree and head is not None:
                 if not head.attached:
                     return None
@@ -270,7 +284,10 @@ def currents(
     if steps is None or (steps and len(keys) > events // steps):
         return None
     chosen_mode = ns.mode if mode is None else check_mode(mode)
-    keyed = KeyedView(ns.store, ns.name, node, chosen_mode, heads if cross_tree else None)
+    keyed = KeyedView(
+        ns.store, ns.name, node, chosen_mode, heads if cross_tree else None, place,
+        ns.anchor_path,
+    )  # fmt: skip
     keyed.learn_keys(keys)
     found = [revision for key in sorted(keys) if (revision := keyed.current(key, None))]
     ns.counts.update(keyed.counts)

@@ -252,6 +252,10 @@ class PostgresStore(SQLStore):
     """Storage in one PostgreSQL database (or a Citus cluster distributed by namespace)."""
 
     reads_ahead = True  # a round trip per statement: keyed reads ask in bulk ahead of need
+    _SOURCES_WITH_STATUS = (
+        ", (SELECT COUNT(*) FROM jsonb_array_elements_text(r.sources::jsonb) j(value) "
+        "JOIN statuses g ON g.namespace = ? AND g.id = j.value) "
+    )
 
     bigint = "BIGINT"
     double = "DOUBLE PRECISION"

@@ -12,8 +12,7 @@ from __future__ import annotations
 import random
 import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, nullcontext, suppress
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from .base import ItemByItemAnswers
 from .sql import SQLStore
 
 BUSY_TIMEOUT_MS = 30_000
+_NO_SESSION: AbstractContextManager[None] = nullcontext()
 CLEANUP_WAIT_MS = 200  # how long an erase's checkpoint waits for readers before reporting
 WAL_ATTEMPTS = 50  # tries to switch a new file to WAL while other processes do the same
 WAL_BACKOFF_S = 0.01
@@ -98,9 +98,8 @@ class SQLiteStore(ItemByItemAnswers, SQLStore):
             raise StorageError(f"the store {self.path!r} is closed")
         return self._conn
 
-    @contextmanager
-    def _session(self) -> Iterator[None]:
-        yield
+    def _session(self) -> AbstractContextManager[None]:
+        return _NO_SESSION  # one connection, held for the store's life
 
     def _begin_write(self, namespace: str | None) -> None:
         self._run("BEGIN IMMEDIATE")

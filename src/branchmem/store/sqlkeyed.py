@@ -3,8 +3,10 @@ candidates in rank order, and the facts a read snapshot keeps about them."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from ..model import RETRACTION_KIND
 from ..provenance import RevisionNode
@@ -79,8 +81,9 @@ class SQLKeyed(SQLShared):
 
     # In a read snapshot each candidate comes with what deciding it asks next (its record's
     # status and latest revision number, whether anything supersedes or retracts it or its
-    # key), kept for the snapshot (``_learn_candidate``): the usual winner then needs no
-    # further statement about itself.
+    # key, how many of its sources have a status), kept for the snapshot (``_candidate``):
+    # the usual winner then needs no further statement about itself, nor about the events
+    # it was built from (``stale`` asks their statuses, almost always none).
     _CANDIDATE_FACTS = (
         ", (SELECT s.status FROM statuses s WHERE s.namespace = ? AND s.id = r.record_id)"
         ", (SELECT MAX(m.revision) FROM revisions m WHERE m.namespace = ? "
@@ -90,37 +93,51 @@ class SQLKeyed(SQLShared):
         ", CASE WHEN EXISTS (SELECT 1 FROM retraction_targets t WHERE t.namespace = ? "
         "AND t.target = r.record_id) THEN 1 ELSE 0 END"
         ", CASE WHEN EXISTS (SELECT 1 FROM retractions x WHERE x.namespace = ? "
-        "AND x.key_name = ?) THEN 1 ELSE 0 END "
+        "AND x.key_name = ?) THEN 1 ELSE 0 END"
     )
-    _FACT_COLUMNS = 5
+    # the sources (a JSON array of ids) that have a status: the dialect's JSON reading
+    _SOURCES_WITH_STATUS = (
+        ", (SELECT COUNT(*) FROM json_each(r.sources) j JOIN statuses g "
+        "ON g.namespace = ? AND g.id = j.value) "
+    )
+    _FACT_COLUMNS = 6
+
+    @functools.cached_property
+    def _candidates_with_facts(self) -> str:
+        head, _, where = self._KEY_CANDIDATES.partition(" FROM key_frontiers ")
+        facts = self._CANDIDATE_FACTS + self._SOURCES_WITH_STATUS
+        return head + facts + "FROM key_frontiers " + where
 
     def _candidate_source(self, namespace: str, key: str) -> tuple[str, tuple[object, ...]]:
         """The candidates' SELECT up to its WHERE and its parameters: with facts in a read
         snapshot."""
         if not self._snapshot:
             return self._KEY_CANDIDATES, (namespace, key)
-        head, _, where = self._KEY_CANDIDATES.partition(" FROM key_frontiers ")
-        text = head + self._CANDIDATE_FACTS + "FROM key_frontiers " + where
-        return text, (*(namespace,) * 5, key, namespace, key)
+        return self._candidates_with_facts, (*(namespace,) * 5, key, namespace, namespace, key)
 
-    def _candidate(self, namespace: str, row: tuple[object, ...]) -> tuple[RevisionNode, int]:
-        """A candidate row's revision and frontier depth, its facts kept for the snapshot."""
+    def _candidate(self, namespace: str, row: tuple[Any, ...]) -> tuple[RevisionNode, int]:
+        """A candidate row's revision and frontier depth, its facts kept for the snapshot
+        (the facts are counts and flags: 0 is none, whatever integer type the driver gives)."""
         if not self._snapshot:
-            return codec.revision_node(tuple(row[:-1])), int(str(row[-1]))
+            return codec.revision_node(tuple(row[:-1])), int(row[-1])
         width = len(row) - self._FACT_COLUMNS
         node = codec.revision_node(tuple(row[: width - 1]))
-        status, newest, superseded, targeted, key_retracted = row[width:]
+        status, newest, superseded, targeted, key_retracted, sources_gone = row[width:]
         record = (namespace, node.record_id)
-        self._known_statuses[record] = None if status is None else str(status)
+        known = self._known_statuses
+        known[record] = None if status is None else str(status)
+        if not sources_gone:
+            for source in node.sources or ():
+                known.setdefault((namespace, source), None)
         if newest == node.revision:
             self._newest.setdefault(record, node)
-        if not int(str(superseded)):
+        if not superseded:
             self._unsuperseded.add(record)
-        if not int(str(targeted)):
+        if not targeted:
             self._untargeted.add(record)
-        if node.key is not None and not int(str(key_retracted)):
+        if node.key is not None and not key_retracted:
             self._unretracted_keys.add((namespace, node.key))
-        return node, int(str(row[width - 1]))
+        return node, int(row[width - 1])
 
     def key_candidates(
         self, namespace: str, key: str, tree: str, depth: int, cross_tree: bool = False

@@ -22,6 +22,8 @@ class SQLRelations(SQLShared):
     def superseders(self, namespace: str, old_ids: Collection[str]) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {}
         unknown = [i for i in old_ids if (namespace, i) not in self._unsuperseded]
+        if not unknown:
+            return found
         for chunk in self._chunks(unknown):
             rows = self._all(
                 "SELECT old_id, new_id FROM supersedes WHERE namespace = ? "

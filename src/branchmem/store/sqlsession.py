@@ -194,24 +194,21 @@ class SQLSession(ABC):
     def _after_commit(self) -> None:  # noqa: B027 - SQLite has nothing to do
         """Upkeep after a write transaction committed, outside it (PostgreSQL: statistics)."""
 
-    @contextmanager
-    def reading(self, namespace: str) -> Iterator[None]:
-        if self._depth > 0:
-            yield
-            return
-        with self._session():
-            self._begin_read()
-            self._depth = 1
-            self._forget()
-            self._snapshot = True
-            try:
-                yield
-            finally:
-                self._snapshot = False
-                self._depth = 0
-                self._drop_held()  # a read-only snapshot has nothing to write
-                self._forget()
-                self._rollback()
+    def reading(self, namespace: str) -> AbstractContextManager[None]:
+        return _Snapshot(self)
+
+    def _open_snapshot(self) -> None:
+        self._begin_read()
+        self._depth = 1
+        self._forget()
+        self._snapshot = True
+
+    def _close_snapshot(self) -> None:
+        self._snapshot = False
+        self._depth = 0
+        self._drop_held()  # a read-only snapshot has nothing to write
+        self._forget()
+        self._rollback()
 
     def _begin_read(self) -> None:
         self._run("BEGIN")
@@ -326,3 +323,38 @@ class SQLSession(ABC):
             return self._seqs[namespace]
         row = self._one("SELECT seq FROM namespaces WHERE namespace = ?", (namespace,))
         return int(row[0]) if row else 0
+
+
+class _Snapshot:
+    """``SQLSession.reading``: one snapshot for the reads of a call, in the call's session
+    (a no-op inside a transaction or snapshot). A class, not a generator: every read passes
+    here, and a generator context costs twice as much."""
+
+    __slots__ = ("_outer", "_session", "_store")
+
+    def __init__(self, store: SQLSession) -> None:
+        self._store = store
+
+    def __enter__(self) -> None:
+        store = self._store
+        self._outer = store._depth == 0
+        if not self._outer:
+            return
+        self._session = store._session()
+        self._session.__enter__()
+        try:
+            store._open_snapshot()
+        except BaseException as error:
+            self._session.__exit__(type(error), error, error.__traceback__)
+            raise
+
+    def __exit__(self, *exc: Any) -> bool | None:
+        if not self._outer:
+            return None
+        try:
+            self._store._close_snapshot()
+        except BaseException as error:  # the cleanup's error replaces the body's, as in a
+            if self._session.__exit__(type(error), error, error.__traceback__):  # finally
+                return True
+            raise
+        return self._session.__exit__(*exc)

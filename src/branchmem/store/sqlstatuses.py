@@ -23,11 +23,14 @@ class SQLStatuses(SQLSession):
     def statuses(self, namespace: str, ids: Collection[str]) -> dict[str, str]:
         found: dict[str, str] = {}
         known = self._known_statuses  # filled in a read snapshot only
-        unknown = [i for i in ids if (namespace, i) not in known]
+        unknown: list[str] = []
         for item in ids:
-            status = known.get((namespace, item))
-            if status is not None:
+            if (namespace, item) not in known:
+                unknown.append(item)
+            elif (status := known[(namespace, item)]) is not None:
                 found[item] = status
+        if not unknown:
+            return found
         for chunk in self._chunks(unknown):
             rows = self._all(
                 "SELECT id, status FROM statuses WHERE namespace = ? "

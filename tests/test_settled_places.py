@@ -1,0 +1,83 @@
+"""Places of attached events kept across calls (``topology.SettledPlaces``).
+
+A keyed read's ancestor tests read events' places; once attached, a place never changes
+and no event is deleted, so a Memory keeps them between calls and a warm read asks no
+event of the store. What these tests hold: a place is kept only from committed state (a
+rolled-back event is never kept), only the place is kept (never text), and another
+connection's writes are read, not guessed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from branchmem import Memory
+from branchmem.store.sqlite import SQLiteStore
+
+
+def chain(mem: Memory, ids: list[str], parent: str | None = None) -> None:
+    for event_id in ids:
+        mem.add_event(event_id, parent)
+        parent = event_id
+
+
+def test_a_rolled_back_event_is_never_kept(tmp_path: Path) -> None:
+    """Read at an event written in a transaction that rolls back, then written again
+    elsewhere: the read sees the new place, not the lost one."""
+    with Memory.open(tmp_path / "m.db") as mem:
+        chain(mem, ["a0", "a1", "a2", "a3"])
+        chain(mem, ["b1"], "a0")
+        mem.add_record("r", sources=["a2"], content="on a", key="k")
+        with pytest.raises(RuntimeError), mem.transaction():
+            mem.add_event("x", "a3")  # x under a3: r (at a2) is on x's path
+            found = mem.current("k", "x")
+            assert found is not None and found.id == "r"
+            raise RuntimeError("roll back")
+        mem.add_event("x", "b1")  # now x is on the b branch: r is off its path
+        assert mem.current("k", "x") is None
+        assert [e.id for e in mem.path("x")] == ["a0", "b1", "x"]
+
+
+def test_only_places_are_kept_never_text(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "m.db") as mem:
+        mem.add_event("e0", content="I live in Chengdu")
+        mem.add_event("e1", "e0", content="moving to Hangzhou")
+        mem.add_record("r", sources=["e0"], content="lives in Chengdu", key="city")
+        assert mem.current("city", "e1") is not None
+        kept = mem._places._places
+        assert kept, "the read kept no place: the test would prove nothing"
+        assert all(node.content == "" and node.role == "" and node.meta == {}
+                   for node in kept.values())  # fmt: skip
+        mem.erase("e0", reason="forget")
+        assert mem.get_event("e0").content != "I live in Chengdu"
+
+
+def test_another_connections_events_are_read(tmp_path: Path) -> None:
+    """Places are kept per Memory; events another connection adds are read when asked."""
+    path = tmp_path / "m.db"
+    with Memory.open(path) as reader, Memory.open(path) as writer:
+        chain(writer, ["e0", "e1", "e2"])
+        writer.add_record("r", sources=["e1"], content="v1", key="k")
+        assert (reader.current("k", "e2") or pytest.fail("no value")).id == "r"
+        chain(writer, ["f1", "f2"], "e0")  # a sibling branch, after the reader's read
+        writer.add_record("s", sources=["f2"], content="v2", key="k")
+        assert (reader.current("k", "f2") or pytest.fail("no value")).id == "s"
+        assert (reader.current("k", "e2") or pytest.fail("no value")).id == "r"
+
+
+def test_a_warm_read_asks_no_event(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "m.db") as mem:
+        chain(mem, [f"e{i}" for i in range(300)])
+        mem.add_record("r", sources=["e7"], content="early", key="k")
+        assert mem.current("k", "e299") is not None  # a long jump-pointer walk, read once
+        store = mem.store
+        assert isinstance(store, SQLiteStore)
+        seen: list[str] = []
+        store._connection().set_trace_callback(seen.append)
+        try:
+            assert mem.current("k", "e299") is not None
+        finally:
+            store._connection().set_trace_callback(None)
+        assert not [s for s in seen if "FROM events" in s], seen
