@@ -32,12 +32,15 @@ from ..topology import EventNode
 
 __all__ = [
     "TOMBSTONE",
+    "WRAPPED_READS",
     "CleanupPending",
     "ItemByItemAnswers",
     "MessageRow",
     "PathMessage",
     "RevisionKey",
     "Store",
+    "answer_by_reads",
+    "reads_not_overridden",
 ]
 
 # The role of an erased event and the kind of an erased record: both were the caller's text
@@ -108,20 +111,26 @@ class Store(ABC):
         a backend without round trips does nothing. It changes no answer, only its cost."""
 
     # -- events ------------------------------------------------------------------------
-    @abstractmethod
-    def get_event(self, namespace: str, event_id: str) -> EventNode | None: ...
+    def get_event(self, namespace: str, event_id: str) -> EventNode | None:
+        """The event, or None. A wrapper over ``answer`` (``events``)."""
+        return self.answer(namespace, Questions(events=frozenset((event_id,)))).events.get(event_id)
 
     @abstractmethod
     def put_event(self, namespace: str, node: EventNode) -> None:
         """Insert an event or update its topology fields (tree, attached, depth, jump)."""
 
-    @abstractmethod
     def children(self, namespace: str, parent_id: str) -> list[str]:
-        """Ids of the events that name ``parent_id`` as parent, in arrival order."""
+        """Ids of the events that name ``parent_id`` as parent, in arrival order. A wrapper
+        over ``answer`` (``children``)."""
+        asked = Questions(children=frozenset((parent_id,)))
+        return list(self.answer(namespace, asked).children.get(parent_id, ()))
 
-    @abstractmethod
     def path_ids(self, namespace: str, anchor: str) -> list[str]:
-        """Known ancestors-or-self of ``anchor``, root (or gap) first."""
+        """Known ancestors-or-self of ``anchor``, root (or gap) first (empty: no such
+        event). A wrapper over ``answer`` (``paths``)."""
+        return list(
+            self.answer(namespace, Questions(paths=frozenset((anchor,)))).paths.get(anchor, ())
+        )
 
     def path_events(self, namespace: str, anchor: str) -> list[EventNode]:
         """``path_ids`` with the events themselves. A wrapper over ``path_ids`` and
@@ -151,18 +160,20 @@ class Store(ABC):
     @abstractmethod
     def set_head(self, namespace: str, tree: str, event_id: str) -> None: ...
 
-    @abstractmethod
     def heads(self, namespace: str) -> dict[str, str]:
-        """Tree id -> head event id."""
+        """Tree id -> head event id. A wrapper over ``answer`` (``heads``)."""
+        return dict(self.answer(namespace, Questions(heads=True)).heads)
 
     @abstractmethod
     def namespaces(self) -> list[str]:
         """The namespaces anything was written to (an arrival number drawn), by name."""
 
     # -- records -----------------------------------------------------------------------
-    @abstractmethod
     def get_revisions(self, namespace: str, record_id: str) -> list[RevisionNode]:
-        """Every revision of a record, oldest first; empty if the record is unknown."""
+        """Every revision of a record, oldest first; empty if the record is unknown. A
+        wrapper over ``answer`` (``histories``)."""
+        asked = Questions(histories=frozenset((record_id,)))
+        return list(self.answer(namespace, asked).histories.get(record_id, ()))
 
     @abstractmethod
     def put_revision(self, namespace: str, node: RevisionNode) -> None:
@@ -174,25 +185,33 @@ class Store(ABC):
         for node in nodes:
             self.put_revision(namespace, node)
 
-    @abstractmethod
     def revisions_at(self, namespace: str, event_ids: Collection[str]) -> list[RevisionNode]:
-        """Revisions with a frontier at one of ``event_ids``: the index visibility reads."""
+        """Revisions with a frontier at one of ``event_ids``: the index visibility reads. A
+        wrapper over ``answer`` (``sourced_at``)."""
+        asked = Questions(sourced_at=frozenset(event_ids))
+        return list(self.answer(namespace, asked).sourced_at) if asked.sourced_at else []
 
-    @abstractmethod
     def ungated_revisions(self, namespace: str) -> list[RevisionNode]:
-        """Revisions with no frontier at all (legacy, no sources, only missing sources)."""
+        """Revisions with no frontier at all (legacy, no sources, only missing sources). A
+        wrapper over ``answer`` (``ungated``)."""
+        return list(self.answer(namespace, Questions(ungated=True)).ungated)
 
-    @abstractmethod
     def record_ids(self, namespace: str) -> list[str]:
-        """Every record id, in arrival order."""
+        """Every record id, in arrival order. A wrapper over ``answer`` (``record_ids``)."""
+        return list(self.answer(namespace, Questions(record_ids=True)).record_ids)
 
-    @abstractmethod
     def citing(self, namespace: str, target: str) -> list[RevisionKey]:
-        """Revisions whose sources name ``target`` (resolved or not)."""
+        """Revisions whose sources name ``target`` (resolved or not). A wrapper over
+        ``answer`` (``citing``)."""
+        return list(
+            self.answer(namespace, Questions(citing=frozenset((target,)))).citing.get(target, ())
+        )
 
-    @abstractmethod
     def pending_on(self, namespace: str, event_id: str) -> list[RevisionKey]:
-        """Revisions whose gate waits for the detached event ``event_id``."""
+        """Revisions whose gate waits for the detached event ``event_id``. A wrapper over
+        ``answer`` (``pending``)."""
+        asked = Questions(pending=frozenset((event_id,)))
+        return list(self.answer(namespace, asked).pending.get(event_id, ()))
 
     def pending_on_any(self, namespace: str, event_ids: Collection[str]) -> list[RevisionKey]:
         """``pending_on`` for many events at once: a wrapper (backends with round trips
@@ -265,31 +284,48 @@ class Store(ABC):
     @abstractmethod
     def add_supersede(self, namespace: str, new_id: str, old_id: str) -> None: ...
 
-    @abstractmethod
     def superseders(self, namespace: str, old_ids: Collection[str]) -> dict[str, list[str]]:
-        """old id -> ids of the records declared to supersede it."""
+        """old id -> ids of the records declared to supersede it. A wrapper over ``answer``
+        (``superseders``)."""
+        asked = Questions(superseders=frozenset(old_ids))
+        if not asked.superseders:
+            return {}
+        found = self.answer(namespace, asked).superseders
+        return {old: list(found[old]) for old in asked.superseders if found.get(old)}
 
-    @abstractmethod
     def superseded_by(self, namespace: str, new_id: str) -> list[str]:
-        """Ids of the records ``new_id`` was declared to supersede."""
+        """Ids of the records ``new_id`` was declared to supersede. A wrapper over ``answer``
+        (``superseded_by``)."""
+        asked = Questions(superseded_by=frozenset((new_id,)))
+        return list(self.answer(namespace, asked).superseded_by.get(new_id, ()))
 
     @abstractmethod
     def put_retraction(self, namespace: str, node: RetractionNode) -> None: ...
 
-    @abstractmethod
-    def retractions(self, namespace: str, ids: Collection[str]) -> dict[str, RetractionNode]: ...
+    def retractions(self, namespace: str, ids: Collection[str]) -> dict[str, RetractionNode]:
+        """The retractions among ``ids``, by id. A wrapper over ``answer``
+        (``retractions``)."""
+        asked = Questions(retractions=frozenset(ids))
+        return dict(self.answer(namespace, asked).retractions) if asked.retractions else {}
 
-    @abstractmethod
-    def tree_retractions(self, namespace: str) -> list[RetractionNode]: ...
+    def tree_retractions(self, namespace: str) -> list[RetractionNode]:
+        """The tree-scope retractions, by ``seq``. A wrapper over ``answer``
+        (``tree_retractions``)."""
+        return list(self.answer(namespace, Questions(tree_retractions=True)).tree_retractions)
 
     # -- corrections -------------------------------------------------------------------
     @abstractmethod
     def set_status(self, namespace: str, item_id: str, status: str | None) -> None:
         """Mark an event or record ``withdrawn`` or ``erased`` (None clears)."""
 
-    @abstractmethod
     def statuses(self, namespace: str, ids: Collection[str]) -> dict[str, str]:
-        """id -> status for the ids that have one."""
+        """id -> status for the ids that have one. A wrapper over ``answer``
+        (``statuses``)."""
+        asked = Questions(statuses=frozenset(ids))
+        if not asked.statuses:
+            return {}
+        found = self.answer(namespace, asked).statuses
+        return {item: found[item] for item in asked.statuses if item in found}
 
     @abstractmethod
     def erase_content(
@@ -306,9 +342,11 @@ class Store(ABC):
         those retractions. Records that the cleanup of the files is due (``finish_cleanup``).
         """
 
-    @abstractmethod
     def records_with_key(self, namespace: str, key: str) -> list[str]:
-        """Ids of the records one of whose revisions has ``key`` (any scope)."""
+        """Ids of the records one of whose revisions has ``key`` (any scope), sorted. A
+        wrapper over ``answer`` (``keyed_records``)."""
+        asked = Questions(keyed_records=frozenset((key,)))
+        return list(self.answer(namespace, asked).keyed_records.get(key, ()))
 
     # -- repair queue ------------------------------------------------------------------
     @abstractmethod
@@ -387,6 +425,62 @@ class Store(ABC):
         """Counts of what the namespace holds, for ``report()``."""
 
 
+# The per-item reads ``Store`` defines as wrappers over ``answer``: a backend that answers
+# with ``answer_by_reads`` (or ``ItemByItemAnswers``) reads with its own, so it overrides each.
+WRAPPED_READS: Final = (
+    "get_event", "children", "path_ids", "heads", "get_revisions", "revisions_at",
+    "ungated_revisions", "record_ids", "citing", "pending_on", "records_with_key",
+    "superseders", "superseded_by", "retractions", "tree_retractions", "statuses",
+)  # fmt: skip
+
+
+def reads_not_overridden(cls: type[Store]) -> list[str]:
+    """The wrapped reads ``cls`` takes from ``Store`` itself (each would ask ``answer``)."""
+    return [name for name in WRAPPED_READS if getattr(cls, name) is getattr(Store, name)]
+
+
+def answer_by_reads(store: Store, namespace: str, questions: Questions, facts: Facts) -> None:
+    """Fill ``facts`` with what ``questions`` asks beyond a view's questions (``children`` to
+    ``statuses``), each from the store's own per-item read of the same name."""
+    for parent in questions.children:
+        if found := store.children(namespace, parent):
+            facts.children[parent] = found
+    for anchor in questions.paths:
+        if found := store.path_ids(namespace, anchor):
+            facts.paths[anchor] = found
+    if questions.heads:
+        facts.heads.update(store.heads(namespace))
+    for record_id in questions.histories:
+        if history := store.get_revisions(namespace, record_id):
+            facts.histories[record_id] = history
+    if questions.sourced_at:
+        facts.sourced_at.extend(store.revisions_at(namespace, questions.sourced_at))
+    if questions.ungated:
+        facts.ungated.extend(store.ungated_revisions(namespace))
+    if questions.record_ids:
+        facts.record_ids.extend(store.record_ids(namespace))
+    for target in questions.citing:
+        if keys := store.citing(namespace, target):
+            facts.citing[target] = keys
+    for event_id in questions.pending:
+        if keys := store.pending_on(namespace, event_id):
+            facts.pending[event_id] = keys
+    for key in questions.keyed_records:
+        if found := store.records_with_key(namespace, key):
+            facts.keyed_records[key] = found
+    if questions.superseders:
+        facts.superseders.update(store.superseders(namespace, questions.superseders))
+    for new_id in questions.superseded_by:
+        if found := store.superseded_by(namespace, new_id):
+            facts.superseded_by[new_id] = found
+    if questions.retractions:
+        facts.retractions.update(store.retractions(namespace, questions.retractions))
+    if questions.tree_retractions:
+        facts.tree_retractions.extend(store.tree_retractions(namespace))
+    if questions.statuses:
+        facts.statuses.update(store.statuses(namespace, questions.statuses))
+
+
 class ItemByItemAnswers(Store):
     """``Store.answer`` composed from the store's per-item reads, for a backend without round
     trips (each read costs a look-up, so asking one at a time costs what asking in bulk
@@ -399,8 +493,14 @@ class ItemByItemAnswers(Store):
     _key_retractions: Callable[[str, str], list[RetractionNode]]
     _tree_index: Callable[[str, str, int], TreeIndex | IndexTooLarge]
 
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if missing := reads_not_overridden(cls):  # each would ask answer, which asks it
+            raise TypeError(f"{cls.__name__} answers item by item but does not read {missing}")
+
     def answer(self, namespace: str, questions: Questions) -> Facts:
         facts = Facts()
+        answer_by_reads(self, namespace, questions, facts)
         for event_id in questions.events:
             node = self.get_event(namespace, event_id)
             if node is not None:

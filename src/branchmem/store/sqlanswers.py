@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..provenance import RevisionNode
 from ..questions import PAGE_SIZE, Facts, IndexTooLarge, Questions, TreeIndex
 from . import codec
+from .base import answer_by_reads
 from .sqlshared import SQLShared, by_id
+
+if TYPE_CHECKING:
+    from .base import Store
 
 
 class SQLAnswers(SQLShared):
@@ -142,6 +146,8 @@ class SQLAnswers(SQLShared):
             statements.append(self._events_with_steps(namespace, chunk))
             kinds.append("events")
         facts = Facts()
+        # the rest: a statement each, by the mixins' reads (this is always a SQLStore's)
+        answer_by_reads(cast("Store", self), namespace, questions, facts)
         if not statements:
             return facts
         revisions: dict[str, list[RevisionNode]] = {}

@@ -24,9 +24,11 @@ from collections.abc import Iterator
 import pytest
 
 from ..memory import Memory
+from ..provenance import RevisionNode
 from ..questions import PAGE_SIZE, Facts, IndexTooLarge, Questions, TreeIndex
 from ..retraction import RetractionNode
 from ..store.base import Store
+from ..store.inmemory import InMemoryStore
 from .differential import apply, random_history
 from .oracle import Oracle
 
@@ -46,6 +48,37 @@ def _write(mem: Memory, namespace: str, rng: random.Random) -> None:
 def _retractions(store: Store, namespace: str) -> list[RetractionNode]:
     every = store.retractions(namespace, store.record_ids(namespace))
     return sorted(every.values(), key=lambda node: node.seq)
+
+
+def _comparable(facts: Facts) -> dict[str, object]:
+    """The answers to the rest of the history, with the orders the contract leaves open
+    (revisions found by frontier or by none, citing and pending keys) made canonical."""
+
+    def nodes(found: list[RevisionNode]) -> list[tuple[object, ...]]:
+        return sorted((n.record_id, n.revision, n.seq, n.content, n.key) for n in found)
+
+    def history(found: list[RevisionNode]) -> list[tuple[object, ...]]:
+        return [(n.record_id, n.revision, n.seq, n.content, n.key, n.sources) for n in found]
+
+    return {
+        "children": facts.children,
+        "paths": facts.paths,
+        "heads": facts.heads,
+        "histories": {r: history(found) for r, found in facts.histories.items()},
+        "sourced_at": nodes(facts.sourced_at),
+        "ungated": nodes(facts.ungated),
+        "record_ids": facts.record_ids,
+        "citing": {t: sorted(keys) for t, keys in facts.citing.items()},
+        "pending": {e: sorted(keys) for e, keys in facts.pending.items()},
+        "keyed_records": facts.keyed_records,
+        "superseders": facts.superseders,
+        "superseded_by": facts.superseded_by,
+        "retractions": {
+            i: (n.scope, n.targets, n.key, n.seq) for i, n in facts.retractions.items()
+        },
+        "tree_retractions": [(n.id, n.seq) for n in facts.tree_retractions],
+        "statuses": facts.statuses,
+    }
 
 
 class StoreConformance:
@@ -135,6 +168,57 @@ class StoreConformance:
             ]
             assert [n.id for n in facts.retracting.get(record_id, [])] == naming, record_id
         assert set(facts.revisions) <= asked.records
+
+    def test_every_read_is_answered_as_the_reference_store_answers(
+        self, written: tuple[Store, random.Random]
+    ) -> None:
+        """Each of ``answer``'s questions about the rest of the history (children, paths,
+        heads, histories, ... statuses), asked of this store and of an in-memory store given
+        the same writes: the same answer. The reference is independent of this backend, so
+        this holds even for a backend whose per-item reads are ``answer``'s wrappers."""
+        store, rng = written
+        reference = InMemoryStore()
+        replay = Memory(store=reference)
+        replaying = random.Random(26)  # the fixture's seed: the same histories, written again
+        for namespace in self.namespaces:
+            _write(replay, namespace, replaying)
+        for namespace in self.namespaces:
+            for _ in range(self.questions):
+                asked = self._asked_about_the_rest(reference, namespace, rng)
+                with store.reading(namespace):
+                    got = _comparable(store.answer(namespace, asked))
+                want = _comparable(reference.answer(namespace, asked))
+                for name, value in want.items():
+                    assert got[name] == value, (namespace, name)
+
+    @staticmethod
+    def _asked_about_the_rest(store: Store, namespace: str, rng: random.Random) -> Questions:
+        events = [node.id for node in store.iter_events(namespace)]
+        records = store.record_ids(namespace)
+        every = [n for r in records for n in store.get_revisions(namespace, r)]
+        keys = sorted({n.key for n in every if n.key})
+        retractions = [n.record_id for n in every if n.kind == "retraction"]
+
+        def pick(items: list[str]) -> frozenset[str]:
+            return frozenset(rng.sample(sorted(items), min(len(items), rng.randint(1, 12))))
+
+        return Questions(
+            children=pick([*events, *MISSING]),
+            paths=pick([*events, *MISSING]),
+            heads=rng.random() < 0.5,
+            histories=pick([*records, *MISSING]),
+            sourced_at=pick([*events, *MISSING]),
+            ungated=rng.random() < 0.5,
+            record_ids=rng.random() < 0.5,
+            citing=pick([*events, *records, *MISSING]),
+            pending=pick([*events, *MISSING]),
+            keyed_records=pick([*keys, "no-such-key"]),
+            superseders=pick([*records, *MISSING]),
+            superseded_by=pick([*records, *MISSING]),
+            retractions=pick([*retractions, *records, *MISSING]),
+            tree_retractions=rng.random() < 0.5,
+            statuses=pick([*events, *records, *MISSING]),
+        )
 
     def test_key_pages_are_a_prefix_of_the_ranked_candidates(
         self, written: tuple[Store, random.Random]

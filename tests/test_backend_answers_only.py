@@ -1,0 +1,65 @@
+"""A backend that implements only the narrow contract: the writers, ``answer``, the two scans,
+the lifecycle and the side tables; every per-item read comes from ``Store``'s wrappers over
+``answer``. It passes the same conformance suites as the shipped backends, which is what
+shows that ``answer`` is the one reader a backend must provide."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from branchmem import Memory
+from branchmem.store.base import WRAPPED_READS, Store
+from branchmem.store.inmemory import InMemoryStore
+from branchmem.testing import BackendConformance, StoreConformance
+
+# what Store leaves abstract: everything this backend implements
+NARROW_CONTRACT = sorted(Store.__abstractmethods__)
+
+
+def _forwarding(name: str) -> Callable[..., Any]:
+    def forward(self: AnswersOnlyStore, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.inner, name)(*args, **kwargs)
+
+    forward.__name__ = name
+    return forward
+
+
+class AnswersOnlyStore(Store):
+    """Each abstract method forwarded to an in-memory store; nothing else defined."""
+
+    def __init__(self) -> None:
+        self.inner = InMemoryStore()
+
+    locals().update({name: _forwarding(name) for name in NARROW_CONTRACT})
+
+
+def test_the_narrow_contract_is_what_the_backend_defines() -> None:
+    defined = {name for name in vars(AnswersOnlyStore) if not name.startswith("_")}
+    assert defined == set(NARROW_CONTRACT)
+    assert "answer" in NARROW_CONTRACT
+    assert not set(WRAPPED_READS) & set(NARROW_CONTRACT)  # every per-item read is a wrapper
+    for name in WRAPPED_READS:
+        assert getattr(AnswersOnlyStore, name) is getattr(Store, name), name
+
+
+class TestAnswersOnly(BackendConformance):
+    differential_trees = 224  # every read through answer: slower, and the same code paths
+
+    def make_memory(self, mode: str = "strict") -> Memory:
+        return Memory(mode, store=AnswersOnlyStore())
+
+    def test_forget_a_message_erases_what_was_built_on_it_and_hands_a_receipt(self) -> None:
+        """A receipt checks the bytes of the backends it knows; of this one it says so."""
+        with self.make_memory() as mem:
+            mem.add_event("u1", content="I'm moving to Chengdu")
+            receipt = mem.forget("message", "u1")
+        assert not receipt.check.clean
+        assert receipt.check.unchecked == (
+            "a AnswersOnlyStore store: no byte check is known for this backend",
+        )
+
+
+class TestAnswersOnlyContract(StoreConformance):
+    def make_store(self) -> Store:
+        return AnswersOnlyStore()
