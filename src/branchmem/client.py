@@ -83,7 +83,7 @@ _LONG_RUN: Final = b"0" * 19
 
 def loads(answer: bytes) -> Any:
     """``json.loads(answer)``, through orjson when it is installed and reads the same value:
-    a page of 40 records in a third of the time. What orjson refuses (NaN, a lone surrogate,
+    a page of 40 records in about half the time. What orjson refuses (NaN, a lone surrogate,
     nesting past 1,024) or could misread (a run of 19 digits or more: an integer beyond
     64 bits, which it reads as a float) is read by ``json``, errors included."""
     if _fast_loads is not None and _LONG_RUN not in answer.translate(_DIGITS_AS_ZERO):
