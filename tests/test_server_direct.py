@@ -8,6 +8,7 @@ plainly valid ones itself and handed every other one on.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -190,3 +191,34 @@ def test_a_read_while_a_write_holds_the_store_waits_in_a_thread(pair: Pair) -> N
             assert client.get("/healthz").status_code == 200  # and the loop still serves
         reader.join(timeout=10)
     assert answered == [200]
+
+
+def test_the_direct_path_reads_the_query_guard_parsed_and_checked(pair: Pair) -> None:
+    """Guard parses the query string once and leaves the pairs in the scope; the direct path
+    answers from them instead of parsing it again (here the raw query string is empty)."""
+    from collections import Counter
+
+    from branchmem.server.direct import DirectReads
+    from branchmem.server.guard import QUERY_PAIRS
+
+    async def handed_on(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("a plainly valid read was handed on")
+
+    direct = DirectReads(handed_on, state=pair.direct.state, served=Counter())
+    scope = {
+        "type": "http", "method": "GET", "path": f"{NS}/visible", "root_path": "",
+        "query_string": b"", QUERY_PAIRS: [("anchor", "a2b"), ("limit", "1")],
+        "headers": [(b"authorization", f"Bearer {pair.key}".encode())],
+    }  # fmt: skip
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    pair.both(f"{NS}/visible", params={"anchor": "a2b"})  # the key is now cached
+    asyncio.run(direct(scope, receive, send))
+    page = json.loads(sent[1]["body"])
+    assert sent[0]["status"] == 200 and len(page["items"]) == 1 and page["next_cursor"]

@@ -69,6 +69,30 @@ if TYPE_CHECKING:
 DEFAULT_NAMESPACE: Final = "default"
 PAGE: Final = 1000
 
+_fast_loads: Callable[[bytes], Any] | None
+try:  # the server extra brings orjson; the client works without it
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - exercised where orjson is not installed
+    _fast_loads = None
+
+# 19 digits in a row may be an integer beyond 64 bits, which orjson reads as a float; every
+# digit made a 0, such a run is found by a substring test (a regex scan costs more than json)
+_DIGITS_AS_ZERO: Final = bytes.maketrans(b"123456789", b"0" * 9)
+_LONG_RUN: Final = b"0" * 19
+
+
+def loads(answer: bytes) -> Any:
+    """``json.loads(answer)``, through orjson when it is installed and reads the same value:
+    a page of 40 records in about half the time. What orjson refuses (NaN, a lone surrogate,
+    nesting past 1,024) or could misread (a run of 19 digits or more: an integer beyond
+    64 bits, which it reads as a float) is read by ``json``, errors included."""
+    if _fast_loads is not None and _LONG_RUN not in answer.translate(_DIGITS_AS_ZERO):
+        try:
+            return _fast_loads(answer)
+        except ValueError:  # orjson.JSONDecodeError is one
+            pass
+    return json.loads(answer)
+
 
 def url_segment(value: str) -> str:
     """A path segment that survives URL normalisation: '.' and '..' are encoded too."""
@@ -341,7 +365,7 @@ class Client:
 
     def _problem(self, status: int, answer: bytes) -> BranchmemError:
         try:
-            data = json.loads(answer)
+            data = loads(answer)
         except ValueError:
             data = {}
         if not isinstance(data, dict):
@@ -355,7 +379,7 @@ class Client:
             raise self._problem(status, answer)
         if status == 204:
             return None
-        return json.loads(answer)
+        return loads(answer)
 
     def _ns(self, namespace: str) -> str:
         return f"/v1/ns/{url_segment(check_id(namespace, 'namespace'))}"

@@ -37,7 +37,7 @@ from starlette.concurrency import run_in_threadpool
 from ..api.operations import PREFIX, REQUIRED, Operation, operations
 from ..errors import BranchmemError, InvalidInput
 from .auth import bearer, grant_without_store
-from .guard import ASGIApp, Receive, Scope, Send
+from .guard import QUERY_PAIRS, ASGIApp, Receive, Scope, Send
 from .keys import ApiKey
 from .problems import Refusal, library_problem, problem
 from .routes import (
@@ -241,9 +241,12 @@ class DirectReads:
         grant = self.grant(scope, namespace)
         given: dict[str, Any] = dict(zip(read.segments[1:], values, strict=True))
         given.update(read.defaults)
-        query = scope.get("query_string", b"").decode("latin-1")
+        pairs = scope.get(QUERY_PAIRS)  # as Guard parsed and checked them
+        if pairs is None:
+            query = scope.get("query_string", b"").decode("latin-1")
+            pairs = parse_qsl(query, keep_blank_values=True)
         seen: set[str] = set()
-        for name, value in parse_qsl(query, keep_blank_values=True):
+        for name, value in pairs:
             parse = read.parsers.get(name)
             if parse is None or name in seen:
                 raise Defer  # unknown, not read here, or given twice (Guard refuses that)

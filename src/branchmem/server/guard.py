@@ -34,6 +34,9 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 MAX_DEPTH = 64
 MAX_INT_DIGITS = 4300  # Python's own limit on int <-> str conversion
+# the scope key under which Guard leaves the query's (name, value) pairs it checked, so the
+# direct reads (direct.py) do not parse the query string a second time
+QUERY_PAIRS = "branchmem.query_pairs"
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +222,7 @@ class Guard:
                     why = f"query parameter {name!r} is given more than once"
                     break
                 seen.add(name)
+            scope[QUERY_PAIRS] = pairs
         if why:
             await problem("invalid_input", f"request {why}")(scope, receive, send)
             return
