@@ -67,6 +67,8 @@ bench: $(STAMP)
 	$(PY) bench/service.py
 	$(PY) bench/context.py
 	$(PY) bench/langgraph_store.py
+	$(PY) bench/current_sqlite.py
+	$(PY) bench/decision_split.py --full
 	$(PY) bench/corpus_retrieval.py
 	$(PY) bench/figures.py
 
