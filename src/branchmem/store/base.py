@@ -439,40 +439,32 @@ def reads_not_overridden(cls: type[Store]) -> list[str]:
     return [name for name in WRAPPED_READS if getattr(cls, name) is getattr(Store, name)]
 
 
+# (question and fact, per-item read) for the questions asked one id at a time
+PER_ID_READS: Final = (
+    ("children", "children"), ("paths", "path_ids"), ("histories", "get_revisions"),
+    ("citing", "citing"), ("pending", "pending_on"), ("keyed_records", "records_with_key"),
+    ("superseded_by", "superseded_by"),
+)  # fmt: skip
+
+
 def answer_by_reads(store: Store, namespace: str, questions: Questions, facts: Facts) -> None:
     """Fill ``facts`` with what ``questions`` asks beyond a view's questions (``children`` to
     ``statuses``), each from the store's own per-item read of the same name."""
-    for parent in questions.children:
-        if found := store.children(namespace, parent):
-            facts.children[parent] = found
-    for anchor in questions.paths:
-        if found := store.path_ids(namespace, anchor):
-            facts.paths[anchor] = found
+    for field_name, read_name in PER_ID_READS:
+        read, answers = getattr(store, read_name), getattr(facts, field_name)
+        for item in getattr(questions, field_name):
+            if found := read(namespace, item):
+                answers[item] = found
     if questions.heads:
         facts.heads.update(store.heads(namespace))
-    for record_id in questions.histories:
-        if history := store.get_revisions(namespace, record_id):
-            facts.histories[record_id] = history
     if questions.sourced_at:
         facts.sourced_at.extend(store.revisions_at(namespace, questions.sourced_at))
     if questions.ungated:
         facts.ungated.extend(store.ungated_revisions(namespace))
     if questions.record_ids:
         facts.record_ids.extend(store.record_ids(namespace))
-    for target in questions.citing:
-        if keys := store.citing(namespace, target):
-            facts.citing[target] = keys
-    for event_id in questions.pending:
-        if keys := store.pending_on(namespace, event_id):
-            facts.pending[event_id] = keys
-    for key in questions.keyed_records:
-        if found := store.records_with_key(namespace, key):
-            facts.keyed_records[key] = found
     if questions.superseders:
         facts.superseders.update(store.superseders(namespace, questions.superseders))
-    for new_id in questions.superseded_by:
-        if found := store.superseded_by(namespace, new_id):
-            facts.superseded_by[new_id] = found
     if questions.retractions:
         facts.retractions.update(store.retractions(namespace, questions.retractions))
     if questions.tree_retractions:
