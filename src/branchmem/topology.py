@@ -42,6 +42,13 @@ class EventNode:
             self.ts, self.seq, True, depth, jump,
         )  # fmt: skip
 
+    def place_only(self) -> EventNode:
+        """This event's place in its tree without its text (role, content, meta empty)."""
+        return EventNode(
+            self.id, self.parent, self.tree, self.explicit_tree, "", "", {}, self.ts,
+            self.seq, self.attached, self.depth, self.jump,
+        )  # fmt: skip
+
     def to_event(self, namespace: str) -> Event:
         return Event(
             id=self.id,
@@ -111,6 +118,10 @@ def is_ancestor_or_self(ancestor: EventNode, node: EventNode, lookup: Lookup) ->
     return level_ancestor(node, ancestor.depth, lookup).id == ancestor.id
 
 
+# the ancestors a path kept across calls remembers (past them it walks, as a fresh one does)
+KEPT_ANCESTORS = 512
+
+
 class AnchorPath:
     """Membership in one attached anchor's root path, without materialising the path.
 
@@ -120,17 +131,20 @@ class AnchorPath:
     deepest-first pays O(log gap) lookups per question, never O(depth).
     """
 
-    def __init__(self, anchor: EventNode, lookup: Lookup) -> None:
+    def __init__(self, anchor: EventNode, lookup: Lookup, *, places_only: bool = False) -> None:
+        """``places_only``: keep the anchor and the ancestors found without their text (a
+        path kept across calls, ``SettledPlaces``)."""
         assert anchor.attached and anchor.depth is not None
-        self.anchor = anchor
+        self.places_only = places_only
+        self.anchor = anchor.place_only() if places_only else anchor
         self._lookup = lookup
         self._depths: list[int] = [anchor.depth]  # ascending; ancestors found so far
-        self._found: dict[int, EventNode] = {anchor.depth: anchor}
+        self._found: dict[int, EventNode] = {anchor.depth: self.anchor}
 
     def over(self, lookup: Lookup) -> AnchorPath:
         """This path read through ``lookup``, sharing the ancestors found so far."""
         path = AnchorPath.__new__(AnchorPath)
-        path.anchor, path._lookup = self.anchor, lookup
+        path.anchor, path._lookup, path.places_only = self.anchor, lookup, self.places_only
         path._depths, path._found = self._depths, self._found
         return path
 
@@ -141,6 +155,10 @@ class AnchorPath:
             return known
         start = self._found[self._depths[bisect_left(self._depths, depth)]]
         node = level_ancestor(start, depth, self._lookup)
+        if self.places_only:  # kept across calls: without text, and only so many
+            if len(self._found) >= KEPT_ANCESTORS:
+                return node
+            node = node.place_only()
         insort(self._depths, depth)
         self._found[depth] = node
         return node
@@ -180,14 +198,15 @@ class SettledPlaces:
         """The attached ``anchor``'s path over ``lookup``, with the ancestors earlier calls
         found on it (an anchor's ancestors are settled too); a fresh one inside a write
         transaction."""
-        if self.writing():
+        places = self._lookups.get(namespace)
+        if self.writing() or places is None:
             return AnchorPath(anchor, lookup)
         known = self._paths.get((namespace, anchor.id))
         if known is None:
             if len(self._paths) >= self.anchors:
                 self._paths.clear()
-            known = self._paths[(namespace, anchor.id)] = AnchorPath(anchor, lookup)
-            return known
+            known = AnchorPath(anchor, places, places_only=True)  # holds no caller's lookup
+            self._paths[(namespace, anchor.id)] = known
         return known.over(lookup)
 
     def lookup(self, namespace: str, read: Lookup) -> Lookup:
@@ -211,11 +230,8 @@ class SettledPlaces:
                 return node
             if len(places) >= self.limit:
                 places.clear()  # a full table starts again: the places stay readable
-            places[(namespace, event_id)] = EventNode(
-                node.id, node.parent, node.tree, node.explicit_tree, "", "", {}, node.ts,
-                node.seq, True, node.depth, node.jump,
-            )  # fmt: skip
-            return node
+            kept = places[(namespace, event_id)] = node.place_only()
+            return kept
 
         return place
 
