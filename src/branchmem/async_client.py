@@ -39,7 +39,7 @@ except ImportError as missing:  # the core library has no dependencies; the clie
 from .api.codec import decode, encode_argument
 from .api.operations import Operation, operations
 from .api.protocol import MemoryAPI, takes_declared_docs
-from .client import PAGE, query_value, url_segment
+from .client import PAGE, loads, query_value, url_segment
 from .errors import BranchmemError, InvalidInput, Unavailable, problem_class
 from .model import MODES, Explanation
 from .validation import Keep, check_id
@@ -205,7 +205,7 @@ class AsyncClient:
 
     def _problem(self, status: int, answer: bytes) -> BranchmemError:
         try:
-            data = json.loads(answer)
+            data = loads(answer)
         except ValueError:
             data = {}
         if not isinstance(data, dict):
@@ -219,7 +219,7 @@ class AsyncClient:
             raise self._problem(status, answer)
         if status == 204:
             return None
-        return json.loads(answer)
+        return loads(answer)
 
     async def _pages(self, path: str, params: Mapping[str, Any]) -> AsyncIterator[Any]:
         query = dict(params)
