@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ..audit import AuditEntry
 from ..errors import ErasedError, NotFoundError
+from ..keyed import KeyedView
 from ..model import ERASED, Record
 from ..provenance import RevisionNode
 from ..resolution import Resolution
@@ -88,6 +89,20 @@ class Namespace:
         if self.places is None:
             return AnchorPath(anchor, lookup)
         return self.places.path(self.name, anchor, lookup)
+
+    def keyed_view(
+        self,
+        anchor: EventNode,
+        mode: str,
+        heads: dict[str, EventNode] | None = None,
+        counts: Counter[str] | None = None,
+    ) -> KeyedView:
+        """A keyed read at an attached ``anchor`` (and ``heads``, cross-tree) whose ancestor
+        tests read places and the paths earlier calls walked."""
+        return KeyedView(
+            self.store, self.name, anchor, mode, heads, self.place_lookup(), self.anchor_path,
+            counts,
+        )  # fmt: skip
 
     def place(self, event_id: str, lookup: Lookup | None = None) -> EventNode:
         """``event_node`` for where the event sits, not for its text, through ``lookup``

@@ -13,7 +13,6 @@ from dataclasses import replace
 from typing import Final
 
 from ..errors import NotFoundError
-from ..keyed import KeyedView
 from ..model import Explanation, Record
 from ..provenance import RevisionNode
 from ..questions import Questions, TreeIndex
@@ -126,14 +125,7 @@ def indexed_visible(
         return None  # larger than the path is long: walking the path is the shorter read
     if key is not None:  # other keys' winners cannot be returned
         index = replace(index, groups=tuple(g for g in index.groups if g[0] == key))
-    keyed = KeyedView(
-        ns.store,
-        ns.name,
-        node,
-        ns.mode if mode is None else check_mode(mode),
-        lookup=ns.place_lookup(),
-        path_of=ns.anchor_path,
-    )
+    keyed = ns.keyed_view(node, ns.mode if mode is None else check_mode(mode))
     found = [
         revision
         for revision in keyed.visible(index, include_stale)
@@ -239,9 +231,7 @@ def current(
         and (heads is None or all(h.attached for h in heads.values()))
     ):
         chosen_mode = ns.mode if mode is None else check_mode(mode)
-        keyed = KeyedView(
-            ns.store, ns.name, node, chosen_mode, heads, place, ns.anchor_path, ns.counts
-        )
+        keyed = ns.keyed_view(node, chosen_mode, heads, ns.counts)
         revision = keyed.current(key, scope)
         return None if revision is None else ns.to_record(revision)
     found = visible(ns, anchor, cross_tree, mode, None, key, scope, False, False)
@@ -284,10 +274,7 @@ def currents(
     if steps is None or (steps and len(keys) > events // steps):
         return None
     chosen_mode = ns.mode if mode is None else check_mode(mode)
-    keyed = KeyedView(
-        ns.store, ns.name, node, chosen_mode, heads if cross_tree else None, place,
-        ns.anchor_path,
-    )  # fmt: skip
+    keyed = ns.keyed_view(node, chosen_mode, heads if cross_tree else None)
     keyed.learn_keys(keys)
     found = [revision for key in sorted(keys) if (revision := keyed.current(key, None))]
     ns.counts.update(keyed.counts)
