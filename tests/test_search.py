@@ -738,6 +738,7 @@ def test_minilm_ranks_the_visible_records_like_the_reference(tmp_path: Path) -> 
 def _work_of_one_keyed_write(trees: int, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
     """(views built, revision lists read) while one keyed record is added to a new tree,
     with ``trees`` other trees each holding a record on that key and a summary built on it."""
+    import branchmem.engine.namespace as keyed_views  # where keyed views are built
     import branchmem.engine.views as engine  # where the views of a write are built
     from branchmem.store.inmemory import InMemoryStore
 
@@ -748,7 +749,7 @@ def _work_of_one_keyed_write(trees: int, monkeypatch: pytest.MonkeyPatch) -> tup
         mem.add_record(f"digest-{tree}", sources=[f"city-{tree}"], content="杭州", kind="summary")
     mem.add_event("new", content="新的对话")
     work = [0, 0]
-    view, keyed, get_revisions = engine.View, engine.KeyedView, InMemoryStore.get_revisions
+    view, keyed, get_revisions = engine.View, keyed_views.KeyedView, InMemoryStore.get_revisions
 
     def counting_view(*args: Any, **kwargs: Any) -> Any:
         work[0] += 1
@@ -764,7 +765,7 @@ def _work_of_one_keyed_write(trees: int, monkeypatch: pytest.MonkeyPatch) -> tup
 
     with monkeypatch.context() as patch:
         patch.setattr(engine, "View", counting_view)
-        patch.setattr(engine, "KeyedView", counting_keyed)
+        patch.setattr(keyed_views, "KeyedView", counting_keyed)
         patch.setattr(InMemoryStore, "get_revisions", counting_get_revisions)
         mem.add_record("city-new", sources=["new"], content="成都", key="city")
     return work[0], work[1]
