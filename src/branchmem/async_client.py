@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import inspect
 import itertools
 import json
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
@@ -37,7 +36,7 @@ except ImportError as missing:  # the core library has no dependencies; the clie
     raise MissingExtra("branchmem.AsyncClient", "client", missing.name) from missing
 
 from .api.codec import decode, encode_argument
-from .api.operations import Operation, operations
+from .api.operations import Operation, binder, operations
 from .api.protocol import MemoryAPI, takes_declared_docs
 from .client import PAGE, loads, query_value, url_segment
 from .errors import BranchmemError, InvalidInput, Unavailable, problem_class
@@ -92,14 +91,11 @@ def remote(
     """An ``AsyncClient`` method for an API method: same signature and docstring, sent by
     the operation table's route and decoded by the codec."""
     name = declared.__name__
-    signature = inspect.signature(declared)
+    bind = binder(declared)
 
     @functools.wraps(declared)
     async def call(self: AsyncClient, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        bound = signature.bind(self, *args, **kwargs)
-        bound.apply_defaults()
-        arguments = dict(bound.arguments)
-        arguments.pop("self")
+        arguments = bind(args, kwargs)
         op = operations()[name]
         result: R = decode(op.result, await self._call(op, arguments))
         return result

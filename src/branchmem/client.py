@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import http.client
-import inspect
 import itertools
 import json
 import select
@@ -41,7 +40,7 @@ except ImportError as missing:  # the core library has no dependencies; the clie
     raise MissingExtra("branchmem.Client", "client", missing.name) from missing
 
 from .api.codec import decode, encode_argument
-from .api.operations import Operation, operations
+from .api.operations import Operation, binder, operations
 from .api.protocol import MemoryAPI, takes_declared_docs
 from .errors import (  # noqa: F401  (every error class stays importable from here, as before)
     BranchmemError,
@@ -232,15 +231,11 @@ def remote(declared: F) -> F:
     """A ``Client`` method for an API method: same signature and docstring, sent over HTTP
     by the operation table's route and decoded by the codec (``Client._call``)."""
     name = declared.__name__
-    signature = inspect.signature(declared)
+    bind = binder(declared)
 
     @functools.wraps(declared)
     def call(self: Client, *args: Any, **kwargs: Any) -> Any:
-        bound = signature.bind(self, *args, **kwargs)
-        bound.apply_defaults()
-        arguments = dict(bound.arguments)
-        arguments.pop("self")
-        return self._call(operations()[name], arguments)
+        return self._call(operations()[name], bind(args, kwargs))
 
     return call  # type: ignore[return-value]
 

@@ -127,7 +127,7 @@ def _decoder(hint: Any) -> Decoder:
     if origin in (dict, Mapping):
         values = decoder(args[1] if len(args) == 2 else Any)
         if values is _same:
-            return lambda data: {k: v for k, v in data.items()}
+            return _plain_dict
         return lambda data: {k: values(v) for k, v in data.items()}
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
@@ -149,23 +149,43 @@ def _decoder(hint: Any) -> Decoder:
     return _same
 
 
+def _plain_dict(data: Any) -> dict[Any, Any]:
+    return data.copy() if type(data) is dict else {k: v for k, v in data.items()}
+
+
 def _dataclass_decoder(cls: type) -> Decoder:
     """Field decoders are looked up on first use, so a dataclass may refer to itself.
-    Fields whose JSON form is already their value (text, ints, Any) are passed as they are."""
-    resolved: tuple[frozenset[str], dict[str, Decoder]] | None = None
+
+    A page of records is decoded on every read an agent makes, so the first use also writes
+    a constructor call for the class (``_direct_builder``) that reads every field of a
+    complete JSON object by name; an object missing a field (one with a default), or any
+    other input, takes the general path, which gives the same value or the same error."""
+    resolved: Decoder | None = None
 
     def build(data: Any) -> Any:
         nonlocal resolved
+        made = resolved
+        if made is None:  # built whole, then published: other threads never see half
+            made = resolved = _direct_builder(cls, _general_builder(cls))
+        return made(data)
+
+    return build
+
+
+def _field_decoders(cls: type) -> dict[str, Decoder]:
+    hints = _hints(cls)
+    return {f.name: decoder(hints[f.name]) for f in dataclasses.fields(cls)}
+
+
+def _general_builder(cls: type) -> Decoder:
+    """Any mapping, fields left out taking their defaults, unknown keys ignored."""
+    each = _field_decoders(cls)
+    plain = frozenset(name for name, made in each.items() if made is _same)
+    converted = {n: made for n, made in each.items() if n not in plain}
+
+    def build(data: Any) -> Any:
         if not isinstance(data, Mapping):
             raise InvalidInput(f"expected a {cls.__name__} object, got {data!r}")
-        fields = resolved
-        if fields is None:  # built whole, then published: other threads never see half
-            hints = _hints(cls)
-            each = {f.name: decoder(hints[f.name]) for f in dataclasses.fields(cls)}
-            plain = frozenset(name for name, made in each.items() if made is _same)
-            fields = (plain, {n: made for n, made in each.items() if n not in plain})
-            resolved = fields
-        plain, converted = fields
         values = {k: v for k, v in data.items() if k in plain}
         for name, convert in converted.items():
             if name in data:
@@ -173,6 +193,39 @@ def _dataclass_decoder(cls: type) -> Decoder:
         return cls(**values)
 
     return build
+
+
+def _direct_builder(cls: type, general: Decoder) -> Decoder:
+    """``general`` with a fast path for a JSON object holding every field: one generated
+    call of ``cls`` with each field read by name (and decoded where its hint asks), in the
+    order the dataclass takes them. Fields are identifiers, written here as literals."""
+    each = _field_decoders(cls)
+    scope: dict[str, Any] = {"cls": cls, "general": general}
+    given: list[str] = []
+    named: list[str] = []
+    for number, f in enumerate(dataclasses.fields(cls)):
+        if not f.init:
+            return general
+        value = f"data[{f.name!r}]"
+        if each[f.name] is not _same:
+            scope[f"convert_{number}"] = each[f.name]
+            value = f"convert_{number}({value})"
+        if f.kw_only:
+            named.append(f"{f.name}={value}")
+        else:
+            given.append(value)
+    source = (
+        "def build(data):\n"
+        "    if type(data) is dict:\n"
+        "        try:\n"
+        f"            return cls({', '.join(given + named)})\n"
+        "        except KeyError:\n"
+        "            pass\n"
+        "    return general(data)\n"
+    )
+    exec(source, scope)
+    built: Decoder = scope["build"]
+    return built
 
 
 def _iterable(origin: Any) -> bool:

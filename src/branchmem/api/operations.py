@@ -169,3 +169,45 @@ def operations() -> dict[str, Operation]:
         if isinstance(route, Route):
             found[name] = _operation(name, member, route)
     return found
+
+
+Bind = Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any]]
+
+
+def binder(declared: Callable[..., Any]) -> Bind:
+    """``(args, kwargs) -> arguments`` of a method called without ``self``: every parameter
+    by name, defaults applied, in the declaration's order, as ``Signature.bind`` and
+    ``apply_defaults`` give them. A remote call binds its arguments on every turn, so a
+    plain call (positional then named parameters, nothing twice, nothing unknown or
+    missing) is bound from the parameters read once; anything else goes through
+    ``Signature.bind``, which raises the same ``TypeError`` a local call would."""
+    signature = inspect.signature(declared)
+    params = list(signature.parameters.values())[1:]  # self
+    bind_any = signature.bind
+    order = [p.name for p in params]
+    defaults = {p.name: p.default for p in params if p.default is not REQUIRED}
+    required = frozenset(p.name for p in params if p.default is REQUIRED)
+    plain = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    positional = [p.name for p in params if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    simple = all(p.kind in plain for p in params)
+    names = frozenset(order)
+
+    def general(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        bound = bind_any(None, *args, **kwargs)
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        arguments.pop(next(iter(signature.parameters)))
+        return arguments
+
+    def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if not simple or len(args) > len(positional):
+            return general(args, kwargs)
+        given = dict(zip(positional, args, strict=False))  # args may be fewer
+        if not kwargs.keys() <= names or not given.keys().isdisjoint(kwargs):
+            return general(args, kwargs)
+        given.update(kwargs)
+        if not required <= given.keys():
+            return general(args, kwargs)
+        return {name: given[name] if name in given else defaults[name] for name in order}
+
+    return bind
