@@ -56,7 +56,7 @@ def call_shapes(name: str) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
         (tuple(values[n] for n in positional[:1]), {n: values[n] for n in required[1:]}),
         ((), {}),
         ((), {**values, "no_such_parameter": 1}),
-        (tuple(values[n] for n in positional) + ("one too many",), {}),
+        ((*(values[n] for n in positional), "one too many"), {}),
     ]
     if positional:
         shapes.append(((values[positional[0]],), {positional[0]: "again"}))

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Final
 
@@ -26,6 +29,9 @@ from ..memory import ApiKeyRow, ApiKeys, Memory
 
 PREFIX: Final = "bm_"
 CACHE_SECONDS: Final = 2.0  # a deleted key stops working within this long on every worker
+# a key in use has its row read again in the background once its cached copy is this old, so
+# no request waits for the store; past CACHE_SECONDS the copy is not used at all
+REFRESH_SECONDS: Final = CACHE_SECONDS / 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,14 +91,26 @@ def split_key(presented: str) -> tuple[str, str] | None:
     return key_id, secret
 
 
+log = logging.getLogger(__name__)
+
+
 class KeyRing:
     """Keys kept in a ``Memory``'s store (``Memory.api_keys``), with a short cache so a
-    request costs no query."""
+    request costs no query.
 
-    def __init__(self, memory: Memory) -> None:
+    A row read is used for ``CACHE_SECONDS``. A key in steady use would otherwise send one
+    request in every ``CACHE_SECONDS`` through the store and a thread (the slowest request
+    of its stream); so a cached row older than ``REFRESH_SECONDS`` is read again in a
+    background thread while requests go on with the copy. ``clock`` is the ring's time
+    (``time.monotonic``)."""
+
+    def __init__(self, memory: Memory, clock: Callable[[], float] = time.monotonic) -> None:
         self.memory = memory
+        self.clock = clock
         self._cache: dict[str, tuple[float, ApiKeyRow | None]] = {}
         self._cache_lock = threading.Lock()
+        self._refreshing: dict[str, Future[None]] = {}
+        self._refresher: ThreadPoolExecutor | None = None
 
     def _keys(self) -> ApiKeys:
         return self.memory.api_keys()  # refuses a store that keeps no keys
@@ -152,9 +170,40 @@ class KeyRing:
             return True, None
         with self._cache_lock:
             cached = self._cache.get(parts[0])
-        if cached is None or time.monotonic() - cached[0] >= CACHE_SECONDS:
+        if cached is None:
             return False, None
+        age = self.clock() - cached[0]
+        if age >= CACHE_SECONDS:
+            return False, None
+        if age >= REFRESH_SECONDS:
+            self._refresh_soon(parts[0])
         return True, self._check(cached[1], parts[1])
+
+    def _refresh_soon(self, key_id: str) -> None:
+        """Read ``key_id``'s row again in the ring's one background thread (once at a time)."""
+        with self._cache_lock:
+            if key_id in self._refreshing:
+                return
+            if self._refresher is None:
+                self._refresher = ThreadPoolExecutor(1, thread_name_prefix="branchmem-keys")
+            self._refreshing[key_id] = self._refresher.submit(self._refresh, key_id)
+
+    def _refresh(self, key_id: str) -> None:
+        try:
+            read_at = self.clock()  # the copy is as old as the read's start
+            row = self._keys().get(key_id)
+            with self._cache_lock:
+                self._cache[key_id] = (read_at, row)
+        except Exception:  # the copy ages out; the next request reads the store itself
+            log.debug("refreshing API key %s failed", key_id, exc_info=True)
+        finally:
+            with self._cache_lock:
+                self._refreshing.pop(key_id, None)
+
+    def refreshes(self) -> tuple[Future[None], ...]:
+        """The background reads in flight (tests wait for them)."""
+        with self._cache_lock:
+            return tuple(self._refreshing.values())
 
     def _check(self, row: ApiKeyRow | None, secret: str) -> ApiKey | None:
         if row is None or not hmac.compare_digest(row.secret_hash, hash_secret(secret)):
@@ -162,7 +211,7 @@ class KeyRing:
         return self._granted(row)
 
     def _row(self, key_id: str) -> ApiKeyRow | None:
-        now = time.monotonic()
+        now = self.clock()
         with self._cache_lock:
             cached = self._cache.get(key_id)
             if cached is not None and now - cached[0] < CACHE_SECONDS:

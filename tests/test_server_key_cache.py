@@ -1,0 +1,95 @@
+"""The API key cache: a key in steady use never sends a request to the store (its row is
+read again in the background), and a deleted key still stops working within
+``CACHE_SECONDS`` on every worker."""
+
+from __future__ import annotations
+
+from concurrent.futures import wait
+from pathlib import Path
+
+import pytest
+
+from branchmem import Memory
+from branchmem.server.keys import CACHE_SECONDS, REFRESH_SECONDS, KeyRing
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def memory() -> Memory:
+    return Memory()
+
+
+def settle(ring: KeyRing) -> None:
+    wait(ring.refreshes(), timeout=30)
+
+
+def test_a_key_in_steady_use_is_never_sent_to_the_store(memory: Memory) -> None:
+    clock = Clock()
+    ring = KeyRing(memory, clock=clock)
+    key, grant = ring.create("me", ["alice"])
+    assert ring.verify(key) == grant  # the first request reads the row
+    step = REFRESH_SECONDS / 2
+    for _ in range(int(10 * CACHE_SECONDS / step)):  # ten cache lifetimes, a request a step
+        clock.now += step
+        assert ring.verify_cached(key) == (True, grant)
+        settle(ring)
+
+
+def test_without_traffic_the_copy_still_ages_out(memory: Memory) -> None:
+    clock = Clock()
+    ring = KeyRing(memory, clock=clock)
+    key, _ = ring.create("me", ["alice"])
+    ring.verify(key)
+    clock.now += CACHE_SECONDS
+    assert ring.verify_cached(key) == (False, None)  # the request reads the store itself
+    assert ring.refreshes() == ()
+
+
+def test_a_key_deleted_by_another_worker_stops_working_within_the_cache_time(
+    memory: Memory,
+) -> None:
+    clock = Clock()
+    serving, other = KeyRing(memory, clock=clock), KeyRing(memory, clock=clock)
+    key, grant = serving.create("me", ["alice"])
+    assert serving.verify(key) == grant
+    other.delete(grant.key_id)
+    clock.now += REFRESH_SECONDS  # still the old copy, and a read of the row starts
+    assert serving.verify_cached(key) == (True, grant)
+    settle(serving)
+    assert serving.verify_cached(key) == (True, None)  # the read found the key gone
+    assert serving.verify(key) is None
+
+
+def test_a_failed_background_read_leaves_the_request_to_the_store(tmp_path: Path) -> None:
+    memory = Memory.open(str(tmp_path / "keys.db"))
+    clock = Clock()
+    ring = KeyRing(memory, clock=clock)
+    key, grant = ring.create("me", ["alice"])
+    ring.verify(key)
+    memory.close()  # the background read fails on a closed SQLite store
+    clock.now += REFRESH_SECONDS
+    assert ring.verify_cached(key) == (True, grant)  # the copy is still young enough
+    settle(ring)
+    clock.now += CACHE_SECONDS - REFRESH_SECONDS
+    assert ring.verify_cached(key) == (False, None)
+
+
+def test_one_background_read_at_a_time_per_key(memory: Memory) -> None:
+    clock = Clock()
+    ring = KeyRing(memory, clock=clock)
+    key, grant = ring.create("me", ["alice"])
+    ring.verify(key)
+    clock.now += REFRESH_SECONDS
+    with memory.transaction():  # holds the store: the background read waits behind it
+        for _ in range(20):
+            assert ring.verify_cached(key) == (True, grant)
+        assert len(ring.refreshes()) == 1
+    settle(ring)
+    assert ring.refreshes() == ()
