@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import uuid
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import parse_qsl
 
 import pytest
 
@@ -21,7 +23,7 @@ from fastapi.testclient import TestClient
 
 from branchmem import Memory, NotFoundError
 from branchmem.server import create_app
-from branchmem.server.guard import is_json
+from branchmem.server.guard import is_json, query_pairs
 
 CONTENT_TYPES = [
     "application/json",
@@ -172,3 +174,25 @@ def test_an_import_upload_is_left_to_the_importer_which_repairs_its_text(
     assert response.json()["imported"] == 1
     memory = service.app.state.memory  # type: ignore[attr-defined]
     assert memory.get_event("guard-chat:guard-m1").content == "hi \ufffd"
+
+
+QUERY_PARTS = ["a", "b=1", "c=", "=d", "e=f=g", "", "h=%41", "i=x+y", "j=%00", "k=%ff", "l=é",
+               "anchor=u2b", "mode=strict", "k=3", "m=%2B"]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_the_query_is_split_as_parse_qsl_splits_it(seed: int) -> None:
+    """Guard's split of a plain query (no escape, ASCII) against ``parse_qsl``'s, and any
+    other query left to ``parse_qsl`` itself: the same pairs or the same error."""
+    rng = random.Random(seed)
+    query = "&".join(rng.choice(QUERY_PARTS) for _ in range(rng.randrange(0, 6)))
+
+    def outcome(split: Any) -> Any:
+        try:
+            return split(query)
+        except UnicodeDecodeError as error:
+            return type(error)
+
+    assert outcome(query_pairs) == outcome(
+        lambda q: parse_qsl(q, keep_blank_values=True, errors="strict")
+    ), query

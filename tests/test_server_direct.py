@@ -23,7 +23,7 @@ from fastapi.testclient import TestClient
 
 from branchmem import Memory
 from branchmem.server import KeyRing, create_app, keys
-from branchmem.server.direct import reads
+from branchmem.server.direct import reads, reads_by_last_segment
 from branchmem.testing.conformance import chengdu
 
 NS = "/v1/ns/default"
@@ -222,3 +222,26 @@ def test_the_direct_path_reads_the_query_guard_parsed_and_checked(pair: Pair) ->
     asyncio.run(direct(scope, receive, send))
     page = json.loads(sent[1]["body"])
     assert sent[0]["status"] == 200 and len(page["items"]) == 1 and page["next_cursor"]
+
+
+def first_match(path: str) -> str | None:
+    """The read the table's order picks for ``path`` (every pattern tried in turn)."""
+    return next((read.op.name for read in reads() if read.pattern.match(path)), None)
+
+
+def test_reads_indexed_by_their_last_segment_route_as_the_table_does() -> None:
+    """Every route's own path, a path whose id is another route's name (``records/visible``)
+    and paths no route serves pick the same read through the index as through the table."""
+    found = reads()
+    by_last = reads_by_last_segment(found)
+    names = {read.op.path.rsplit("/", 1)[-1] for read in found} | {"x", "", "%2E"}
+    paths = [f"/v1/ns/n{read.op.path}" for read in found]
+    paths += [
+        f"/v1/ns/n/{base}/{name}" for base in ("records", "events", "heads", "trees", "items")
+        for name in names
+    ]  # fmt: skip
+    paths += [f"/v1/ns/n/records/{name}/explain" for name in names] + ["/v1/ns/n", "/v1/ns/n/"]
+    for path in paths:
+        indexed = by_last.get(path.rsplit("/", 1)[-1], by_last[""])
+        picked = next((read.op.name for read in indexed if read.pattern.match(path)), None)
+        assert picked == first_match(path), path

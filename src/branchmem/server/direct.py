@@ -174,6 +174,23 @@ def reads() -> list[Read]:
     return found
 
 
+def reads_by_last_segment(found: list[Read]) -> dict[str, list[Read]]:
+    """The reads a path may match, by its last segment, in the table's order: the routes
+    ending in that text and those ending in a parameter ("" holds those alone: a path
+    ending in any other text)."""
+    lasts = [read.op.path.rsplit("/", 1)[-1] for read in found]
+    open_ended = [last.startswith("{") for last in lasts]
+    keys = ["", *(last for last, is_open in zip(lasts, open_ended, strict=True) if not is_open)]
+    return {
+        key: [
+            read
+            for read, last, is_open in zip(found, lasts, open_ended, strict=True)
+            if is_open or last == key
+        ]
+        for key in keys
+    }
+
+
 def segment(raw: str) -> str:
     """A path parameter as ``auth.path_segment`` reads it."""
     if not 0 < len(raw) <= MAX_SEGMENT:
@@ -197,6 +214,8 @@ class DirectReads:
         self.state = state
         self.served = served
         self.reads = reads()
+        self.by_last = reads_by_last_segment(self.reads)
+        self.ending_in_a_parameter = self.by_last.pop("", [])
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") != "GET" or scope.get("root_path"):
@@ -231,7 +250,8 @@ class DirectReads:
 
     def admit(self, scope: Scope, path: str) -> tuple[Read, str, dict[str, Any], ApiKey | None]:
         """The read, namespace, handler arguments and grant of a plainly valid request."""
-        for read in self.reads:
+        last = path.rsplit("/", 1)[-1]
+        for read in self.by_last.get(last, self.ending_in_a_parameter):
             match = read.pattern.match(path)
             if match is not None:
                 break

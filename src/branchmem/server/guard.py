@@ -69,6 +69,24 @@ def unstorable(text: str) -> str | None:
     return None
 
 
+def plain_text(text: str) -> bool:
+    """ASCII with no escape (``%``, ``+``) and no NUL: it reads as itself and is storable."""
+    return text.isascii() and "%" not in text and "+" not in text and "\x00" not in text
+
+
+def query_pairs(query: str) -> list[tuple[str, str]]:
+    """``parse_qsl(query, keep_blank_values=True, errors="strict")``: a query an agent's
+    client sends (plain ASCII names and values) is split without decoding anything."""
+    if not plain_text(query):
+        return parse_qsl(query, keep_blank_values=True, errors="strict")
+    pairs = []
+    for part in query.split("&"):
+        if part:
+            name, _, value = part.partition("=")
+            pairs.append((name, value))
+    return pairs
+
+
 def find_unstorable(value: Any, where: str = "body", depth: int = 0) -> str | None:
     """The first JSON value that cannot be stored faithfully, described: a string (key or
     value) no store keeps, a number JSON cannot carry, a key given twice."""
@@ -203,18 +221,19 @@ class Guard:
                 return
         path = scope.get("path", "")
         try:
-            why = unstorable(unquote(path, errors="strict"))
+            why = None if plain_text(path) else unstorable(unquote(path, errors="strict"))
         except UnicodeDecodeError:
             why = "path is not valid UTF-8"
         if why is None:
             raw_query = scope.get("query_string", b"").decode("latin-1")
+            plain = plain_text(raw_query)
             try:
-                pairs = parse_qsl(raw_query, keep_blank_values=True, errors="strict")
+                pairs = query_pairs(raw_query)
             except UnicodeDecodeError:
                 pairs, why = [], "query string is not valid UTF-8"
             seen: set[str] = set()
             for name, value in pairs:
-                why = unstorable(name) or unstorable(value)
+                why = None if plain else unstorable(name) or unstorable(value)
                 if why:
                     why = f"query parameter {name!r} {why}"
                     break
