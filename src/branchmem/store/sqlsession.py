@@ -200,7 +200,7 @@ class SQLSession(ABC):
     def _open_snapshot(self) -> None:
         self._begin_read()
         self._depth = 1
-        self._forget()
+        self._forget()  # a read outside any call (a depth-0 heads()) may have cached
         self._snapshot = True
 
     def _close_snapshot(self) -> None:
@@ -208,7 +208,12 @@ class SQLSession(ABC):
         self._depth = 0
         self._drop_held()  # a read-only snapshot has nothing to write
         self._forget()
-        self._rollback()
+        # every read ends here: the statement itself, without ``_run``'s bookkeeping and
+        # without a ``suppress`` object (a lost connection has rolled back already)
+        try:  # noqa: SIM105
+            self._connection().execute("ROLLBACK")
+        except Exception:
+            pass
 
     def _begin_read(self) -> None:
         self._run("BEGIN")
