@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from branchmem import Memory
-from branchmem.server.keys import CACHE_SECONDS, REFRESH_SECONDS, KeyRing
+from branchmem.server.keys import CACHE_SECONDS, REFRESH_SECONDS, ApiKey, KeyRing
 
 
 class Clock:
@@ -30,11 +30,17 @@ def settle(ring: KeyRing) -> None:
     wait(ring.refreshes(), timeout=30)
 
 
-def test_a_key_in_steady_use_is_never_sent_to_the_store(memory: Memory) -> None:
+def cached_key(memory: Memory) -> tuple[Clock, KeyRing, str, ApiKey]:
+    """A ring on its own clock holding one key whose row the first request has read."""
     clock = Clock()
     ring = KeyRing(memory, clock=clock)
     key, grant = ring.create("me", ["alice"])
-    assert ring.verify(key) == grant  # the first request reads the row
+    assert ring.verify(key) == grant
+    return clock, ring, key, grant
+
+
+def test_a_key_in_steady_use_is_never_sent_to_the_store(memory: Memory) -> None:
+    clock, ring, key, grant = cached_key(memory)
     step = REFRESH_SECONDS / 2
     for _ in range(int(10 * CACHE_SECONDS / step)):  # ten cache lifetimes, a request a step
         clock.now += step
@@ -43,10 +49,7 @@ def test_a_key_in_steady_use_is_never_sent_to_the_store(memory: Memory) -> None:
 
 
 def test_without_traffic_the_copy_still_ages_out(memory: Memory) -> None:
-    clock = Clock()
-    ring = KeyRing(memory, clock=clock)
-    key, _ = ring.create("me", ["alice"])
-    ring.verify(key)
+    clock, ring, key, _ = cached_key(memory)
     clock.now += CACHE_SECONDS
     assert ring.verify_cached(key) == (False, None)  # the request reads the store itself
     assert ring.refreshes() == ()
@@ -69,10 +72,7 @@ def test_a_key_deleted_by_another_worker_stops_working_within_the_cache_time(
 
 def test_a_failed_background_read_leaves_the_request_to_the_store(tmp_path: Path) -> None:
     memory = Memory.open(str(tmp_path / "keys.db"))
-    clock = Clock()
-    ring = KeyRing(memory, clock=clock)
-    key, grant = ring.create("me", ["alice"])
-    ring.verify(key)
+    clock, ring, key, grant = cached_key(memory)
     memory.close()  # the background read fails on a closed SQLite store
     clock.now += REFRESH_SECONDS
     assert ring.verify_cached(key) == (True, grant)  # the copy is still young enough
@@ -82,10 +82,7 @@ def test_a_failed_background_read_leaves_the_request_to_the_store(tmp_path: Path
 
 
 def test_one_background_read_at_a_time_per_key(memory: Memory) -> None:
-    clock = Clock()
-    ring = KeyRing(memory, clock=clock)
-    key, grant = ring.create("me", ["alice"])
-    ring.verify(key)
+    clock, ring, key, grant = cached_key(memory)
     clock.now += REFRESH_SECONDS
     with memory.transaction():  # holds the store: the background read waits behind it
         for _ in range(20):
