@@ -741,16 +741,31 @@ class PostgresStore(SQLStore):
         maintenance over every namespace, like the VACUUM: run on the session's connection
         directly; a refusal leaves them, and a receipt's check shows them."""
         db = self._connection()
+        if db.info.server_version < 180000:  # known from the connection: no statement
+            return
         try:
-            if int(db.execute("SHOW server_version_num").fetchone()[0]) < 180000:  # type: ignore[index]
-                return
             stats = db.execute(
                 "SELECT DISTINCT tablename::text, attname::text FROM pg_catalog.pg_stats "
                 "WHERE schemaname = current_schema() AND tablename = ANY(%s)",
                 (list(TEXT_TABLES),),
             ).fetchall()
+            tables = sorted({str(table) for table, _ in stats})
+            if not tables:
+                return
+            # which of them are empty, in one statement (every erase runs this: it was one
+            # statement per column); the names are TEXT_TABLES', as pg_stats gave them back
+            empty = {
+                row[0]
+                for row in db.execute(
+                    " UNION ALL ".join(
+                        f'SELECT %s::text WHERE NOT EXISTS (SELECT 1 FROM "{table}")'
+                        for table in tables
+                    ),
+                    tables,
+                ).fetchall()
+            }
             for table, column in stats:
-                if db.execute(f'SELECT NOT EXISTS (SELECT 1 FROM "{table}")').fetchone()[0]:  # type: ignore[index]
+                if table in empty:
                     db.execute(
                         "SELECT pg_catalog.pg_clear_attribute_stats("
                         "current_schema(), %s, %s, false)",
