@@ -749,20 +749,12 @@ class PostgresStore(SQLStore):
                 "WHERE schemaname = current_schema() AND tablename = ANY(%s)",
                 (list(TEXT_TABLES),),
             ).fetchall()
-            tables = sorted({str(table) for table, _ in stats})
-            if not tables:
-                return
-            # which of them are empty, in one statement (every erase runs this: it was one
-            # statement per column); the names are TEXT_TABLES', as pg_stats gave them back
+            # is each table empty: once per table (it was once per column with statistics);
+            # the names are TEXT_TABLES', as pg_stats gave them back
             empty = {
-                row[0]
-                for row in db.execute(
-                    " UNION ALL ".join(
-                        f'SELECT %s::text WHERE NOT EXISTS (SELECT 1 FROM "{table}")'
-                        for table in tables
-                    ),
-                    tables,
-                ).fetchall()
+                table
+                for table in sorted({str(table) for table, _ in stats})
+                if db.execute(f'SELECT NOT EXISTS (SELECT 1 FROM "{table}")').fetchone()[0]  # type: ignore[index]
             }
             for table, column in stats:
                 if table in empty:
