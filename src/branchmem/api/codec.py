@@ -172,6 +172,7 @@ def _dataclass_decoder(cls: type) -> Decoder:
     return build
 
 
+@functools.cache  # both builders of a class ask; read only
 def _field_decoders(cls: type) -> dict[str, Decoder]:
     hints = _hints(cls)
     return {f.name: decoder(hints[f.name]) for f in dataclasses.fields(cls)}

@@ -74,10 +74,11 @@ def plain_text(text: str) -> bool:
     return text.isascii() and "%" not in text and "+" not in text and "\x00" not in text
 
 
-def query_pairs(query: str) -> list[tuple[str, str]]:
+def query_pairs(query: str, plain: bool | None = None) -> list[tuple[str, str]]:
     """``parse_qsl(query, keep_blank_values=True, errors="strict")``: a query an agent's
-    client sends (plain ASCII names and values) is split without decoding anything."""
-    if not plain_text(query):
+    client sends (plain ASCII names and values) is split without decoding anything.
+    ``plain``: ``plain_text(query)``, when the caller knows it already."""
+    if not (plain_text(query) if plain is None else plain):
         return parse_qsl(query, keep_blank_values=True, errors="strict")
     pairs = []
     for part in query.split("&"):
@@ -228,7 +229,7 @@ class Guard:
             raw_query = scope.get("query_string", b"").decode("latin-1")
             plain = plain_text(raw_query)
             try:
-                pairs = query_pairs(raw_query)
+                pairs = query_pairs(raw_query, plain)
             except UnicodeDecodeError:
                 pairs, why = [], "query string is not valid UTF-8"
             seen: set[str] = set()

@@ -20,7 +20,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Final
 
@@ -102,15 +102,21 @@ class KeyRing:
     request in every ``CACHE_SECONDS`` through the store and a thread (the slowest request
     of its stream); so a cached row older than ``REFRESH_SECONDS`` is read again in a
     background thread while requests go on with the copy. ``clock`` is the ring's time
-    (``time.monotonic``)."""
+    (``time.monotonic``); ``refresher`` runs those reads (default: a thread of the ring's
+    own, started with the first one)."""
 
-    def __init__(self, memory: Memory, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        memory: Memory,
+        clock: Callable[[], float] = time.monotonic,
+        refresher: Executor | None = None,
+    ) -> None:
         self.memory = memory
         self.clock = clock
         self._cache: dict[str, tuple[float, ApiKeyRow | None]] = {}
         self._cache_lock = threading.Lock()
-        self._refreshing: dict[str, Future[None]] = {}
-        self._refresher: ThreadPoolExecutor | None = None
+        self._refreshing: set[str] = set()
+        self.refresher = refresher
 
     def _keys(self) -> ApiKeys:
         return self.memory.api_keys()  # refuses a store that keeps no keys
@@ -184,9 +190,13 @@ class KeyRing:
         with self._cache_lock:
             if key_id in self._refreshing:
                 return
-            if self._refresher is None:
-                self._refresher = ThreadPoolExecutor(1, thread_name_prefix="branchmem-keys")
-            self._refreshing[key_id] = self._refresher.submit(self._refresh, key_id)
+            if self.refresher is None:
+                self.refresher = ThreadPoolExecutor(1, thread_name_prefix="branchmem-keys")
+            try:
+                self.refresher.submit(self._refresh, key_id)
+            except RuntimeError:  # a refresher shut down: requests read the store themselves
+                return
+            self._refreshing.add(key_id)
 
     def _refresh(self, key_id: str) -> None:
         try:
@@ -198,12 +208,7 @@ class KeyRing:
             log.debug("refreshing API key %s failed", key_id, exc_info=True)
         finally:
             with self._cache_lock:
-                self._refreshing.pop(key_id, None)
-
-    def refreshes(self) -> tuple[Future[None], ...]:
-        """The background reads in flight (tests wait for them)."""
-        with self._cache_lock:
-            return tuple(self._refreshing.values())
+                self._refreshing.discard(key_id)
 
     def _check(self, row: ApiKeyRow | None, secret: str) -> ApiKey | None:
         if row is None or not hmac.compare_digest(row.secret_hash, hash_secret(secret)):
