@@ -15,7 +15,7 @@ from dataclasses import replace
 from ..errors import InvalidInput
 from ..model import Hit
 from ..provenance import RevisionNode
-from ..search.context import Context, assemble_context
+from ..search.context import Context, Memo, assemble_context
 from ..search.embedding import hybrid_rank
 from ..search.lexical import rank
 from ..search.tokens import TokenCounter
@@ -109,7 +109,9 @@ def context(
     built = assemble_context(
         anchor=anchor,
         path_events=messages if messages is not None else [],
-        records=[ns.to_record(node) for node in nodes],
+        records=[
+            Memo(n.record_id, n.revision, n.kind, n.content, n.key, n.scope) for n in nodes
+        ],
         query=query,
         budget=budget,
         counter=counter,

@@ -60,7 +60,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
-from typing import Final, Protocol
+from typing import Final, NamedTuple, Protocol
 
 from ..errors import InvalidInput
 from ..model import Citation
@@ -94,6 +94,19 @@ class MemoryItem(Protocol):
     def key(self) -> str | None: ...
     @property
     def scope(self) -> str | None: ...
+
+
+class Memo(NamedTuple):
+    """A ``MemoryItem`` holding only what assembly reads: ``Memory.context`` offers the
+    view's revisions as these, not as ``Record``s (a frozen dataclass of ten fields costs
+    five times as much to make, forty times a context)."""
+
+    id: str
+    revision: int
+    kind: str
+    content: str
+    key: str | None
+    scope: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +182,7 @@ class _Piece:
     citation: Citation | None = None  # a cited context's, looked up when first priced
 
 
-_Said = tuple[int, str, str]  # a message taken: (path position, line, event id)
+_Said = tuple[str, str]  # a message taken: (line, event id)
 
 
 def _one_line(text: str) -> str:
@@ -295,7 +308,7 @@ def assemble_context(
         items=tuple(p.record for p in rendered),
         anchor=anchor,
         tokens=tokens,
-        events=tuple(event_id for _, _, event_id in reversed(said)),
+        events=tuple(event_id for _, event_id in reversed(said)),
         citations=tuple(
             replace(p.citation, marker=n)
             for n, p in enumerate(rendered, 1)
@@ -317,15 +330,15 @@ def _messages(
     Hundreds of messages per call: one pass, no object per message, each line priced once;
     a lazy path (``engine.events.PathMessages``) loads only the pages this loop reaches."""
     said: list[_Said] = []
+    take = said.append
     labels = dict(style.roles)
     count = counter.count
     # an additive counter prices "Label: " + content as the two apart: the label once per role
     additive = getattr(counter, "additive", False)
     prefixes: dict[str, tuple[str, int]] = {}
-    opening = counter.count(heading + "\n")  # paid with the first message taken
+    opening = count(heading + "\n")  # paid with the first message taken
     used = fill.used
-    positions = range(len(path_events) - 1, -1, -1)
-    for order, event in zip(positions, reversed(path_events), strict=True):
+    for event in reversed(path_events):
         content = event.content
         if not content or content.isspace():
             continue
@@ -334,11 +347,11 @@ def _messages(
         if known is None:
             prefix = f"{labels.get(role, role)}: "
             known = prefixes[role] = (prefix, count(prefix))
-        prefix = known[0]
+        prefix, prefix_cost = known
         line = prefix + content
-        price = (known[1] + count(content) if additive else count(line + "\n")) + opening
+        price = (prefix_cost + count(content) if additive else count(line + "\n")) + opening
         if used + price <= budget:
-            said.append((order, line, event.id))
+            take((line, event.id))
             used += price
             opening = 0
             continue
@@ -346,7 +359,7 @@ def _messages(
         if len(cut) > len(prefix) + 1 and cut.startswith(prefix):  # more than "…" is left
             price = count(cut + "\n") + opening
             if used + price <= budget:
-                said.append((order, cut, event.id))
+                take((cut, event.id))
                 used += price
         break
     fill.used = used
@@ -400,7 +413,7 @@ def _render(
             lines = [p.line for p in rendered]
         sections.append("\n".join([headings[0], *lines]))
     if said:
-        sections.append("\n".join([headings[1], *[line for _, line, _ in reversed(said)]]))
+        sections.append("\n".join([headings[1], *[line for line, _ in reversed(said)]]))
     if cited and rendered:
         notes = [
             citation_line(replace(p.citation, marker=n))
