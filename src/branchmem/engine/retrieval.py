@@ -109,9 +109,7 @@ def context(
     built = assemble_context(
         anchor=anchor,
         path_events=messages if messages is not None else [],
-        records=[
-            Memo(n.record_id, n.revision, n.kind, n.content, n.key, n.scope) for n in nodes
-        ],
+        records=[Memo(n.record_id, n.revision, n.kind, n.content, n.key, n.scope) for n in nodes],
         query=query,
         budget=budget,
         counter=counter,
