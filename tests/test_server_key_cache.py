@@ -117,3 +117,20 @@ def test_one_background_read_at_a_time_per_key(memory: Memory) -> None:
     clock.now += REFRESH_SECONDS  # the copy the read made is young: no read; then old again
     assert ring.verify_cached(key) == (True, grant)
     assert reads_started(ring) == 2
+
+
+def test_a_refresher_shut_down_leaves_the_requests_to_the_store(memory: Memory) -> None:
+    clock = Clock()
+    refresher = Refresher()
+    ring = KeyRing(memory, clock=clock, refresher=refresher)
+    key, grant = ring.create("me", ["alice"])
+    assert ring.verify(key) == grant
+    refresher.shutdown()
+    clock.now += REFRESH_SECONDS
+    assert ring.verify_cached(key) == (True, grant)  # no read started, and nothing raised
+    assert refresher.given == []
+    clock.now += CACHE_SECONDS - REFRESH_SECONDS
+    assert ring.verify_cached(key) == (False, None)  # the request reads the store itself
+    assert ring.verify(key) == grant
+    clock.now += REFRESH_SECONDS  # the key is not left marked as being read
+    assert ring.verify_cached(key) == (True, grant)
