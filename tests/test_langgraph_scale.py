@@ -5,6 +5,7 @@ the wrapped saver lacks (docs/langgraph.md)."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from collections import Counter
@@ -352,3 +353,92 @@ def test_an_error_fails_the_calls_of_its_batch_and_writes_none_of_them() -> None
     assert store.get(NS, "a") is None  # the batch is one transaction, refused before writing
     asyncio.run(store.aput(NS, "a", {"v": 1}))
     assert store.get(NS, "a") is not None
+
+
+class HeldStore(BranchStore):
+    """A BranchStore whose first batch waits until ``callers`` calls are queued behind it,
+    and which notes the size of every batch it runs (the ops of all the calls it joined)."""
+
+    sizes: list[int]
+    callers: int
+
+    def _batch(self, ops: list[Any]) -> list[Any]:
+        if not self.sizes:
+            deadline = time.monotonic() + 10
+            while len(self._joining) < self.callers and time.monotonic() < deadline:
+                time.sleep(0.001)
+        self.sizes.append(len(ops))
+        return super()._batch(ops)
+
+
+def held_view(callers: int) -> HeldStore:
+    memory = Memory()
+    store = HeldStore(memory, config=thread_head(memory, "a"))
+    store.sizes, store.callers = [], callers
+    return store
+
+
+def in_threads(calls: list[Any]) -> list[Any]:
+    """Each call on a thread of its own, started together; their outcomes, in order."""
+    outcomes: list[Any] = [None] * len(calls)
+
+    def run(number: int) -> None:
+        try:
+            outcomes[number] = calls[number]()
+        except Exception as error:
+            outcomes[number] = error
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not any(thread.is_alive() for thread in threads)
+    return outcomes
+
+
+def test_concurrent_sync_calls_on_a_view_run_as_few_batches() -> None:
+    """The sync twin of the async test above: threads calling one explicit-anchor view
+    while a batch runs join the next one, each still getting its own answer."""
+    store = held_view(callers=9)
+    puts = in_threads([lambda i=i: store.put(NS, f"k{i}", {"i": i}) for i in range(10)])
+    assert puts == [None] * 10
+    assert store.sizes[0] == 1 and sum(store.sizes) == 10 and len(store.sizes) <= 3
+    store.sizes.clear()
+    got = in_threads(
+        [lambda i=i: store.get(NS, f"k{i}") for i in range(10)]
+        + [lambda: store.search(NS, limit=50)]
+    )
+    assert [item.value["i"] for item in got[:10]] == list(range(10))
+    assert sorted(item.value["i"] for item in got[10]) == list(range(10))
+    assert sum(store.sizes) == 11 and len(store.sizes) <= 3
+
+
+def test_an_error_fails_the_sync_calls_of_its_batch_and_writes_none_of_them() -> None:
+    store = held_view(callers=2)  # the first call's batch waits for the two behind it
+    outcomes = in_threads(
+        [
+            lambda: store.get(NS, "first"),
+            lambda: store.put(NS, "a", {"v": 1}),
+            lambda: store.put(NS, "b", "not a dict"),  # type: ignore[arg-type]
+        ]
+    )
+    assert outcomes[0] is None
+    assert all(isinstance(outcome, InvalidInput) for outcome in outcomes[1:])
+    assert store.sizes == [1, 2]  # the two puts ran as one batch, refused before writing
+    assert store.get(NS, "a") is None
+    store.put(NS, "a", {"v": 1})
+    assert store.get(NS, "a") is not None
+
+
+def test_a_view_called_again_from_inside_its_own_batch_does_not_wait_for_itself() -> None:
+    class Reentrant(BranchStore):
+        def _batch(self, ops: list[Any]) -> list[Any]:
+            if ops and getattr(ops[0], "key", None) == "outer":
+                self.get(NS, "inner")  # e.g. an embedder that reads the store
+            return super()._batch(ops)
+
+    memory = Memory()
+    store = Reentrant(memory, config=thread_head(memory, "a"))
+    [outcome] = in_threads([lambda: store.get(NS, "outer")])
+    assert outcome is None

@@ -83,6 +83,20 @@ class _Place:
 _Waiting = tuple[list[Op], "asyncio.Future[list[Result]]"]  # an async call's ops and answer
 
 
+class _Joining:
+    """A sync call waiting to run in the next batch of an explicit-anchor view: its ops,
+    then its answer (or error), or word that it leads the next batch."""
+
+    __slots__ = ("error", "leads", "ops", "result", "woken")
+
+    def __init__(self, ops: list[Op]) -> None:
+        self.ops = ops
+        self.result: list[Result] = []
+        self.error: BaseException | None = None
+        self.leads = False
+        self.woken = threading.Event()
+
+
 @dataclass(slots=True)
 class _Found:
     """A visible item with the record revision that holds it."""
@@ -331,6 +345,13 @@ class BranchStore(BaseStore):
         # async calls waiting for the next batch, and the task running them, per event loop
         self._waiting: dict[asyncio.AbstractEventLoop, list[_Waiting]] = {}
         self._flushing: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
+        self._start_joining()
+
+    def _start_joining(self) -> None:
+        """Sync calls waiting for the next batch, and the thread running one (if any)."""
+        self._joining_lock = threading.Lock()
+        self._joining: list[_Joining] = []
+        self._leader: int | None = None
 
     @property
     def embeddings(self) -> Embeddings | None:
@@ -349,11 +370,63 @@ class BranchStore(BaseStore):
         view._anchor_config = config
         view._anchor = None
         view._waiting, view._flushing = {}, {}
+        view._start_joining()
         return view
 
     # -- BaseStore ---------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
+        if self._anchor_config is None or self._leader == threading.get_ident():
+            return self._batch(ops)  # where it stands depends on the caller's run
+        return self._joined(ops)
+
+    def _joined(self, ops: list[Op]) -> list[Result]:
+        """A view with an explicit anchor answers every caller alike: sync calls made from
+        other threads while a batch runs wait and run together as the next one, as its async
+        calls do (one stamp read and one write transaction for all of them; concurrent calls
+        may be ordered either way, and an error fails every call of its batch). The first
+        caller leads; when its batch is done, the longest-waiting caller leads the next."""
+        mine = _Joining(ops)
+        with self._joining_lock:
+            self._joining.append(mine)
+            if self._leader is None:
+                self._leader = threading.get_ident()
+                mine.leads = True
+        if not mine.leads:
+            mine.woken.wait()
+        if mine.leads:
+            self._lead()
+        if mine.error is not None:
+            raise mine.error
+        return mine.result
+
+    def _lead(self) -> None:
+        """Run every waiting call as one batch, then hand the lead on (or give it up)."""
+        with self._joining_lock:
+            taken, self._joining = self._joining, []
+            self._leader = threading.get_ident()
+        try:
+            results = self._batch([op for call in taken for op in call.ops])
+            cursor = 0
+            for call in taken:
+                call.result = results[cursor : cursor + len(call.ops)]
+                cursor += len(call.ops)
+        except BaseException as error:  # every call of the batch gets it, the leader's too
+            for call in taken:
+                call.error = error
+        finally:
+            with self._joining_lock:
+                self._leader = None
+                if self._joining:
+                    following = self._joining[0]
+                    following.leads = True
+                    self._leader = -1  # taken: the next leader sets its own id
+                    following.woken.set()
+            for call in taken:
+                call.leads = False
+                call.woken.set()
+
+    def _batch(self, ops: list[Op]) -> list[Result]:
         self._refuse_on_event_loop()
         token = _BATCH_STAMP.set([])  # the stamp is read once per batch, when first needed
         try:
