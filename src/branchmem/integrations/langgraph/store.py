@@ -376,8 +376,10 @@ class BranchStore(BaseStore):
     # -- BaseStore ---------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
+        # inside a run each call stands where its caller's step does; a call made inside
+        # this view's own running batch runs at once (it would otherwise wait for itself)
         if self._anchor_config is None or self._leader == threading.get_ident():
-            return self._batch(ops)  # where it stands depends on the caller's run
+            return self._batch(ops)
         return self._joined(ops)
 
     def _joined(self, ops: list[Op]) -> list[Result]:
