@@ -4,8 +4,9 @@ read again in the background), and a deleted key still stops working within
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +135,29 @@ def test_a_refresher_shut_down_leaves_the_requests_to_the_store(memory: Memory) 
     assert ring.verify(key) == grant
     clock.now += REFRESH_SECONDS  # the key is not left marked as being read
     assert ring.verify_cached(key) == (True, grant)
+
+
+class AtOnce(Executor):
+    """Runs what it is given in the caller's thread, before ``submit`` returns."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+def test_a_refresher_that_runs_the_read_at_once_is_served(memory: Memory) -> None:
+    """The ring hands a read to its refresher without holding its own lock."""
+    clock = Clock()
+    ring = KeyRing(memory, clock=clock, refresher=AtOnce())
+    key, grant = ring.create("me", ["alice"])
+    assert ring.verify(key) == grant
+    clock.now += REFRESH_SECONDS
+    outcome: list[Any] = []
+    caller = threading.Thread(target=lambda: outcome.append(ring.verify_cached(key)))
+    caller.start()
+    caller.join(10)
+    assert not caller.is_alive(), "the refresh waited for the lock its caller held"
+    assert outcome == [(True, grant)]
+    clock.now += CACHE_SECONDS - REFRESH_SECONDS  # older than the first read: the refresh
+    assert ring.verify_cached(key) == (True, grant)  # made the copy young again

@@ -190,13 +190,15 @@ class KeyRing:
         with self._cache_lock:
             if key_id in self._refreshing:
                 return
+            self._refreshing.add(key_id)
             if self.refresher is None:
                 self.refresher = ThreadPoolExecutor(1, thread_name_prefix="branchmem-keys")
-            try:
-                self.refresher.submit(self._refresh, key_id)
-            except RuntimeError:  # a refresher shut down: requests read the store themselves
-                return
-            self._refreshing.add(key_id)
+            refresher = self.refresher
+        try:  # outside the lock: an executor may run the read at once, in this thread
+            refresher.submit(self._refresh, key_id)
+        except RuntimeError:  # a refresher shut down: requests read the store themselves
+            with self._cache_lock:
+                self._refreshing.discard(key_id)
 
     def _refresh(self, key_id: str) -> None:
         try:

@@ -9,7 +9,7 @@ import operator
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -81,6 +81,16 @@ class _Place:
 
 
 _Waiting = tuple[list[Op], "asyncio.Future[list[Result]]"]  # an async call's ops and answer
+
+
+def _shares(
+    results: list[Result], calls: Iterable[tuple[list[Op], object]]
+) -> Iterator[list[Result]]:
+    """A joined batch's results cut back into each call's, in the calls' order."""
+    cursor = 0
+    for ops, _ in calls:
+        yield results[cursor : cursor + len(ops)]
+        cursor += len(ops)
 
 
 class _Joining:
@@ -409,10 +419,9 @@ class BranchStore(BaseStore):
             self._leader = threading.get_ident()
         try:
             results = self._batch([op for call in taken for op in call.ops])
-            cursor = 0
-            for call in taken:
-                call.result = results[cursor : cursor + len(call.ops)]
-                cursor += len(call.ops)
+            calls = [(call.ops, call) for call in taken]
+            for call, share in zip(taken, _shares(results, calls), strict=True):
+                call.result = share
         except BaseException as error:  # every call of the batch gets it, the leader's too
             for call in taken:
                 call.error = error
@@ -484,11 +493,9 @@ class BranchStore(BaseStore):
                         if not done.done():
                             done.set_exception(exc)
                     continue
-                cursor = 0
-                for ops, done in taken:
+                for (_, done), share in zip(taken, _shares(results, taken), strict=True):
                     if not done.done():
-                        done.set_result(results[cursor : cursor + len(ops)])
-                    cursor += len(ops)
+                        done.set_result(share)
         finally:
             del self._flushing[loop]
 
