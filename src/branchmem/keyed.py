@@ -106,12 +106,14 @@ class KeyedView:
         self._read_event: Lookup = lookup or partial(reader.get_event, namespace)
         self.mode = mode
         self.tree: str = anchor.tree
-        self.path = path_of(anchor, self._lookup)
+        # a store that does not read ahead never fills ``_events``: its lookup serves paths
+        path_lookup = self._lookup if reader.reads_ahead else self._read_event
+        self.path = path_of(anchor, path_lookup)
         self.cross_tree = heads is not None
         self.paths = {self.tree: self.path}
         for tree, head in sorted((heads or {}).items()):
             if tree != self.tree:
-                self.paths[tree] = path_of(head, self._lookup)
+                self.paths[tree] = path_of(head, path_lookup)
         self.counts: Counter[str] = Counter() if counts is None else counts
         self.missing: dict[str, tuple[str, ...]] = {}
         self._shown: dict[str, RevisionNode | None] = {}

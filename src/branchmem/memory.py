@@ -127,6 +127,13 @@ class ApiKeys:
             return self._keys.delete_api_key(key_id)
 
 
+class _Acting(threading.local):
+    """Who acts on this thread (``Memory.acting_as``): None until a thread says so, read as a
+    class attribute until then, without a failed lookup on every call."""
+
+    name: str | None = None
+
+
 class _Reading:
     """``Memory._read``: the Memory's lock, then one store snapshot (a class, not a
     generator: every read passes here, and a generator context costs twice as much)."""
@@ -178,7 +185,7 @@ class Memory:
         self.counter: TokenCounter = counter if counter is not None else DEFAULT_COUNTER
         self._lock = threading.RLock()
         self._counts: dict[str, Counter[str]] = {}
-        self._actor = threading.local()
+        self._actor = _Acting()
         self._generation = 0
         self._writes = 0  # open write transactions (nested ones counted), under the lock
         self._snapshots = 0  # open read snapshots, under the lock
@@ -226,7 +233,7 @@ class Memory:
     def acting_as(self, actor: str) -> Iterator[None]:
         """Attribute the mutations of this thread to ``actor`` in the audit log."""
         check_id(actor, "actor")
-        previous = getattr(self._actor, "name", None)
+        previous = self._actor.name
         self._actor.name = actor
         try:
             yield
@@ -309,7 +316,7 @@ class Memory:
     def _namespace(self, namespace: str) -> Namespace:
         """The one check of a call's namespace name, and what the engine works with (kept
         while the Memory's settings and the thread's actor stay the same)."""
-        actor = getattr(self._actor, "name", None)
+        actor = self._actor.name
         if type(namespace) is str:
             known = self._namespaces.get((namespace, actor))
             if (

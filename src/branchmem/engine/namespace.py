@@ -42,6 +42,20 @@ class Namespace:
     # where attached events sit, kept across the Memory's calls (None: a process-local store,
     # whose own lookups cost no statement)
     places: SettledPlaces | None = field(default=None, kw_only=True)
+    # the lookups every call reads events through, made once: a Memory keeps its Namespace
+    # across calls, and a keyed read asks for them on every call
+    _lookup: Lookup = field(init=False, repr=False, compare=False)
+    _place_lookup: Lookup = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        store, name = self.store, self.name
+
+        def lookup(event_id: str) -> EventNode | None:
+            return store.get_event(name, event_id)
+
+        places = lookup if self.places is None else self.places.lookup(name, lookup)
+        object.__setattr__(self, "_lookup", lookup)  # frozen: set once, here
+        object.__setattr__(self, "_place_lookup", places)
 
     def audit(
         self,
@@ -69,19 +83,12 @@ class Namespace:
         return Resolution(self.store, self.name)
 
     def lookup(self) -> Lookup:
-        store, name = self.store, self.name
-
-        def lookup(event_id: str) -> EventNode | None:
-            return store.get_event(name, event_id)
-
-        return lookup
+        return self._lookup
 
     def place_lookup(self) -> Lookup:
         """A lookup for ancestor tests: an attached event's place may come without its text
         (``topology.SettledPlaces``), so never read content through it."""
-        if self.places is None:
-            return self.lookup()
-        return self.places.lookup(self.name, self.lookup())
+        return self._place_lookup
 
     def anchor_path(self, anchor: EventNode, lookup: Lookup) -> AnchorPath:
         """Ancestor tests on an attached anchor's path over ``lookup``, with the ancestors

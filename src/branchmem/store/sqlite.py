@@ -104,6 +104,14 @@ class SQLiteStore(ItemByItemAnswers, SQLStore):
     def _begin_write(self, namespace: str | None) -> None:
         self._run("BEGIN IMMEDIATE")
 
+    def _begin_read(self) -> None:
+        # every read starts here, with nothing held (a write outside a transaction is sent
+        # at once): the statement itself, without ``_run``'s bookkeeping
+        try:
+            self._connection().execute("BEGIN")
+        except sqlite3.Error as error:
+            raise StorageError(f"SQLite error on {self.path!r}: {error}") from error
+
     def _translate(self, error: Exception) -> Exception | None:
         if isinstance(error, sqlite3.IntegrityError):
             return ConflictError(f"the store refused a duplicate: {error}")

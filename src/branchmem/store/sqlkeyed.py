@@ -108,6 +108,21 @@ class SQLKeyed(SQLShared):
         facts = self._CANDIDATE_FACTS + self._SOURCES_WITH_STATUS
         return head + facts + "FROM key_frontiers " + where
 
+    # the next page on the index (the rule's ranking, ``rules.rank_key``): with a frontier
+    # in the tree, deepest frontier first, then latest seq, below the cursor (depth, seq)
+    _ON_FRONTIERS = (
+        "AND k.tree = ? AND (k.depth, k.seq) < (?, ?) ORDER BY k.depth DESC, k.seq DESC LIMIT ?"
+    )
+
+    @functools.cached_property
+    def _candidates_on_frontiers(self) -> tuple[str, str]:
+        """The first loop's statement, without and with facts (made once: every keyed read
+        sends one)."""
+        return (
+            self._KEY_CANDIDATES + self._ON_FRONTIERS,
+            self._candidates_with_facts + self._ON_FRONTIERS,
+        )
+
     def _candidate_source(self, namespace: str, key: str) -> tuple[str, tuple[object, ...]]:
         """The candidates' SELECT up to its WHERE and its parameters: with facts in a read
         snapshot."""
@@ -143,16 +158,12 @@ class SQLKeyed(SQLShared):
         self, namespace: str, key: str, tree: str, depth: int, cross_tree: bool = False
     ) -> Iterator[RevisionNode]:
         source, params = self._candidate_source(namespace, key)
+        ranked = self._candidates_on_frontiers[self._snapshot]
         cursor = (depth, 2**62)
         # with facts, a first page of one: the usual winner, without the facts of the next
         first = itertools.chain((1,), self._pages()) if self._snapshot else self._pages()
         for size in first:
-            rows = self._all(  # (depth, seq) < cursor: the next page, on the index
-                source + "AND k.tree = ? AND (k.depth, k.seq) < (?, ?) "
-                # the rule's ranking (rules.rank_key): deepest frontier first, then latest seq
-                "ORDER BY k.depth DESC, k.seq DESC LIMIT ?",
-                (*params, tree, cursor[0], cursor[1], size),
-            )
+            rows = self._all(ranked, (*params, tree, cursor[0], cursor[1], size))
             for row in rows:
                 node, at = self._candidate(namespace, row)
                 cursor = (at, node.seq)

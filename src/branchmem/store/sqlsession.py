@@ -35,7 +35,14 @@ class SQLSession(ABC):
         self._seqs_read: dict[str, int] = {}  # as read at BEGIN (PostgreSQL), unchanged
         self._held: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = {}
         self._snapshot = False  # inside an outermost read snapshot: nothing writes
-        self._forget()
+        self._events: dict[tuple[str, str], EventNode | None] = {}
+        self._revisions: dict[tuple[str, str], list[RevisionNode]] = {}
+        self._children: dict[tuple[str, str], list[str]] = {}
+        self._known_statuses: dict[tuple[str, str], str | None] = {}
+        self._unsuperseded: set[tuple[str, str]] = set()  # no record supersedes these
+        self._untargeted: set[tuple[str, str]] = set()  # no retraction names these
+        self._unretracted_keys: set[tuple[str, str]] = set()  # no retraction names these
+        self._newest: dict[tuple[str, str], RevisionNode] = {}  # a record's latest revision
 
     # -- what a backend supplies -------------------------------------------------------
     @abstractmethod
@@ -72,7 +79,8 @@ class SQLSession(ABC):
             raise mapped from error
 
     def _all(self, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return list(self._run(text, params).fetchall())
+        rows: list[tuple[Any, ...]] = self._run(text, params).fetchall()  # a new list
+        return rows
 
     def _one(self, text: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         row = self._run(text, params).fetchone()
@@ -125,27 +133,33 @@ class SQLSession(ABC):
 
     def _drop_held(self) -> None:
         """Forget the writes not sent yet: their transaction (or savepoint) rolls back."""
-        self._held = {}
+        if self._held:
+            self._held = {}
 
     # -- transactions ------------------------------------------------------------------
     # Within one call (a transaction or a read snapshot) events and revisions are cached:
     # nothing else can change them while the call holds its lock or snapshot. The namespace
     # sequence is counted in memory and written back before COMMIT.
+    # Every read passes here twice (a snapshot's start and end), most often with nothing
+    # cached: new containers only replace ones that hold something.
     def _forget(self) -> None:
-        self._events: dict[tuple[str, str], EventNode | None] = {}
-        self._revisions: dict[tuple[str, str], list[RevisionNode]] = {}
-        self._children: dict[tuple[str, str], list[str]] = {}
+        if self._events or self._revisions or self._children:
+            self._events, self._revisions, self._children = {}, {}, {}
         self._forget_facts()
 
     def _forget_facts(self) -> None:
         """Drop the facts a keyed read's statements brought along (``SQLStore.key_candidates``,
         ``statuses``): kept for the rest of a read snapshot only, where nothing writes, they
         answer the later questions about the same records without another statement."""
-        self._known_statuses: dict[tuple[str, str], str | None] = {}
-        self._unsuperseded: set[tuple[str, str]] = set()  # no record supersedes these
-        self._untargeted: set[tuple[str, str]] = set()  # no retraction names these
-        self._unretracted_keys: set[tuple[str, str]] = set()  # no retraction names these
-        self._newest: dict[tuple[str, str], RevisionNode] = {}  # a record's latest revision
+        if (
+            self._known_statuses
+            or self._unsuperseded
+            or self._untargeted
+            or self._unretracted_keys
+            or self._newest
+        ):
+            self._known_statuses, self._newest = {}, {}
+            self._unsuperseded, self._untargeted, self._unretracted_keys = set(), set(), set()
 
     @contextmanager
     def transaction(self, namespace: str | None = None) -> Iterator[None]:
