@@ -35,6 +35,8 @@ def check_text(value: str, what: str) -> str:
     """Text every backend can store: a lone UTF-16 surrogate (``"a\\ud800"``, what a broken
     decoder or a JSON ``\\ud800`` escape gives) has no UTF-8 form, so SQLite and PostgreSQL
     cannot hold it; it is refused on every backend alike, naming the field."""
+    if value.isascii():  # most ids and keys: no surrogate, and no encoding to find out
+        return value
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as error:
