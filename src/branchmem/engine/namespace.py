@@ -25,6 +25,19 @@ from ..topology import AnchorPath, EventNode, Lookup, SettledPlaces
 from ..validation import check_id
 
 
+class _EventLookup:
+    """``store.get_event`` in one namespace: an object, not a closure, so what a Memory
+    keeps leads to no module's globals (an in-memory store's residue check walks it)."""
+
+    __slots__ = ("name", "store")
+
+    def __init__(self, store: Store, name: str) -> None:
+        self.store, self.name = store, name
+
+    def __call__(self, event_id: str) -> EventNode | None:
+        return self.store.get_event(self.name, event_id)
+
+
 @dataclass(frozen=True, slots=True)
 class Namespace:
     """The store and the call's settings for one (already checked) namespace name."""
@@ -48,12 +61,8 @@ class Namespace:
     _place_lookup: Lookup = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        store, name = self.store, self.name
-
-        def lookup(event_id: str) -> EventNode | None:
-            return store.get_event(name, event_id)
-
-        places = lookup if self.places is None else self.places.lookup(name, lookup)
+        lookup = _EventLookup(self.store, self.name)
+        places = lookup if self.places is None else self.places.lookup(self.name, lookup)
         object.__setattr__(self, "_lookup", lookup)  # frozen: set once, here
         object.__setattr__(self, "_place_lookup", places)
 
