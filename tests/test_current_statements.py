@@ -112,3 +112,32 @@ def test_a_source_with_a_status_is_still_asked_about(tmp_path: Path) -> None:
             want, got = memory.current(key, head), sqlite.current(key, head)
             assert (got and got.id) == (want and want.id)
         assert sqlite.current("k1", head) is None
+
+
+CORRECTIONS: dict[str, Callable[[Memory, str], object]] = {
+    "withdraw the winner's source": lambda mem, head: mem.withdraw("e37"),
+    "withdraw the winner": lambda mem, head: mem.withdraw("w37"),
+    "retract the winner": lambda mem, head: mem.retract("x", sources=[head], targets=["w37"]),
+    "retract the key": lambda mem, head: mem.retract("x", sources=[head], key="k1"),
+    "supersede the winner": lambda mem, head: mem.add_record(
+        "n", sources=[head], content="new", supersedes=["w37"]
+    ),
+}
+
+
+@pytest.mark.parametrize("correction", CORRECTIONS)
+def test_a_reads_facts_end_with_its_snapshot(tmp_path: Path, correction: str) -> None:
+    """The facts one ``current()`` brought along (no status, no supersede, no retraction)
+    are forgotten when its snapshot ends: a correction written in between by another
+    connection decides the next read, as it does on a store that never read the first."""
+    path = tmp_path / "m.db"
+    with Memory.open(path) as reader, Memory.open(path) as writer:
+        head = agent(reader, 40)
+        before = reader.current("k1", head)
+        assert before is not None and before.id == "w37"
+        CORRECTIONS[correction](writer, head)
+        with Memory.open(path) as fresh:
+            want = fresh.current("k1", head)
+        got = reader.current("k1", head)
+        assert (got and got.id) == (want and want.id)
+        assert (got and got.id) != "w37"
