@@ -318,3 +318,29 @@ def test_erase_leaves_no_byte_of_a_retraction_about_it(tmp_path: Path) -> None:
         mem.erase("f-health")
         for marker in ("QX-key-asthma", "QX-reason-private", "QX-reason-never"):
             assert sum(marker_bytes(path, marker).values()) == 0, marker
+
+
+def test_add_records_asks_for_steps_up_only_from_sources_it_merges(tmp_path: Path) -> None:
+    """A record citing one source merges no frontiers, so a batch of them reads no ancestor's
+    event and no event's children; a batch of records citing two events of one tree reads
+    the steps up from them in one statement per chunk, not one per ancestor test."""
+    with Memory.open(tmp_path / "m.db") as mem:
+        mem.add_events([{"id": f"e{i}", "parent": f"e{i - 1}" if i else None} for i in range(300)])
+        store = mem.store
+        assert isinstance(store, SQLiteStore)
+        seen: list[str] = []
+        store._connection().set_trace_callback(seen.append)
+        mem.add_records([{"id": f"one{i}", "sources": [f"e{i}"]} for i in range(0, 300, 3)])
+        single = list(seen)
+        seen.clear()
+        mem.add_records(
+            [{"id": f"two{i}", "sources": [f"e{i}", f"e{i - 7}"]} for i in range(150, 300, 5)]
+        )
+        store._connection().set_trace_callback(None)
+    assert not [s for s in single if "UNION ALL" in s or "parent IN" in s], single
+    steps = [s for s in seen if "UNION ALL" in s]
+    lookups = [
+        s for s in seen if s.startswith("SELECT") and "WHERE namespace = 'default' AND id = " in s
+    ]
+    assert len(steps) == 1, steps
+    assert len(lookups) <= 3, lookups  # ancestor tests past the prefetched steps (1 here)

@@ -184,11 +184,14 @@ def add_records(ns: Namespace, specs: list[dict[str, Any]]) -> list[RevisionNode
     """Write checked specs in order, each able to cite those before it, and log them as one
     audit entry. The caller's transaction makes the batch all or nothing; an error names the
     item it stopped at."""
-    sources = [
-        s for spec in specs if isinstance(spec["sources"], list | tuple) for s in spec["sources"]
-    ]
+    listed = [spec["sources"] for spec in specs if isinstance(spec["sources"], list | tuple)]
+    sources = [s for names in listed for s in names if isinstance(s, str)]
     ns.store.prefetch(
-        ns.name, [spec["record_id"] for spec in specs] + [s for s in sources if isinstance(s, str)]
+        ns.name,
+        [spec["record_id"] for spec in specs] + sources,
+        children=False,  # a record places no event
+        # an ancestor test merges the frontiers of two sources: a record citing one has none
+        ancestry=[s for names in listed if len(names) > 1 for s in names if isinstance(s, str)],
     )
     batch = RecordBatch(ns, [spec["record_id"] for spec in specs])
     nodes: list[RevisionNode] = []

@@ -106,9 +106,18 @@ class Store(ABC):
         """The next arrival number in the namespace (strictly increasing)."""
 
     @abstractmethod
-    def prefetch(self, namespace: str, ids: Collection[str]) -> None:
-        """A hint that the current call will look these ids up (events, children, records);
-        a backend without round trips does nothing. It changes no answer, only its cost."""
+    def prefetch(
+        self,
+        namespace: str,
+        ids: Collection[str],
+        *,
+        children: bool = True,
+        ancestry: Collection[str] | None = None,
+    ) -> None:
+        """A hint that the current call will look these ids up (as events and records, and
+        with ``children`` their children) and start ancestor tests from the events among
+        ``ancestry`` (None: among ``ids``); a backend without round trips does nothing. It
+        changes no answer, only its cost."""
 
     # -- events ------------------------------------------------------------------------
     def get_event(self, namespace: str, event_id: str) -> EventNode | None:

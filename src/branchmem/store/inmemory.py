@@ -249,7 +249,14 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
         self._undo(undo)
         return space.seq
 
-    def prefetch(self, namespace: str, ids: Collection[str]) -> None:
+    def prefetch(
+        self,
+        namespace: str,
+        ids: Collection[str],
+        *,
+        children: bool = True,
+        ancestry: Collection[str] | None = None,
+    ) -> None:
         """Nothing to fetch: every read is a dict look-up."""
 
     # -- events ------------------------------------------------------------------------

@@ -27,44 +27,58 @@ class SQLEvents(SQLSession):
             self._events[key] = node
         return node
 
-    def prefetch(self, namespace: str, ids: Collection[str]) -> None:
-        """Load in bulk what one call will ask about these ids: events, children, records."""
+    def prefetch(
+        self,
+        namespace: str,
+        ids: Collection[str],
+        *,
+        children: bool = True,
+        ancestry: Collection[str] | None = None,
+    ) -> None:
+        """Load in bulk what one call will ask about these ids (events, records, children),
+        and the first steps up from the events of ``ancestry``."""
         if self._depth == 0:
             return
         wanted = [i for i in dict.fromkeys(ids) if (namespace, i) not in self._events]
         for chunk in self._chunks(wanted):
             marks = self._marks(len(chunk))
-            event_rows, rows, revision_rows = self._all_together(
-                [
-                    (
-                        f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? "
-                        f"AND id IN ({marks})",
-                        (namespace, *chunk),
-                    ),
+            statements = [
+                (
+                    f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? "
+                    f"AND id IN ({marks})",
+                    (namespace, *chunk),
+                ),
+                (
+                    f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
+                    f"AND record_id IN ({marks}) ORDER BY record_id, revision",
+                    (namespace, *chunk),
+                ),
+            ]
+            if children:
+                statements.append(
                     (  # no ORDER BY: a planner may answer it by scanning seq order
                         "SELECT id, parent, seq FROM events WHERE namespace = ? "
                         f"AND parent IN ({marks})",
                         (namespace, *chunk),
-                    ),
-                    (
-                        f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
-                        f"AND record_id IN ({marks}) ORDER BY record_id, revision",
-                        (namespace, *chunk),
-                    ),
-                ]
-            )
+                    )
+                )
+            event_rows, revision_rows, *child_rows = self._all_together(statements)
             found = {row[0]: codec.event_node(row) for row in event_rows}
-            children: dict[str, list[str]] = {i: [] for i in chunk}
-            for child, parent, _ in sorted(rows, key=lambda row: int(row[2])):
-                children[parent].append(child)
             records: dict[str, list[RevisionNode]] = {i: [] for i in chunk}
             for row in revision_rows:
                 records[row[0]].append(codec.revision_node(row))
             for item in chunk:
                 self._events[(namespace, item)] = found.get(item)
-                self._children[(namespace, item)] = children[item]
                 self._revisions[(namespace, item)] = records[item]
-        self._load_steps(namespace, self._steps_up(namespace, ids))
+            if child_rows:
+                known: dict[str, list[str]] = {i: [] for i in chunk}
+                for child, parent, _ in sorted(child_rows[0], key=lambda row: int(row[2])):
+                    known[parent].append(child)
+                for item in chunk:
+                    self._children[(namespace, item)] = known[item]
+        self._load_steps(
+            namespace, self._steps_up(namespace, ids if ancestry is None else ancestry)
+        )
 
     def _steps_up(self, namespace: str, ids: Iterable[str]) -> list[str]:
         """The jump targets and parents of cached events that are not cached yet: the first
