@@ -95,7 +95,8 @@ def _shares(
 
 class _Joining:
     """A sync call waiting to run in the next batch of an explicit-anchor view: its ops,
-    then its answer (or error), or word that it leads the next batch."""
+    then its answer (or error), or word that it leads the next batch. A call that finds no
+    batch running makes none: it runs at once (``BranchStore._joined``)."""
 
     __slots__ = ("error", "leads", "ops", "result", "woken")
 
@@ -398,22 +399,38 @@ class BranchStore(BaseStore):
         calls do (one stamp read and one write transaction for all of them; concurrent calls
         may be ordered either way, and an error fails every call of its batch). The first
         caller leads; when its batch is done, the longest-waiting caller leads the next."""
-        mine = _Joining(ops)
         with self._joining_lock:
-            self._joining.append(mine)
-            if self._leader is None:
+            alone = self._leader is None  # then nothing waits either (``_hand_on``)
+            if alone:
                 self._leader = threading.get_ident()
-                mine.leads = True
-        if not mine.leads:
-            mine.woken.wait()
+            else:
+                mine = _Joining(ops)
+                self._joining.append(mine)
+        if alone:  # the usual case: no batch runs, so this call is the batch
+            try:
+                return self._batch(ops)
+            finally:
+                self._hand_on()
+        mine.woken.wait()
         if mine.leads:
             self._lead()
         if mine.error is not None:
             raise mine.error
         return mine.result
 
+    def _hand_on(self) -> None:
+        """After a batch: the longest-waiting call leads the next one, or nobody leads."""
+        with self._joining_lock:
+            self._leader = None
+            if self._joining:
+                following = self._joining[0]
+                following.leads = True
+                self._leader = -1  # taken: the next leader sets its own id
+                following.woken.set()
+
     def _lead(self) -> None:
-        """Run every waiting call as one batch, then hand the lead on (or give it up)."""
+        """Run every waiting call as one batch (the lead was handed to one of them), then
+        hand the lead on."""
         with self._joining_lock:
             taken, self._joining = self._joining, []
             self._leader = threading.get_ident()
@@ -426,13 +443,7 @@ class BranchStore(BaseStore):
             for call in taken:
                 call.error = error
         finally:
-            with self._joining_lock:
-                self._leader = None
-                if self._joining:
-                    following = self._joining[0]
-                    following.leads = True
-                    self._leader = -1  # taken: the next leader sets its own id
-                    following.woken.set()
+            self._hand_on()
             for call in taken:
                 call.leads = False
                 call.woken.set()
