@@ -35,14 +35,8 @@ class SQLSession(ABC):
         self._seqs_read: dict[str, int] = {}  # as read at BEGIN (PostgreSQL), unchanged
         self._held: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = {}
         self._snapshot = False  # inside an outermost read snapshot: nothing writes
-        self._events: dict[tuple[str, str], EventNode | None] = {}
-        self._revisions: dict[tuple[str, str], list[RevisionNode]] = {}
-        self._children: dict[tuple[str, str], list[str]] = {}
-        self._known_statuses: dict[tuple[str, str], str | None] = {}
-        self._unsuperseded: set[tuple[str, str]] = set()  # no record supersedes these
-        self._untargeted: set[tuple[str, str]] = set()  # no retraction names these
-        self._unretracted_keys: set[tuple[str, str]] = set()  # no retraction names these
-        self._newest: dict[tuple[str, str], RevisionNode] = {}  # a record's latest revision
+        self._new_caches()
+        self._new_facts()
 
     # -- what a backend supplies -------------------------------------------------------
     @abstractmethod
@@ -144,8 +138,13 @@ class SQLSession(ABC):
     # cached: new containers only replace ones that hold something.
     def _forget(self) -> None:
         if self._events or self._revisions or self._children:
-            self._events, self._revisions, self._children = {}, {}, {}
+            self._new_caches()
         self._forget_facts()
+
+    def _new_caches(self) -> None:
+        self._events: dict[tuple[str, str], EventNode | None] = {}
+        self._revisions: dict[tuple[str, str], list[RevisionNode]] = {}
+        self._children: dict[tuple[str, str], list[str]] = {}
 
     def _forget_facts(self) -> None:
         """Drop the facts a keyed read's statements brought along (``SQLStore.key_candidates``,
@@ -158,8 +157,14 @@ class SQLSession(ABC):
             or self._unretracted_keys
             or self._newest
         ):
-            self._known_statuses, self._newest = {}, {}
-            self._unsuperseded, self._untargeted, self._unretracted_keys = set(), set(), set()
+            self._new_facts()
+
+    def _new_facts(self) -> None:
+        self._known_statuses: dict[tuple[str, str], str | None] = {}
+        self._unsuperseded: set[tuple[str, str]] = set()  # no record supersedes these
+        self._untargeted: set[tuple[str, str]] = set()  # no retraction names these
+        self._unretracted_keys: set[tuple[str, str]] = set()  # no retraction names these
+        self._newest: dict[tuple[str, str], RevisionNode] = {}  # a record's latest revision
 
     @contextmanager
     def transaction(self, namespace: str | None = None) -> Iterator[None]:

@@ -83,12 +83,10 @@ class _Place:
 _Waiting = tuple[list[Op], "asyncio.Future[list[Result]]"]  # an async call's ops and answer
 
 
-def _shares(
-    results: list[Result], calls: Iterable[tuple[list[Op], object]]
-) -> Iterator[list[Result]]:
-    """A joined batch's results cut back into each call's, in the calls' order."""
+def _shares(results: list[Result], calls: Iterable[list[Op]]) -> Iterator[list[Result]]:
+    """A joined batch's results cut back into each call's (given by its ops), in order."""
     cursor = 0
-    for ops, _ in calls:
+    for ops in calls:
         yield results[cursor : cursor + len(ops)]
         cursor += len(ops)
 
@@ -436,8 +434,7 @@ class BranchStore(BaseStore):
             self._leader = threading.get_ident()
         try:
             results = self._batch([op for call in taken for op in call.ops])
-            calls = [(call.ops, call) for call in taken]
-            for call, share in zip(taken, _shares(results, calls), strict=True):
+            for call, share in zip(taken, _shares(results, [c.ops for c in taken]), strict=True):
                 call.result = share
         except BaseException as error:  # every call of the batch gets it, the leader's too
             for call in taken:
@@ -504,7 +501,8 @@ class BranchStore(BaseStore):
                         if not done.done():
                             done.set_exception(exc)
                     continue
-                for (_, done), share in zip(taken, _shares(results, taken), strict=True):
+                shares = _shares(results, [ops for ops, _ in taken])
+                for (_, done), share in zip(taken, shares, strict=True):
                     if not done.done():
                         done.set_result(share)
         finally:
