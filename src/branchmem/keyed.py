@@ -81,6 +81,21 @@ class KeyedReader(Protocol):
     def answer(self, namespace: str, questions: Questions) -> Facts: ...
 
 
+class _Learned:
+    """The events bulk answers brought, else the store. Apart from the view, so the paths
+    that hold it hold no reference back to the view (a cycle only the collector frees)."""
+
+    __slots__ = ("events", "read")
+
+    def __init__(self, events: dict[str, EventNode | None], read: Lookup) -> None:
+        self.events, self.read = events, read
+
+    def __call__(self, event_id: str) -> EventNode | None:
+        if event_id in self.events:
+            return self.events[event_id]
+        return self.read(event_id)
+
+
 class KeyedView:
     """§3–§5 for the records one keyed read depends on, at one attached anchor (plus, in a
     cross-tree view, the attached head of every other tree)."""
@@ -106,14 +121,17 @@ class KeyedView:
         self._read_event: Lookup = lookup or partial(reader.get_event, namespace)
         self.mode = mode
         self.tree: str = anchor.tree
-        # a store that does not read ahead never fills ``_events``: its lookup serves paths
-        path_lookup = self._lookup if reader.reads_ahead else self._read_event
-        self.path = path_of(anchor, path_lookup)
+        self._events: dict[str, EventNode | None] = {}
+        # a store that does not read ahead never fills ``_events``: its lookup is the view's
+        self._lookup: Lookup = (
+            _Learned(self._events, self._read_event) if reader.reads_ahead else self._read_event
+        )
+        self.path = path_of(anchor, self._lookup)
         self.cross_tree = heads is not None
         self.paths = {self.tree: self.path}
         for tree, head in sorted((heads or {}).items()):
             if tree != self.tree:
-                self.paths[tree] = path_of(head, path_lookup)
+                self.paths[tree] = path_of(head, self._lookup)
         self.counts: Counter[str] = Counter() if counts is None else counts
         self.missing: dict[str, tuple[str, ...]] = {}
         self._shown: dict[str, RevisionNode | None] = {}
@@ -129,12 +147,6 @@ class KeyedView:
         self._superseders: dict[str, list[str]] = {}
         self._retracting: dict[str, list[RetractionNode]] = {}
         self._retracting_key: dict[str, list[RetractionNode]] = {}
-        self._events: dict[str, EventNode | None] = {}
-
-    def _lookup(self, event_id: str) -> EventNode | None:
-        if event_id in self._events:
-            return self._events[event_id]
-        return self._read_event(event_id)
 
     # -- bulk answers (one request each on a backend with round trips) -------------------
     def learn_keys(self, keys: Collection[str], unkeyed: Collection[RevisionNode] = ()) -> None:

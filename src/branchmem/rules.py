@@ -237,30 +237,53 @@ def stale_in_one_pass(
     """``stale`` for every record of a whole view. A record source shown at the revision
     cited arrived before its citer, so in arrival order every such source is decided first:
     one pass, no recursion (a source out of order, which arrival forbids, is decided then)."""
-    decided: dict[str, bool] = {}
+    return _OnePass(shown, invalid, events_gone).run()
 
-    def gone(events: list[str]) -> bool:
-        return not events_gone.isdisjoint(events)
 
-    def shown_revision(record_id: str) -> int | None:
-        source = shown.get(record_id)
+class _OnePass:
+    """The state of one ``stale_in_one_pass``, in methods rather than closures: a closure
+    that calls itself is a reference cycle, which would hold the view's maps until the
+    collector found it, and freeing them then is a pause inside some later call."""
+
+    __slots__ = ("decided", "events_gone", "invalid", "shown")
+
+    def __init__(
+        self, shown: Mapping[str, RevisionNode], invalid: set[str], events_gone: set[str]
+    ) -> None:
+        self.shown, self.invalid, self.events_gone = shown, invalid, events_gone
+        self.decided: dict[str, bool] = {}
+
+    def run(self) -> set[str]:
+        decided = self.decided
+        gone, shown_revision, invalid_or_stale = (
+            self.gone,
+            self.shown_revision,
+            self.invalid_or_stale,
+        )
+        for revision in sorted(self.shown.values(), key=_arrival):
+            if revision.record_id not in decided:
+                decided[revision.record_id] = stale(
+                    revision, gone, shown_revision, invalid_or_stale
+                )
+        return {record_id for record_id, found in decided.items() if found}
+
+    def gone(self, events: list[str]) -> bool:
+        return not self.events_gone.isdisjoint(events)
+
+    def shown_revision(self, record_id: str) -> int | None:
+        source = self.shown.get(record_id)
         return None if source is None else source.revision
 
-    def invalid_or_stale(record_id: str) -> bool:
-        if record_id in invalid:
+    def invalid_or_stale(self, record_id: str) -> bool:
+        if record_id in self.invalid:
             return True
-        known = decided.get(record_id)
+        known = self.decided.get(record_id)
         if known is None:
-            decided[record_id] = False  # provisional; sources never cycle back (CycleError)
-            known = decided[record_id] = stale(
-                shown[record_id], gone, shown_revision, invalid_or_stale
+            self.decided[record_id] = False  # provisional; sources never cycle back (CycleError)
+            known = self.decided[record_id] = stale(
+                self.shown[record_id], self.gone, self.shown_revision, self.invalid_or_stale
             )
         return known
-
-    for revision in sorted(shown.values(), key=_arrival):
-        if revision.record_id not in decided:
-            decided[revision.record_id] = stale(revision, gone, shown_revision, invalid_or_stale)
-    return {record_id for record_id, found in decided.items() if found}
 
 
 def _arrival(revision: RevisionNode) -> int:

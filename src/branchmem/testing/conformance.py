@@ -7,6 +7,8 @@ compares the backend against the naive oracle on random forests with shuffled ar
 
 from __future__ import annotations
 
+import gc
+import itertools
 import os
 import random
 from collections.abc import Callable, Iterator
@@ -40,6 +42,17 @@ def chengdu(mem: Memory, *, root_meta: dict[str, object] | None = None) -> None:
     mem.add_event("a2b", "u2b", role="assistant", content="Hangzhou, lovely.")
     mem.add_record("f-hangzhou", sources=["u2b"], content="moving to Hangzhou", key="city")
     mem.add_record("f-planning", sources=["u1"], content="user is planning a move")
+
+
+def _ours(garbage: list[Any]) -> set[str]:
+    """The functions and objects of this library among ``garbage`` (other threads of a test
+    process may leave their own)."""
+    named = set()
+    for item in garbage:
+        module = getattr(item, "__module__", None) if callable(item) else type(item).__module__
+        if isinstance(module, str) and module.startswith("branchmem"):
+            named.add(getattr(item, "__qualname__", type(item).__qualname__))
+    return named
 
 
 class BackendConformance(AsOfConformance):
@@ -591,6 +604,43 @@ class BackendConformance(AsOfConformance):
         mem.add_record("summary", sources=["f-hangzhou"], kind="summary")
         mem.add_record("profile", sources=["summary"], kind="profile")
         assert mem.dependents("u2b") == {"f-hangzhou", "summary", "profile"}
+
+    # -- what a read leaves behind -----------------------------------------------------
+    def test_reads_leave_no_reference_cycles_behind(self, mem: Memory) -> None:
+        """A cycle made by a read holds that read's maps until the collector finds it, and
+        freeing them then is a pause inside some later, unrelated call."""
+        chengdu(mem)
+        mem.add_record("summary", sources=["f-hangzhou", "f-planning"], kind="summary")
+        fresh = itertools.count()
+        reads: dict[str, Callable[[], object]] = {
+            "visible": lambda: mem.visible("a2b"),
+            "stale": lambda: mem.stale("a2"),
+            "context": lambda: mem.context("a2b"),
+            "search": lambda: mem.search("moving", "a2b"),
+            "current": lambda: mem.current("city", "a2b"),
+            "explain": lambda: mem.explain("summary", "a2"),
+            "diff": lambda: mem.diff("a2", "a2b"),
+            "add_event": lambda: mem.add_event(f"e{next(fresh)}", "a2b", content="more"),
+            "add_record": lambda: mem.add_record(f"r{next(fresh)}", sources=["u2b"], key="city"),
+        }
+        for read in reads.values():
+            read()  # what a first read caches is not garbage
+        left: dict[str, list[str]] = {}
+        enabled = gc.isenabled()
+        gc.disable()
+        gc.collect()
+        gc.set_debug(gc.DEBUG_SAVEALL)  # what the collector would free, kept to be named
+        try:
+            for name, read in reads.items():
+                read()
+                gc.collect()
+                left[name] = sorted(_ours(gc.garbage))
+                gc.garbage.clear()
+        finally:
+            gc.set_debug(0)
+            if enabled:
+                gc.enable()
+        assert left == {name: [] for name in reads}, left
 
     # -- forget and receipts -----------------------------------------------------------
     def test_forget_a_message_erases_what_was_built_on_it_and_hands_a_receipt(
