@@ -605,14 +605,14 @@ class BackendConformance(AsOfConformance):
         mem.add_record("profile", sources=["summary"], kind="profile")
         assert mem.dependents("u2b") == {"f-hangzhou", "summary", "profile"}
 
-    # -- what a read leaves behind -----------------------------------------------------
-    def test_reads_leave_no_reference_cycles_behind(self, mem: Memory) -> None:
-        """A cycle made by a read holds that read's maps until the collector finds it, and
+    # -- what a call leaves behind -----------------------------------------------------
+    def test_calls_leave_no_reference_cycles_behind(self, mem: Memory) -> None:
+        """A cycle made by a call holds that call's maps until the collector finds it, and
         freeing them then is a pause inside some later, unrelated call."""
         chengdu(mem)
         mem.add_record("summary", sources=["f-hangzhou", "f-planning"], kind="summary")
         fresh = itertools.count()
-        reads: dict[str, Callable[[], object]] = {
+        calls: dict[str, Callable[[], object]] = {
             "visible": lambda: mem.visible("a2b"),
             "stale": lambda: mem.stale("a2"),
             "context": lambda: mem.context("a2b"),
@@ -623,16 +623,16 @@ class BackendConformance(AsOfConformance):
             "add_event": lambda: mem.add_event(f"e{next(fresh)}", "a2b", content="more"),
             "add_record": lambda: mem.add_record(f"r{next(fresh)}", sources=["u2b"], key="city"),
         }
-        for read in reads.values():
-            read()  # what a first read caches is not garbage
+        for call in calls.values():
+            call()  # what a first call caches is not garbage
         left: dict[str, list[str]] = {}
         enabled = gc.isenabled()
         gc.disable()
         gc.collect()
         gc.set_debug(gc.DEBUG_SAVEALL)  # what the collector would free, kept to be named
         try:
-            for name, read in reads.items():
-                read()
+            for name, call in calls.items():
+                call()
                 gc.collect()
                 left[name] = sorted(_ours(gc.garbage))
                 gc.garbage.clear()
@@ -640,7 +640,7 @@ class BackendConformance(AsOfConformance):
             gc.set_debug(0)
             if enabled:
                 gc.enable()
-        assert left == {name: [] for name in reads}, left
+        assert left == {name: [] for name in calls}, left
 
     # -- forget and receipts -----------------------------------------------------------
     def test_forget_a_message_erases_what_was_built_on_it_and_hands_a_receipt(
