@@ -125,8 +125,9 @@ def _check_postgres(
             return count_hits(key, fingerprints, bytes(value))
         if isinstance(value, str):
             return count_hits(key, fingerprints, value.encode("utf-8"))
-        if isinstance(value, dict | list):
-            return sum(hits_in(text) for text in strings_in(value))
+        if isinstance(value, dict | list):  # every string in it, keys included
+            texts = strings_in(value)  # flat: no call back into hits_in (a reference cycle)
+            return sum(count_hits(key, fingerprints, text.encode("utf-8")) for text in texts)
         return 0
 
     try:
