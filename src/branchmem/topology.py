@@ -34,12 +34,16 @@ class EventNode:
     attached: bool = False
     depth: int | None = None
     jump: str | None = None
+    # the default counter's count of ``content`` (``search.tokens.count_tokens``), taken once
+    # at write so a prompt's messages need not be counted again; None: written before it was
+    # kept, or no text
+    tokens: int | None = None
 
     def placed(self, tree: str, depth: int, jump: str) -> EventNode:
         """This event, attached at ``depth`` in ``tree`` (built directly: this is hot)."""
         return EventNode(
             self.id, self.parent, tree, self.explicit_tree, self.role, self.content, self.meta,
-            self.ts, self.seq, True, depth, jump,
+            self.ts, self.seq, True, depth, jump, self.tokens,
         )  # fmt: skip
 
     def place_only(self) -> EventNode:

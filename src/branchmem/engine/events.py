@@ -14,6 +14,7 @@ from typing import Any, overload
 
 from ..errors import ConflictError, CycleError, InvalidInput
 from ..model import ERASED, Event
+from ..search.tokens import count_tokens_uncached
 from ..store.base import PathMessage
 from ..topology import (
     EventNode,
@@ -119,7 +120,7 @@ def place(
     node = EventNode(
         event_id, parent, where[0], tree, role, content, checked_meta,
         None if ts is None else float(ts), store.next_seq(namespace), attached, where[1],
-        where[2],
+        where[2], count_tokens_uncached(content),
     )  # fmt: skip
     store.put_event(namespace, node)
     return [event_id, *settle_descendants(ns, node)]

@@ -65,11 +65,13 @@ from typing import Final, NamedTuple, Protocol
 from ..errors import InvalidInput
 from ..model import Citation
 from .lexical import rank
-from .tokens import DEFAULT_COUNTER, TokenCounter, check_budget, truncate
+from .tokens import DEFAULT_COUNTER, TokenCounter, check_budget, count_tokens, truncate
 
 
 class Message(Protocol):
-    """What a path event must offer (``branchmem.Event`` does)."""
+    """What a path event must offer (``branchmem.Event`` does). One that also has ``tokens``
+    (a store's ``PathMessage``) is priced by it under the default counter; None or absent:
+    ``content`` is counted."""
 
     @property
     def id(self) -> str: ...
@@ -335,6 +337,9 @@ def _messages(
     count = counter.count
     # an additive counter prices "Label: " + content as the two apart: the label once per role
     additive = getattr(counter, "additive", False)
+    # the default counter's count of an event's content is kept with the event by the store
+    # (``PathMessage.tokens``): at a million events most lines would miss the count's cache
+    kept = additive and count is count_tokens
     prefixes: dict[str, tuple[str, int]] = {}
     opening = count(heading + "\n")  # paid with the first message taken
     used = fill.used
@@ -349,7 +354,13 @@ def _messages(
             known = prefixes[role] = (prefix, count(prefix))
         prefix, prefix_cost = known
         line = prefix + content
-        price = (prefix_cost + count(content) if additive else count(line + "\n")) + opening
+        if kept:
+            tokens = getattr(event, "tokens", None)
+            price = prefix_cost + (count(content) if tokens is None else tokens) + opening
+        elif additive:
+            price = prefix_cost + count(content) + opening
+        else:
+            price = count(line + "\n") + opening
         if used + price <= budget:
             take((line, event.id))
             used += price

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Final, Protocol, runtime_checkable
 
@@ -63,6 +64,10 @@ def count_tokens(text: str) -> int:
         return tokens
     words = sum(math.ceil(len(word) / CHARS_PER_TOKEN) for word in _WORD.findall(text))
     return len(_CJK_CHAR.findall(text)) + words
+
+
+# the same count without the cache, for text counted once (an event's count kept at write)
+count_tokens_uncached: Final[Callable[[str], int]] = count_tokens.__wrapped__
 
 
 class CjkAwareCounter:

@@ -59,6 +59,9 @@ class PathMessage(Protocol):
     def role(self) -> str: ...
     @property
     def content(self) -> str: ...
+    @property
+    def tokens(self) -> int | None:
+        """What the store kept of ``EventNode.tokens`` (None: count ``content`` again)."""
 
 
 class MessageRow(NamedTuple):
@@ -68,6 +71,7 @@ class MessageRow(NamedTuple):
     parent: str | None
     role: str
     content: str
+    tokens: int | None = None
 
 
 class Store(ABC):

@@ -31,7 +31,7 @@ from ..retraction import RetractionNode
 from ..topology import EventNode
 
 EVENT_COLUMNS = (
-    "id, parent, tree, explicit_tree, role, content, meta, ts, seq, attached, depth, jump"
+    "id, parent, tree, explicit_tree, role, content, meta, ts, seq, attached, depth, jump, tokens"
 )
 REVISION_COLUMNS = (
     "record_id, revision, kind, content, sources, refs, key_name, key_scope, meta, seq, gate"
@@ -60,6 +60,7 @@ def event_row(node: EventNode) -> tuple[Any, ...]:
     return (
         node.id, node.parent, node.tree, node.explicit_tree, node.role, node.content,
         meta_text(node.meta), node.ts, node.seq, int(node.attached), node.depth, jump,
+        node.tokens,
     )  # fmt: skip
 
 
@@ -125,7 +126,7 @@ def _event_node(row: Row) -> EventNode:
         id=row[0], parent=row[1], tree=row[2], explicit_tree=row[3], role=row[4],
         content=row[5], meta=meta_value(row[6]), ts=row[7], seq=int(row[8]),
         attached=attached, depth=row[10],
-        jump=row[1] if row[11] is None and attached else row[11],
+        jump=row[1] if row[11] is None and attached else row[11], tokens=row[12],
     )  # fmt: skip
 
 

@@ -288,7 +288,7 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
         assert role is not None
         return EventNode(
             node.id, parent, node.tree, node.explicit_tree, role, node.content, meta,
-            node.ts, node.seq, node.attached, node.depth, node.jump,
+            node.ts, node.seq, node.attached, node.depth, node.jump, node.tokens,
         )  # fmt: skip
 
     def children(self, namespace: str, parent_id: str) -> list[str]:
@@ -617,7 +617,7 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
         for event_id in event_ids:
             node = space.events.get(event_id)
             if node is not None:
-                blank = replace(node, role=TOMBSTONE, content="", meta=_NO_META)
+                blank = replace(node, role=TOMBSTONE, content="", meta=_NO_META, tokens=None)
                 self._dict_set(space.events, event_id, blank)
         self._blank_records(namespace, record_ids, kind=TOMBSTONE)
         for record_id in record_ids:

@@ -265,6 +265,10 @@ MIGRATIONS: Final[list[list[str]]] = [
     KEYED_READS,  # 5, defined above; its version is its place in this list
     TREE_INDEX,  # 6, defined above
     COMPACT_STORAGE,  # 7, defined above
+    # 8: each event's token count under the default counter, taken at write, so a context
+    # prices its messages without counting them; NULL for events written before (counted
+    # when read) and for erased ones
+    ["ALTER TABLE events ADD COLUMN tokens INTEGER"],
 ]
 
 # Not distributed by namespace in a sharded deployment, but copied to every node: the schema

@@ -20,7 +20,8 @@ class SQLErasure(SQLEraseCleanup):
         keys = self._keys_of(namespace, record_ids)
         for chunk in self._chunks(event_ids):
             self._run(
-                "UPDATE events SET role = ?, content = '', meta = '{}' WHERE namespace = ? "
+                "UPDATE events SET role = ?, content = '', meta = '{}', tokens = NULL "
+                "WHERE namespace = ? "
                 f"AND id IN ({self._marks(len(chunk))})",
                 (TOMBSTONE, namespace, *chunk),
             )

@@ -116,7 +116,7 @@ class SQLEvents(SQLSession):
 
     _NEW_EVENT = (
         f"INSERT INTO events (namespace, {codec.EVENT_COLUMNS}) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     )
     _PUT_EVENT = (
         _NEW_EVENT + " ON CONFLICT (namespace, id) DO UPDATE SET tree = excluded.tree, "
@@ -184,17 +184,21 @@ class SQLEvents(SQLSession):
         # Only the columns a prompt shows, carried up the recursion (no second join), and the
         # statuses joined in: one statement per page, about half the time of whole events.
         rows = self._all(
-            "WITH RECURSIVE up(id, parent, role, content, n) AS ("
-            " SELECT id, parent, role, content, 0 FROM events WHERE namespace = ? AND id = ?"
-            " UNION ALL SELECT e.id, e.parent, e.role, e.content, up.n + 1 FROM events e"
-            " JOIN up ON e.namespace = ? AND e.id = up.parent WHERE up.n + 1 < ?)"
-            " SELECT up.id, up.parent, up.role, up.content, s.status FROM up"
+            "WITH RECURSIVE up(id, parent, role, content, tokens, n) AS ("
+            " SELECT id, parent, role, content, tokens, 0 FROM events"
+            " WHERE namespace = ? AND id = ?"
+            " UNION ALL SELECT e.id, e.parent, e.role, e.content, e.tokens, up.n + 1"
+            " FROM events e JOIN up ON e.namespace = ? AND e.id = up.parent"
+            " WHERE up.n + 1 < ?)"
+            " SELECT up.id, up.parent, up.role, up.content, up.tokens, s.status FROM up"
             " LEFT JOIN statuses s ON s.namespace = ? AND s.id = up.id ORDER BY up.n",
             (namespace, event_id, namespace, limit, namespace),
         )
         return [
-            MessageRow(item, parent, role, content if status is None else "")
-            for item, parent, role, content, status in rows
+            MessageRow(item, parent, role, content, tokens)
+            if status is None
+            else MessageRow(item, parent, role, "")
+            for item, parent, role, content, tokens, status in rows
         ]
 
     def iter_events(self, namespace: str, tree: str | None = None) -> Iterator[EventNode]:

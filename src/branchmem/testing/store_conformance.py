@@ -27,6 +27,7 @@ from ..memory import Memory
 from ..provenance import RevisionNode
 from ..questions import PAGE_SIZE, Facts, IndexTooLarge, Questions, TreeIndex
 from ..retraction import RetractionNode
+from ..search.tokens import count_tokens
 from ..store.base import Store
 from ..store.inmemory import InMemoryStore
 from .differential import apply, random_history
@@ -277,6 +278,46 @@ class StoreConformance:
                     assert small.tree_index == IndexTooLarge(tree, 0), tree
 
     # -- isolation and atomicity ---------------------------------------------------------
+    def test_transcripts_carry_the_token_count_written_with_each_event(self) -> None:
+        """A context prices a shown message by the count its event was written with
+        (``PathMessage.tokens``): it must be the default counter's count of the content the
+        row shows, and no count is kept for a withdrawn or erased event (its row shows no
+        text, and an erased one keeps nothing of its text, not even its length)."""
+        texts = {
+            "e1": "I'm moving to Chengdu next month",
+            "e2": "搬到杭州 next month",
+            "e3": "",
+            "e4": "withdrawn for now, restored later",
+            "e5": "erased: the flat on Jinli Street",
+            "e6": "withdrawn and never restored",
+            "e7": "a supercalifragilistic word",
+        }
+        store = self.make_store()
+        mem = Memory(store=store)
+        try:
+            parent = None
+            for event_id, content in texts.items():
+                mem.add_event(event_id, parent, content=content, namespace="contract-a")
+                parent = event_id
+            mem.withdraw("e4", namespace="contract-a")
+            mem.restore("e4", namespace="contract-a")
+            mem.withdraw("e6", namespace="contract-a")
+            mem.erase("e5", namespace="contract-a")
+            gone = {"e5", "e6"}
+            with store.reading("contract-a"):
+                rows = store.transcript("contract-a", "e7", 10)
+            assert [m.id for m in rows] == list(reversed(texts))
+            for message in rows:
+                shown = message.id not in gone
+                assert message.content == (texts[message.id] if shown else ""), message.id
+                kept = count_tokens(texts[message.id]) if shown else None
+                assert message.tokens == kept, message.id
+            for node in store.iter_events("contract-a"):
+                erased = node.id == "e5"
+                assert node.tokens == (None if erased else count_tokens(texts[node.id])), node.id
+        finally:
+            mem.close()
+
     def test_namespaces_do_not_answer_for_each_other(self) -> None:
         store = self.make_store()
         mem = Memory(store=store)
