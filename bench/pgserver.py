@@ -54,3 +54,12 @@ def database(dsn: str, prefix: str) -> Iterator[str]:
 
     with fresh_database(dsn, prefix) as url:
         yield url
+
+
+def database_url(dsn: str, dbname: str) -> str:
+    """The ``postgresql://`` URL of ``dsn`` pointing at database ``dbname`` (what
+    ``Memory.open`` takes: a key=value DSN would be read as a file name)."""
+    sys.path.insert(0, str(TESTS))
+    from pg import with_database
+
+    return str(with_database(dsn, dbname))

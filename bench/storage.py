@@ -12,11 +12,12 @@ measures, in this run:
 - ``visible()`` median and p95 at depth ~200 (an anchor 200 turns down a conversation).
 
 The sizes are reached minutes apart, and a shared machine's speed can change by half in that
-time: on SQLite the store is therefore copied (the backup API) when it reaches each smaller
-size, and after the largest every copy and the store itself are timed again side by side, in
-interleaved rounds on the same anchors (those sampled at the smallest size, which every size
-holds). The SQLite ratio and its goal are read from those rounds; the table's per-size
-medians stay as measured during growth. (PostgreSQL is not copied: its goal has the margin.)
+time: each store is therefore copied when it reaches each smaller size (SQLite with its backup
+API; PostgreSQL as a new database made from the store's as a template, which needs the store's
+connections closed for the moment of the copy), and after the largest every copy and the store
+itself are timed again side by side, in interleaved rounds on the same anchors (those sampled
+at the smallest size, which every size holds). The ratios and their goals are read from those
+rounds; the table's per-size medians stay as measured during growth.
 
 No ``ANALYZE`` is run on PostgreSQL: its queries must keep their plan on freshly loaded tables.
 It prints a table, the ratio of ``visible()`` at the largest to the smallest size (goals:
@@ -55,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from branchmem import Memory
 from branchmem.store import codec
 from chatlike import Conversation, add_record, conversations
-from pgserver import database, server
+from pgserver import database, database_url, server
 
 NAMESPACE = "bench"
 ANCHORS = 40  # distinct anchors viewed at every size
@@ -187,30 +188,73 @@ def grow(
             }
 
 
+@dataclass
+class Grown:
+    """One backend's store as it grows (``location``: what ``Memory.open`` takes) and the
+    copies taken of it at the smaller sizes, by their number of records."""
+
+    mem: Memory
+    where: str
+    location: str
+    copies: dict[int, str] = field(default_factory=dict)
+    admin_dsn: str | None = None  # PostgreSQL: the server, to make and drop the copies
+
+
 @contextlib.contextmanager
-def sqlite_store(directory: Path | None, keep: bool) -> Iterator[tuple[Memory, str, Path]]:
+def sqlite_store(directory: Path | None, keep: bool) -> Iterator[Grown]:
     folder = Path(tempfile.mkdtemp(prefix="branchmem-bench-", dir=directory))
     path = folder / "storage.db"
     try:
         with Memory.open(path) as mem:
-            yield mem, f"SQLite {sqlite3.sqlite_version} at {path}", path
+            yield Grown(mem, f"SQLite {sqlite3.sqlite_version} at {path}", str(path))
     finally:
         if not keep:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def copy_sqlite(path: Path, records: int) -> Path:
-    """A consistent copy of the store at ``path`` as it is now, beside it."""
-    copy = path.with_name(f"storage-{records}.db")
-    with (
-        contextlib.closing(sqlite3.connect(path)) as source,
-        contextlib.closing(sqlite3.connect(copy)) as target,
-    ):
-        source.backup(target)
-    return copy
+def copy_store(grown: Grown, records: int) -> None:
+    """A consistent copy of the store as it is now, kept in ``grown.copies``."""
+    if grown.admin_dsn is None:
+        path = Path(grown.location)
+        copy = path.with_name(f"storage-{records}.db")
+        with (
+            contextlib.closing(sqlite3.connect(path)) as source,
+            contextlib.closing(sqlite3.connect(copy)) as target,
+        ):
+            source.backup(target)
+        grown.copies[records] = str(copy)
+        return
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    template = str(conninfo_to_dict(grown.location)["dbname"])
+    name = f"{template}_{records}"
+    grown.mem.close()  # a template database must have no one connected
+    with psycopg.connect(grown.admin_dsn, autocommit=True) as admin:
+        for attempt in range(50):  # the closed pool's server processes may take a moment
+            try:
+                admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+                break
+            except psycopg.errors.ObjectInUse:
+                if attempt == 49:
+                    raise
+                time.sleep(0.1)
+    grown.mem = Memory.open(grown.location)
+    grown.copies[records] = database_url(grown.location, name)
 
 
-def side_by_side(paths: dict[int, Path], anchors: list[str], queries: int) -> dict[int, float]:
+def drop_copies(grown: Grown) -> None:
+    if grown.admin_dsn is None:
+        return  # the SQLite copies go with the store's folder
+    import psycopg
+
+    with psycopg.connect(grown.admin_dsn, autocommit=True) as admin:
+        for url in grown.copies.values():
+            name = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def side_by_side(paths: dict[int, str], anchors: list[str], queries: int) -> dict[int, float]:
     """Median ``visible()`` seconds per store, every store timed in the same rounds on the
     same anchors (each store first viewed once at every anchor, untimed)."""
     rng = random.Random(0)
@@ -233,11 +277,19 @@ def side_by_side(paths: dict[int, Path], anchors: list[str], queries: int) -> di
 
 
 @contextlib.contextmanager
-def postgres_store(dsn: str | None) -> Iterator[tuple[Memory, str, None]]:
-    """A throwaway database (on the given server, else on an embedded one), dropped afterwards."""
-    with server(dsn) as base, database(base, "branchmem_bench") as url, Memory.open(url) as mem:
+def postgres_store(dsn: str | None) -> Iterator[Grown]:
+    """A throwaway database (on the given server, else on an embedded one) and its copies,
+    dropped afterwards."""
+    with server(dsn) as base, database(base, "branchmem_bench") as url:
         kind = "given server" if dsn else "embedded server (fsync off)"
-        yield mem, f"PostgreSQL {mem_server_version(mem)}, throwaway database on the {kind}", None
+        grown = Grown(Memory.open(url), "", url, admin_dsn=base)
+        try:
+            grown.where = f"PostgreSQL {mem_server_version(grown.mem)}, throwaway database on "
+            grown.where += f"the {kind}"
+            yield grown
+        finally:
+            grown.mem.close()
+            drop_copies(grown)
 
 
 def mem_server_version(mem: Memory) -> str:
@@ -268,9 +320,8 @@ def run_backends(backends: list[str], args: Any) -> dict[str, dict[str, Any]]:
     measure each size on all of them before the next."""
     found: dict[str, dict[str, Any]] = {}
     with contextlib.ExitStack() as stack:
-        stores = {}
-        sqlite_path: Path | None = None
-        copies: dict[int, Path] = {}
+        grown: dict[str, Grown] = {}
+        stores: dict[str, Memory] = {}
         samples: dict[int, list[str]] = {}
         for backend in backends:
             if backend == "sqlite":
@@ -279,31 +330,32 @@ def run_backends(backends: list[str], args: Any) -> dict[str, dict[str, Any]]:
                 opened = postgres_store(args.pg_dsn)
             else:
                 raise SystemExit(f"unknown backend {backend!r}")
-            mem, where, path = stack.enter_context(opened)
-            if path is not None:
-                sqlite_path = path
-            print(f"{backend}: {where}", flush=True)
-            stores[backend] = mem
-            found[backend] = {"where": where, "rows": []}
+            grown[backend] = stack.enter_context(opened)
+            print(f"{backend}: {grown[backend].where}", flush=True)
+            stores[backend] = grown[backend].mem
+            found[backend] = {"where": grown[backend].where, "rows": []}
         if args.profile:
             profile = cProfile.Profile()
             profile.enable()
         for row in grow(stores, args.sizes, args.queries, samples):
             print_row(row)
-            found[row["backend"]]["rows"].append(row)
-            size = args.sizes[len(found[row["backend"]]["rows"]) - 1]
-            if row["backend"] == "sqlite" and sqlite_path is not None and size != args.sizes[-1]:
-                copies[row["records"]] = copy_sqlite(sqlite_path, row["records"])
+            backend = row["backend"]
+            found[backend]["rows"].append(row)
+            if args.sizes[len(found[backend]["rows"]) - 1] != args.sizes[-1]:
+                copy_store(grown[backend], row["records"])
+                stores[backend] = grown[backend].mem  # reopened after a PostgreSQL copy
         if args.profile:
             profile.disable()
             pstats.Stats(profile).sort_stats("tottime").print_stats(25)
-        if sqlite_path is not None and copies:
-            largest = found["sqlite"]["rows"][-1]["records"]
+        for backend, store in grown.items():
+            if not store.copies:
+                continue
+            largest = found[backend]["rows"][-1]["records"]
             medians = side_by_side(
-                {**copies, largest: sqlite_path}, samples[args.sizes[0]], args.queries
+                {**store.copies, largest: store.location}, samples[args.sizes[0]], args.queries
             )
-            found["sqlite"]["side_by_side_ms"] = {str(n): t * 1000 for n, t in medians.items()}
-            found["sqlite"]["ratio"] = medians[largest] / medians[min(medians)]
+            found[backend]["side_by_side_ms"] = {str(n): t * 1000 for n, t in medians.items()}
+            found[backend]["ratio"] = medians[largest] / medians[min(medians)]
     for result in found.values():
         rows = result["rows"]
         result.setdefault("ratio", rows[-1]["visible_median_ms"] / rows[0]["visible_median_ms"])
