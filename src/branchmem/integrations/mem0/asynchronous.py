@@ -69,6 +69,7 @@ class AsyncBranchMem0:
     chat = _in_thread("chat")
     explain = _in_thread("explain")
     forget = _in_thread("forget")
+    verify_receipt = _in_thread("verify_receipt")
 
     @classmethod
     def from_config(cls, config_dict: dict[str, Any]) -> Any:

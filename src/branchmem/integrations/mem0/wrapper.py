@@ -20,8 +20,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from branchmem.errors import InvalidInput, NotFoundError
+from branchmem.receipt import Receipt
 
-from .forget import forget_in_mem0
+from .forget import Mem0ReceiptCheck, forget_in_mem0, verify_in_mem0
 from .mirror import MEM0_KIND, SCOPE_CHANGE_KIND, mirror, write_revision
 from .observe import (
     CALLER_LOOP,
@@ -51,7 +52,6 @@ from .rows import history_rows
 
 if TYPE_CHECKING:
     from branchmem import Explanation, Memory, Record
-    from branchmem.receipt import Receipt
 
 __all__ = [
     "MEM0_KIND",
@@ -397,6 +397,16 @@ class BranchMem0:
                 self.namespace,
                 lambda receipt, texts: (forget_in_mem0(self, receipt, texts),),
             )
+
+    def verify_receipt(self, receipt: Receipt | Mapping[str, Any]) -> Mem0ReceiptCheck:
+        """``Memory.verify_receipt`` on the store (hash, audit entry, ids still erased, the
+        store's files), and Mem0's files checked again for the receipt's fingerprints (the
+        history database and a local vector store's files, as the forget checked them).
+        ``ok`` is both. A receipt of a plain store forget is checked against Mem0 too: its
+        text still in Mem0 shows as hits."""
+        found = receipt if isinstance(receipt, Receipt) else Receipt.from_json(receipt)
+        with self._lock:
+            return verify_in_mem0(self, found)
 
     def close(self) -> None:
         """Close Mem0 (its own ``close``); the store stays its owner's."""
