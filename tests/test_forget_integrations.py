@@ -5,11 +5,18 @@ named by that namespace, or the thread's conversation, takes them, and the store
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 pytest.importorskip("langgraph")
 
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 
 from branchmem import Memory
 from branchmem.integrations.langgraph import BranchCheckpointer, BranchStore
@@ -39,3 +46,121 @@ def test_forget_a_thread_takes_its_checkpoints_and_the_items_put_there() -> None
     receipt = memory.forget("conversation", thread_event_id(thread["configurable"]["thread_id"]))
     assert receipt.erased["events"] and len(receipt.erased["records"]) == 1
     assert graph.invoke({"said": "coffee"}, other)["recalled"] == ["coffee", "tea"]
+
+
+# -- BranchCheckpointer.forget: the saver's checkpoints go too ------------------------------
+MARKER = "Mittens"  # in the graph's state (what was said) and in the item put from it
+
+
+def saver_bytes(saver: Any, path: Path | None) -> bytes:
+    """Everything the saver holds, read independently of the receipt's check: a SQLite
+    saver's files, an in-memory saver's pickled storage."""
+    connection = getattr(saver, "conn", None)
+    if path is None and connection is not None:  # an in-memory SQLite database: its rows
+        rows = [*connection.execute("SELECT * FROM checkpoints")]
+        return repr([*rows, *connection.execute("SELECT * FROM writes")]).encode()
+    if path is not None:
+        return b"".join(
+            Path(f"{path}{suffix}").read_bytes()
+            for suffix in ("", "-wal", "-journal")
+            if Path(f"{path}{suffix}").is_file()
+        )
+    return repr((saver.storage, saver.writes, saver.blobs)).encode()  # bytes shown as they are
+
+
+@pytest.fixture(params=["memory", "sqlite", "sqlite-in-memory"])
+def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Any, Path | None]]:
+    if request.param == "memory":
+        yield InMemorySaver(), None
+        return
+    path = None if request.param == "sqlite-in-memory" else tmp_path / "checkpoints.db"
+    connection = sqlite3.connect(path or ":memory:", check_same_thread=False)
+    try:
+        yield SqliteSaver(connection), path
+    finally:
+        connection.close()
+
+
+def test_forget_a_thread_deletes_its_checkpoints_in_the_saver(
+    saver: tuple[Any, Path | None],
+) -> None:
+    plain, path = saver
+    memory = Memory()
+    checkpointer = BranchCheckpointer(plain, memory)
+    graph = build_graph(BranchStore(memory), checkpointer)
+    thread, other = new_thread(), new_thread()
+    # the other thread first: a LangGraph store is shared by threads, so a thread that ran
+    # later would recall the item, and its own state would hold a copy of the text
+    graph.invoke({"said": "tea"}, other)
+    graph.invoke({"said": f"my cat is called {MARKER}"}, thread)
+    assert MARKER.encode() in saver_bytes(plain, path)
+    thread_id = thread["configurable"]["thread_id"]
+    receipt = checkpointer.forget("conversation", thread_event_id(thread_id))
+    (section,) = receipt.stores
+    assert section.name == "langgraph" and section.erased == {"threads": (thread_id,)}
+    assert plain.get_tuple(thread) is None and plain.get_tuple(other) is not None
+    assert MARKER.encode() not in saver_bytes(plain, path)  # an independent scan agrees
+    assert receipt.hash_matches and memory.verify_receipt(receipt).in_audit
+    assert graph.invoke({"said": "coffee"}, other)["recalled"] == ["coffee", "tea"]
+    # the other thread's checkpoints share windows with the text that went (timestamps,
+    # the metadata's field names): the check reports them. With it gone too, the saver
+    # holds nothing, and the check is clean.
+    last = checkpointer.forget("conversation", thread_event_id(other["configurable"]["thread_id"]))
+    assert last.stores[0].check.clean, last.stores[0].check
+    assert last.stores[0].check.locations  # it did read the saver
+    # (the store's own check counts the items' keys, which are the texts said here: the
+    # record ids the tombstones keep are made of them, as Mem0 memory ids are)
+
+
+def test_a_thread_erased_in_part_keeps_its_checkpoints_and_the_receipt_says_so() -> None:
+    plain = InMemorySaver()
+    memory = Memory()
+    checkpointer = BranchCheckpointer(plain, memory)
+    graph = build_graph(BranchStore(memory), checkpointer)
+    thread = new_thread()
+    graph.invoke({"said": f"my cat is called {MARKER}"}, thread)
+    graph.invoke({"said": "tea"}, thread)
+    thread_id = thread["configurable"]["thread_id"]
+    root = thread_event_id(thread_id)
+    first = next(e.id for e in memory.path(memory.heads()[root]) if e.parent == root)
+    dry = checkpointer.forget("branch", first, dry_run=True)  # below the root: not whole
+    receipt = checkpointer.forget("branch", first)
+    for made in (dry, receipt):
+        (section,) = made.stores
+        assert section.erased == {"threads": ()}
+        assert any(thread_id in line and "in part" in line for line in section.cannot_clean)
+        assert not section.check.clean  # the state still holds what was said, and it shows
+    assert plain.get_tuple(thread) is not None
+
+
+def test_a_dry_run_deletes_nothing_and_aforget_deletes() -> None:
+    plain = InMemorySaver()
+    memory = Memory()
+    checkpointer = BranchCheckpointer(plain, memory)
+    graph = build_graph(BranchStore(memory), checkpointer)
+    thread = new_thread()
+    graph.invoke({"said": f"my cat is called {MARKER}"}, thread)
+    conversation = thread_event_id(thread["configurable"]["thread_id"])
+    dry = checkpointer.forget("conversation", conversation, dry_run=True)
+    (section,) = dry.stores
+    assert section.counts == {"threads": 1} and not section.check.clean
+    assert plain.get_tuple(thread) is not None and memory.visible(memory.heads()[conversation])
+    receipt = asyncio.run(checkpointer.aforget("conversation", conversation))
+    assert receipt.stores[0].check.clean and plain.get_tuple(thread) is None
+
+
+def test_a_copy_in_another_threads_state_stays_and_the_check_finds_it() -> None:
+    plain = InMemorySaver()
+    memory = Memory()
+    checkpointer = BranchCheckpointer(plain, memory)
+    graph = build_graph(BranchStore(memory), checkpointer)
+    thread, other = new_thread(), new_thread()
+    graph.invoke({"said": f"my cat is called {MARKER}"}, thread)
+    graph.invoke({"said": "tea"}, other)  # recalls the item: its state copies the text
+    receipt = checkpointer.forget(
+        "conversation", thread_event_id(thread["configurable"]["thread_id"])
+    )
+    (section,) = receipt.stores
+    assert plain.get_tuple(thread) is None
+    assert MARKER.encode() in saver_bytes(plain, None)  # the other thread's state
+    assert not section.check.clean and sum(section.check.locations.values()) > 0

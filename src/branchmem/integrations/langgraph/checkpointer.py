@@ -20,6 +20,8 @@ from langgraph.checkpoint.base import (
 
 from ...errors import InvalidInput, NotFoundError
 from ...memory import Memory
+from ...receipt import Receipt
+from .forget import forget_in_saver
 from .mapping import (
     CHECKPOINT_ROLE,
     ROOT_NS,
@@ -312,6 +314,27 @@ class BranchCheckpointer(BaseCheckpointSaver[Any]):
     def delete_thread(self, thread_id: str) -> None:
         """Delete the saved state; the Memory keeps the thread's events and records."""
         self.saver.delete_thread(thread_id)
+
+    def forget(self, kind: str, id: str, *, dry_run: bool = False) -> Receipt:
+        """``Memory.forget`` on the Memory, carried into the saver: every thread the forget
+        erased whole (its conversation ``lg:<thread>``, or a branch from its root) loses its
+        checkpoints and writes (``delete_thread``), and the saver's storage is checked for
+        the receipt's fingerprints. The receipt's ``stores`` has a ``"langgraph"`` section
+        (the threads deleted, the byte check, what it cannot clean: a thread erased in part
+        keeps its checkpoints), covered by the content hash and the audit entry. ``dry_run``
+        changes nothing in either."""
+        with MIRRORED:
+            return self.memory._forget(
+                kind,
+                id,
+                dry_run,
+                self.namespace,
+                lambda receipt, texts: (forget_in_saver(self, receipt),),
+            )
+
+    async def aforget(self, kind: str, id: str, *, dry_run: bool = False) -> Receipt:
+        """``forget`` off the event loop (the Memory's writes are synchronous)."""
+        return await asyncio.to_thread(self.forget, kind, id, dry_run=dry_run)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         self.saver.delete_for_runs(run_ids)

@@ -1,0 +1,145 @@
+"""``forget`` carried into the saver a ``BranchCheckpointer`` wraps.
+
+The saver keeps the graph's state at every checkpoint (messages included), outside the
+Memory. A thread the forget erased whole (its conversation, or a branch from its root) loses
+its checkpoints and writes (``delete_thread``; a SQLite saver's file is then rewritten, since
+a deleted row's bytes stay in a free page). A thread erased in part keeps them: a saver
+deletes whole threads only, so the section says so. Either way the saver's storage is then
+searched for the receipt's fingerprints: an in-memory saver's serialized values, a SQLite
+saver's database files; any other saver is named as not checked.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+
+from ...model import ERASED
+from ...receipt import ByteCheck, Receipt, StoreSection, count_hits
+from .mapping import PREFIX
+
+if TYPE_CHECKING:
+    from .checkpointer import BranchCheckpointer
+
+SECTION: Final = "langgraph"
+CANNOT_CLEAN: Final = (
+    "copies of the saver's storage outside it (backups, replicas, a server's write-ahead log)",
+)
+
+
+def forget_in_saver(checkpointer: BranchCheckpointer, receipt: Receipt) -> StoreSection:
+    """Delete the checkpoints of every thread the receipt's forget erased whole (unless a
+    dry run), then check the saver's storage for the receipt's fingerprints."""
+    saver = checkpointer.saver
+    whole, partial = _threads(checkpointer, receipt)
+    cannot = [
+        f"thread {thread!r}: erased in part; its checkpoints keep the graph's state at every "
+        f"step, and a saver deletes whole threads only (forget the conversation "
+        f"{PREFIX}:{thread} to remove them)"
+        for thread in partial
+    ]
+    deleted: list[str] = []
+    if not receipt.dry_run:
+        for thread in whole:
+            saver.delete_thread(thread)
+            deleted.append(thread)
+        if deleted:
+            _vacuum(saver)
+    else:
+        deleted = whole
+    check, unreadable = _check(saver, receipt.key, frozenset(receipt.fingerprints))
+    erased = {"threads": tuple(deleted)}
+    return StoreSection(
+        SECTION,
+        erased,
+        {"threads": len(deleted)},
+        check,
+        CANNOT_CLEAN + tuple(cannot) + unreadable,
+    )
+
+
+def _threads(checkpointer: BranchCheckpointer, receipt: Receipt) -> tuple[list[str], list[str]]:
+    """(threads whose every mirrored event the forget erased, threads it erased in part),
+    found by the trees of the erased events; a dry run counts what it would erase."""
+    memory, namespace = checkpointer.memory, checkpointer.namespace
+    going = set(receipt.erased.get("events", ()))
+    trees = {memory.get_event(event_id, namespace=namespace).tree for event_id in going}
+    whole: list[str] = []
+    partial: list[str] = []
+    for tree in sorted(t for t in trees if t is not None and t.startswith(f"{PREFIX}:")):
+        events = memory.tree_events(tree, namespace=namespace).events
+        # an event erased before keeps only its place: its role is the tombstone's
+        gone = all(event.id in going or event.role == ERASED for event in events)
+        (whole if gone else partial).append(tree.removeprefix(f"{PREFIX}:"))
+    return whole, partial
+
+
+def _vacuum(saver: BaseCheckpointSaver[Any]) -> None:
+    """Rewrite a SQLite saver's database: deleted rows leave their bytes in free pages, and
+    in WAL mode (SqliteSaver's) the old pages in the log until it is checkpointed."""
+    connection = getattr(saver, "conn", None)
+    if not isinstance(connection, sqlite3.Connection):
+        return
+    with getattr(saver, "lock", None) or nullcontext():
+        connection.commit()
+        connection.execute("VACUUM")
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _check(
+    saver: BaseCheckpointSaver[Any], key: str, fingerprints: frozenset[str]
+) -> tuple[ByteCheck, tuple[str, ...]]:
+    """Fingerprint hits in the saver's storage, per location; what cannot be read is named
+    (``unchecked``) and said in the section's ``cannot_clean``."""
+    locations: dict[str, int] = {}
+    unchecked: list[str] = []
+    cannot: list[str] = []
+    connection = getattr(saver, "conn", None)
+    if isinstance(saver, InMemorySaver):
+        for name in ("storage", "writes", "blobs"):
+            data = b"\n".join(_bytes_in(getattr(saver, name, {})))
+            locations[f"in-memory saver {name}"] = count_hits(key, fingerprints, data)
+    elif isinstance(connection, sqlite3.Connection):
+        files = [Path(row[2]) for row in connection.execute("PRAGMA database_list") if row[2]]
+        if not files:  # an in-memory SQLite database: its rows are what it holds
+            for table in ("checkpoints", "writes"):
+                rows = connection.execute(f"SELECT * FROM {table}").fetchall()
+                data = b"\n".join(b for row in rows for b in _bytes_in(row))
+                locations[f"sqlite saver {table}"] = count_hits(key, fingerprints, data)
+        for main in files:
+            for suffix in ("", "-journal", "-wal", "-shm"):
+                file = Path(f"{main}{suffix}")
+                data = file.read_bytes() if file.is_file() else b""
+                locations[f"sqlite saver {file.name}"] = count_hits(key, fingerprints, data)
+    else:
+        kind = type(saver).__name__
+        unchecked.append(f"saver {kind}: its storage is not one this check can read")
+        cannot.append(
+            f"the {kind} saver's storage (its tables, write-ahead log, backups): whole threads "
+            "were deleted through the saver, their bytes not checked"
+        )
+    clean = not unchecked and not any(locations.values())
+    return ByteCheck(SECTION, locations, tuple(unchecked), clean, time.time()), tuple(cannot)
+
+
+def _bytes_in(value: object) -> Iterator[bytes]:
+    """Every bytes and string value in nested containers (serialized checkpoints)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, bytes | bytearray | memoryview):
+            yield bytes(item)
+        elif isinstance(item, str):
+            yield item.encode("utf-8", "surrogatepass")
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple | set | frozenset):
+            stack.extend(item)
