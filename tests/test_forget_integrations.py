@@ -81,13 +81,18 @@ def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Any,
         connection.close()
 
 
+def forgetting(saver: Any) -> tuple[Memory, BranchCheckpointer, Any]:
+    """A Memory, the checkpointer over ``saver`` and the test graph over both."""
+    memory = Memory()
+    checkpointer = BranchCheckpointer(saver, memory)
+    return memory, checkpointer, build_graph(BranchStore(memory), checkpointer)
+
+
 def test_forget_a_thread_deletes_its_checkpoints_in_the_saver(
     saver: tuple[Any, Path | None],
 ) -> None:
     plain, path = saver
-    memory = Memory()
-    checkpointer = BranchCheckpointer(plain, memory)
-    graph = build_graph(BranchStore(memory), checkpointer)
+    memory, checkpointer, graph = forgetting(plain)
     thread, other = new_thread(), new_thread()
     # the other thread first: a LangGraph store is shared by threads, so a thread that ran
     # later would recall the item, and its own state would hold a copy of the text
@@ -114,9 +119,7 @@ def test_forget_a_thread_deletes_its_checkpoints_in_the_saver(
 
 def test_a_thread_erased_in_part_keeps_its_checkpoints_and_the_receipt_says_so() -> None:
     plain = InMemorySaver()
-    memory = Memory()
-    checkpointer = BranchCheckpointer(plain, memory)
-    graph = build_graph(BranchStore(memory), checkpointer)
+    memory, checkpointer, graph = forgetting(plain)
     thread = new_thread()
     graph.invoke({"said": f"my cat is called {MARKER}"}, thread)
     graph.invoke({"said": "tea"}, thread)
@@ -135,9 +138,7 @@ def test_a_thread_erased_in_part_keeps_its_checkpoints_and_the_receipt_says_so()
 
 def test_a_dry_run_deletes_nothing_and_aforget_deletes() -> None:
     plain = InMemorySaver()
-    memory = Memory()
-    checkpointer = BranchCheckpointer(plain, memory)
-    graph = build_graph(BranchStore(memory), checkpointer)
+    memory, checkpointer, graph = forgetting(plain)
     thread = new_thread()
     graph.invoke({"said": f"my cat is called {MARKER}"}, thread)
     conversation = thread_event_id(thread["configurable"]["thread_id"])
@@ -151,9 +152,7 @@ def test_a_dry_run_deletes_nothing_and_aforget_deletes() -> None:
 
 def test_a_copy_in_another_threads_state_stays_and_the_check_finds_it() -> None:
     plain = InMemorySaver()
-    memory = Memory()
-    checkpointer = BranchCheckpointer(plain, memory)
-    graph = build_graph(BranchStore(memory), checkpointer)
+    _, checkpointer, graph = forgetting(plain)
     thread, other = new_thread(), new_thread()
     graph.invoke({"said": f"my cat is called {MARKER}"}, thread)
     graph.invoke({"said": "tea"}, other)  # recalls the item: its state copies the text
