@@ -163,3 +163,48 @@ def test_a_copy_in_another_threads_state_stays_and_the_check_finds_it() -> None:
     assert plain.get_tuple(thread) is None
     assert MARKER.encode() in saver_bytes(plain, None)  # the other thread's state
     assert not section.check.clean and sum(section.check.locations.values()) > 0
+
+
+def test_verify_receipt_checks_the_saver_again() -> None:
+    plain = InMemorySaver()
+    memory, checkpointer, graph = forgetting(plain)
+    thread = new_thread()
+    graph.invoke({"said": f"my cat is called {MARKER}"}, thread)
+    receipt = checkpointer.forget(
+        "conversation", thread_event_id(thread["configurable"]["thread_id"])
+    )
+    verified = checkpointer.verify_receipt(receipt.to_json())  # read back from JSON too
+    assert verified.wrapped is not None and verified.wrapped.clean
+    assert verified.ok == verified.store.ok  # the store's own check counts the item's key
+    # the text comes back into the saver (a thread restored from a backup)
+    plain.blobs[("restored", "", "said", "1")] = ("msgpack", f"my cat is called {MARKER}".encode())
+    again = asyncio.run(checkpointer.averify_receipt(receipt))
+    assert again.wrapped is not None and not again.wrapped.clean and not again.ok
+    assert memory.verify_receipt(receipt).in_audit
+
+
+def test_a_thread_forgotten_past_the_checkpointer_is_caught_up_with() -> None:
+    plain = InMemorySaver()
+    memory, checkpointer, graph = forgetting(plain)
+    thread, other = new_thread(), new_thread()
+    graph.invoke({"said": "tea"}, other)
+    graph.invoke({"said": f"my cat is called {MARKER}"}, thread)
+    thread_id = thread["configurable"]["thread_id"]
+    memory.forget("conversation", thread_event_id(thread_id))  # the Memory alone
+    assert plain.get_tuple(thread) is not None  # the saver still holds the thread
+    dry = checkpointer.forget(
+        "message", thread_event_id(other["configurable"]["thread_id"]), dry_run=True
+    )
+    assert dry.stores[0].erased == {"threads": (thread_id,)} and plain.get_tuple(thread)
+    receipt = checkpointer.forget(
+        "conversation", thread_event_id(other["configurable"]["thread_id"])
+    )
+    assert set(receipt.stores[0].erased["threads"]) == {
+        thread_id,
+        other["configurable"]["thread_id"],
+    }
+    assert plain.get_tuple(thread) is None and plain.get_tuple(other) is None
+    assert receipt.stores[0].check.clean
+    assert checkpointer.forget("subject", "facts").stores[0].erased == {
+        "threads": ()
+    }  # nothing left

@@ -173,8 +173,8 @@ def test_verify_receipt_checks_mem0s_files_again(wrapped: BranchMem0, mem0_dir: 
     receipt = wrapped.forget("message", "secret")
     verified = wrapped.verify_receipt(receipt.to_json())  # a receipt read back from JSON too
     assert verified.ok and verified.store.ok
-    assert verified.mem0 is not None and verified.mem0.clean
-    assert any("history.db" in location for location in verified.mem0.locations)
+    assert verified.wrapped is not None and verified.wrapped.clean
+    assert any("history.db" in location for location in verified.wrapped.locations)
     # the forgotten text comes back into Mem0 (a history database restored from a backup,
     # a memory written again): the store is still clean, Mem0's files are not
     history = wrapped.memory.db.connection
@@ -183,9 +183,9 @@ def test_verify_receipt_checks_mem0s_files_again(wrapped: BranchMem0, mem0_dir: 
     history.commit()
     assert scan(mem0_dir)["history.db"] > 0  # the independent scan sees it
     again = asyncio.run(AsyncBranchMem0(wrapped.memory, wrapped.store).verify_receipt(receipt))
-    assert again.store.ok and again.mem0 is not None and not again.mem0.clean
+    assert again.store.ok and again.wrapped is not None and not again.wrapped.clean
     assert not again.ok
-    assert sum(again.mem0.locations.values()) > 0
+    assert sum(again.wrapped.locations.values()) > 0
 
 
 def test_verify_receipt_finds_what_a_plain_store_forget_left_in_mem0(
@@ -195,7 +195,7 @@ def test_verify_receipt_finds_what_a_plain_store_forget_left_in_mem0(
     assert wrapped.store.verify_receipt(receipt).ok  # the store's own check cannot see Mem0
     verified = wrapped.verify_receipt(receipt)
     assert verified.store.ok and not verified.ok
-    assert verified.mem0 is not None and not verified.mem0.clean
+    assert verified.wrapped is not None and not verified.wrapped.clean
 
 
 def test_a_plain_store_forget_leaves_mem0_and_the_wrapper_catches_up(

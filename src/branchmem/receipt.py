@@ -23,7 +23,7 @@ import hashlib
 import json
 import re
 import secrets
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -189,6 +189,26 @@ class ReceiptCheck:
     reappeared: tuple[str, ...]
     check: ByteCheck | None
     ok: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WrappedReceiptCheck:
+    """``verify_receipt`` of an integration that wraps a store outside branchmem (Mem0, a
+    LangGraph saver): the store's own check (``Memory.verify_receipt``) and a fresh byte
+    check of the wrapped store (None when the receipt is redacted: no key); ``ok`` is both."""
+
+    store: ReceiptCheck
+    wrapped: ByteCheck | None
+    ok: bool
+
+
+def verify_wrapped(
+    store: ReceiptCheck, receipt: Receipt, check: Callable[[str, frozenset[str]], ByteCheck]
+) -> WrappedReceiptCheck:
+    """The store's check of ``receipt`` with ``check`` (key, fingerprints) run again on the
+    wrapped store, unless the receipt is redacted."""
+    wrapped = check(receipt.key, frozenset(receipt.fingerprints)) if receipt.key else None
+    return WrappedReceiptCheck(store, wrapped, store.ok and (wrapped is None or wrapped.clean))
 
 
 def _byte_check(check: Mapping[str, Any]) -> ByteCheck:

@@ -20,8 +20,8 @@ from langgraph.checkpoint.base import (
 
 from ...errors import InvalidInput, NotFoundError
 from ...memory import Memory
-from ...receipt import Receipt
-from .forget import forget_in_saver
+from ...receipt import Receipt, WrappedReceiptCheck
+from .forget import forget_in_saver, verify_in_saver
 from .mapping import (
     CHECKPOINT_ROLE,
     ROOT_NS,
@@ -335,6 +335,17 @@ class BranchCheckpointer(BaseCheckpointSaver[Any]):
     async def aforget(self, kind: str, id: str, *, dry_run: bool = False) -> Receipt:
         """``forget`` off the event loop (the Memory's writes are synchronous)."""
         return await asyncio.to_thread(self.forget, kind, id, dry_run=dry_run)
+
+    def verify_receipt(self, receipt: Receipt | Mapping[str, Any]) -> WrappedReceiptCheck:
+        """``Memory.verify_receipt`` on the Memory, and the saver's storage checked again for
+        the receipt's fingerprints (as ``forget`` checked it); ``ok`` is both."""
+        found = receipt if isinstance(receipt, Receipt) else Receipt.from_json(receipt)
+        with MIRRORED:
+            return verify_in_saver(self, found)
+
+    async def averify_receipt(self, receipt: Receipt | Mapping[str, Any]) -> WrappedReceiptCheck:
+        """``verify_receipt`` off the event loop."""
+        return await asyncio.to_thread(self.verify_receipt, receipt)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         self.saver.delete_for_runs(run_ids)

@@ -22,7 +22,14 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
 from ...model import ERASED
-from ...receipt import ByteCheck, Receipt, StoreSection, count_hits
+from ...receipt import (
+    ByteCheck,
+    Receipt,
+    StoreSection,
+    WrappedReceiptCheck,
+    count_hits,
+    verify_wrapped,
+)
 from .mapping import PREFIX
 
 if TYPE_CHECKING:
@@ -65,20 +72,48 @@ def forget_in_saver(checkpointer: BranchCheckpointer, receipt: Receipt) -> Store
     )
 
 
+def verify_in_saver(checkpointer: BranchCheckpointer, receipt: Receipt) -> WrappedReceiptCheck:
+    """The store's check of ``receipt``, then the saver's storage searched again for its
+    fingerprints (a thread restored from a backup, a state that copied the text)."""
+    return verify_wrapped(
+        checkpointer.memory.verify_receipt(receipt, namespace=checkpointer.namespace),
+        receipt,
+        lambda key, fingerprints: _check(checkpointer.saver, key, fingerprints)[0],
+    )
+
+
 def _threads(checkpointer: BranchCheckpointer, receipt: Receipt) -> tuple[list[str], list[str]]:
-    """(threads whose every mirrored event the forget erased, threads it erased in part),
-    found by the trees of the erased events; a dry run counts what it would erase."""
+    """(threads whose every mirrored event is erased, threads the forget erased in part),
+    found by the trees of the erased events and by the trees whose root an earlier erase
+    took (a ``Memory.forget`` past the checkpointer: no later plan lists them, and their
+    checkpoints would stay); a dry run counts what it would erase."""
     memory, namespace = checkpointer.memory, checkpointer.namespace
     going = set(receipt.erased.get("events", ()))
     trees = {memory.get_event(event_id, namespace=namespace).tree for event_id in going}
+    earlier = {
+        summary.tree
+        for summary in memory.trees(namespace=namespace)  # forget is rare: one pass of them
+        if summary.tree.startswith(f"{PREFIX}:")
+        and summary.tree in summary.roots
+        and summary.tree not in trees
+        and memory.get_event(summary.tree, namespace=namespace).role == ERASED
+    }
     whole: list[str] = []
     partial: list[str] = []
-    for tree in sorted(t for t in trees if t is not None and t.startswith(f"{PREFIX}:")):
+    for tree in sorted(t for t in trees | earlier if t is not None and t.startswith(f"{PREFIX}:")):
+        thread = tree.removeprefix(f"{PREFIX}:")
         events = memory.tree_events(tree, namespace=namespace).events
         # an event erased before keeps only its place: its role is the tombstone's
         gone = all(event.id in going or event.role == ERASED for event in events)
-        (whole if gone else partial).append(tree.removeprefix(f"{PREFIX}:"))
+        if tree in earlier and not (gone and _saved(checkpointer.saver, thread)):
+            continue  # not this forget's, and nothing of it to catch up with
+        (whole if gone else partial).append(thread)
     return whole, partial
+
+
+def _saved(saver: BaseCheckpointSaver[Any], thread: str) -> bool:
+    """The saver still holds a checkpoint of ``thread``."""
+    return saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}) is not None
 
 
 def _vacuum(saver: BaseCheckpointSaver[Any]) -> None:

@@ -6,7 +6,6 @@ branchbench. See docs/mem0.md.
 """
 
 from branchmem.integrations.mem0.asynchronous import AsyncBranchMem0
-from branchmem.integrations.mem0.forget import Mem0ReceiptCheck
 from branchmem.integrations.mem0.wrapper import (
     MEM0_KIND,
     SCOPE_CHANGE_KIND,
@@ -22,7 +21,6 @@ __all__ = [
     "AddOutcome",
     "AsyncBranchMem0",
     "BranchMem0",
-    "Mem0ReceiptCheck",
     "MemoryNotVisible",
     "record_id_for",
 ]

@@ -19,12 +19,18 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from branchmem.errors import ErasedError, NotFoundError
-from branchmem.receipt import ByteCheck, Receipt, ReceiptCheck, StoreSection, count_hits
+from branchmem.receipt import (
+    ByteCheck,
+    Receipt,
+    StoreSection,
+    WrappedReceiptCheck,
+    count_hits,
+    verify_wrapped,
+)
 
 from .observe import is_memory_record
 
@@ -76,25 +82,15 @@ def forget_in_mem0(wrapper: BranchMem0, receipt: Receipt, texts: tuple[str, ...]
     )
 
 
-@dataclass(frozen=True)
-class Mem0ReceiptCheck:
-    """``BranchMem0.verify_receipt``'s answer: the store's own (``Memory.verify_receipt``)
-    and a fresh byte check of Mem0's files (None when the receipt is redacted: no key)."""
-
-    store: ReceiptCheck
-    mem0: ByteCheck | None
-    ok: bool
-
-
-def verify_in_mem0(wrapper: BranchMem0, receipt: Receipt) -> Mem0ReceiptCheck:
+def verify_in_mem0(wrapper: BranchMem0, receipt: Receipt) -> WrappedReceiptCheck:
     """The store's check of ``receipt``, then Mem0's files searched again for its
     fingerprints: a memory Mem0 wrote back, or a history database restored from a backup,
     shows there, as it would in the store's files."""
-    store = wrapper.store.verify_receipt(receipt, namespace=wrapper.namespace)
-    mem0 = None
-    if receipt.key:
-        mem0, _ = _check(wrapper.memory, receipt.key, frozenset(receipt.fingerprints))
-    return Mem0ReceiptCheck(store, mem0, store.ok and (mem0 is None or mem0.clean))
+    return verify_wrapped(
+        wrapper.store.verify_receipt(receipt, namespace=wrapper.namespace),
+        receipt,
+        lambda key, fingerprints: _check(wrapper.memory, key, fingerprints)[0],
+    )
 
 
 def _erased_before(wrapper: BranchMem0) -> set[str]:

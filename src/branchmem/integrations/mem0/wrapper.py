@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from branchmem.errors import InvalidInput, NotFoundError
-from branchmem.receipt import Receipt
+from branchmem.receipt import Receipt, WrappedReceiptCheck
 
-from .forget import Mem0ReceiptCheck, forget_in_mem0, verify_in_mem0
+from .forget import forget_in_mem0, verify_in_mem0
 from .mirror import MEM0_KIND, SCOPE_CHANGE_KIND, mirror, write_revision
 from .observe import (
     CALLER_LOOP,
@@ -398,7 +398,7 @@ class BranchMem0:
                 lambda receipt, texts: (forget_in_mem0(self, receipt, texts),),
             )
 
-    def verify_receipt(self, receipt: Receipt | Mapping[str, Any]) -> Mem0ReceiptCheck:
+    def verify_receipt(self, receipt: Receipt | Mapping[str, Any]) -> WrappedReceiptCheck:
         """``Memory.verify_receipt`` on the store (hash, audit entry, ids still erased, the
         store's files), and Mem0's files checked again for the receipt's fingerprints (the
         history database and a local vector store's files, as the forget checked them).
