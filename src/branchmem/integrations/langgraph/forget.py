@@ -22,17 +22,11 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
 from ...model import ERASED
-from ...receipt import (
-    ByteCheck,
-    Receipt,
-    StoreSection,
-    WrappedReceiptCheck,
-    count_hits,
-    verify_wrapped,
-)
+from ...receipt import ByteCheck, Receipt, StoreSection, count_hits, verify_wrapped
 from .mapping import PREFIX
 
 if TYPE_CHECKING:
+    from ...receipt import WrappedReceiptCheck
     from .checkpointer import BranchCheckpointer
 
 SECTION: Final = "langgraph"
