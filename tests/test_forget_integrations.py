@@ -208,3 +208,13 @@ def test_a_thread_forgotten_past_the_checkpointer_is_caught_up_with() -> None:
     assert checkpointer.forget("subject", "facts").stores[0].erased == {
         "threads": ()
     }  # nothing left
+
+
+def test_a_saver_never_used_is_named_unchecked_not_an_error() -> None:
+    memory = Memory()
+    checkpointer = BranchCheckpointer(SqliteSaver(sqlite3.connect(":memory:")), memory)
+    memory.add_event("c1", content=f"my cat is called {MARKER}")  # a conversation of its own
+    receipt = checkpointer.forget("conversation", memory.get_event("c1").tree or "c1")
+    (section,) = receipt.stores
+    assert section.erased == {"threads": ()} and receipt.check.clean
+    assert len(section.check.unchecked) == 2 and not section.check.clean

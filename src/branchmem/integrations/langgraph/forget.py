@@ -139,7 +139,12 @@ def _check(
         files = [Path(row[2]) for row in connection.execute("PRAGMA database_list") if row[2]]
         if not files:  # an in-memory SQLite database: its rows are what it holds
             for table in ("checkpoints", "writes"):
-                rows = connection.execute(f"SELECT * FROM {table}").fetchall()
+                try:
+                    with getattr(saver, "lock", None) or nullcontext():
+                        rows = connection.execute(f"SELECT * FROM {table}").fetchall()
+                except sqlite3.Error as error:  # never set up: nothing saved, or unreadable
+                    unchecked.append(f"sqlite saver {table}: {error}")
+                    continue
                 data = b"\n".join(b for row in rows for b in _bytes_in(row))
                 locations[f"sqlite saver {table}"] = count_hits(key, fingerprints, data)
         for main in files:
