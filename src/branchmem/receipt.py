@@ -23,8 +23,10 @@ import hashlib
 import json
 import re
 import secrets
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from .errors import InvalidInput
@@ -293,6 +295,42 @@ def count_hits(key: str, fingerprints: frozenset[str], data: bytes) -> int:
         one = keyed.copy()  # the key's setup once, not per window
         one.update(window)
         hits += one.hexdigest() in fingerprints
+    return hits
+
+
+def sqlite_file_hits(
+    path: str | Path, key: str, fingerprints: frozenset[str], label: str
+) -> dict[str, int]:
+    """Hits per file of a SQLite database outside branchmem (an integration's store) and
+    its journal, write-ahead log and shared memory; a file not there holds nothing."""
+    found: dict[str, int] = {}
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        file = Path(f"{path}{suffix}")
+        data = file.read_bytes() if file.is_file() else b""
+        found[f"{label} {file.name}"] = count_hits(key, fingerprints, data)
+    return found
+
+
+def sqlite_row_hits(
+    connection: sqlite3.Connection,
+    key: str,
+    fingerprints: frozenset[str],
+    tables: Iterable[str] | None = None,
+) -> int:
+    """Hits in every text and bytes value of ``tables`` (default: every table) of an open
+    SQLite database: an in-memory one has no file to read. A table that is not there is
+    the driver's error."""
+    if tables is None:
+        query = "SELECT name FROM sqlite_master WHERE type='table'"
+        tables = [row[0] for row in connection.execute(query)]
+    hits = 0
+    for table in tables:
+        for row in connection.execute(f'SELECT * FROM "{table}"'):
+            for value in row:
+                if isinstance(value, str):
+                    hits += count_hits(key, fingerprints, value.encode("utf-8"))
+                elif isinstance(value, bytes):
+                    hits += count_hits(key, fingerprints, value)
     return hits
 
 

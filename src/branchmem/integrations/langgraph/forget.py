@@ -22,7 +22,15 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
 from ...model import ERASED
-from ...receipt import ByteCheck, Receipt, StoreSection, count_hits, verify_wrapped
+from ...receipt import (
+    ByteCheck,
+    Receipt,
+    StoreSection,
+    count_hits,
+    sqlite_file_hits,
+    sqlite_row_hits,
+    verify_wrapped,
+)
 from .mapping import PREFIX
 
 if TYPE_CHECKING:
@@ -141,17 +149,13 @@ def _check(
             for table in ("checkpoints", "writes"):
                 try:
                     with getattr(saver, "lock", None) or nullcontext():
-                        rows = connection.execute(f"SELECT * FROM {table}").fetchall()
+                        hits = sqlite_row_hits(connection, key, fingerprints, [table])
                 except sqlite3.Error as error:  # never set up: nothing saved, or unreadable
                     unchecked.append(f"sqlite saver {table}: {error}")
                     continue
-                data = b"\n".join(b for row in rows for b in _bytes_in(row))
-                locations[f"sqlite saver {table}"] = count_hits(key, fingerprints, data)
+                locations[f"sqlite saver {table}"] = hits
         for main in files:
-            for suffix in ("", "-journal", "-wal", "-shm"):
-                file = Path(f"{main}{suffix}")
-                data = file.read_bytes() if file.is_file() else b""
-                locations[f"sqlite saver {file.name}"] = count_hits(key, fingerprints, data)
+            locations.update(sqlite_file_hits(main, key, fingerprints, "sqlite saver"))
     else:
         kind = type(saver).__name__
         unchecked.append(f"saver {kind}: its storage is not one this check can read")

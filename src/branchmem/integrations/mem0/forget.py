@@ -29,6 +29,8 @@ from branchmem.receipt import (
     StoreSection,
     WrappedReceiptCheck,
     count_hits,
+    sqlite_file_hits,
+    sqlite_row_hits,
     verify_wrapped,
 )
 
@@ -191,14 +193,12 @@ def _check(
         connection = getattr(db, "connection", None)
         if isinstance(connection, sqlite3.Connection):
             with getattr(db, "_lock", None) or nullcontext():
-                locations["history (in-memory rows)"] = _row_hits(connection, key, fingerprints)
+                rows = sqlite_row_hits(connection, key, fingerprints)
+                locations["history (in-memory rows)"] = rows
         else:
             unchecked.append("history: Mem0 has no SQLite history database to read")
     else:
-        for suffix in ("", "-journal", "-wal", "-shm"):
-            file = Path(f"{history_path}{suffix}")
-            data = file.read_bytes() if file.is_file() else b""
-            locations[f"history {file.name}"] = count_hits(key, fingerprints, data)
+        locations.update(sqlite_file_hits(history_path, key, fingerprints, "history"))
     root = _vector_path(memory)
     if root is None:
         provider = getattr(
@@ -217,18 +217,3 @@ def _check(
     clean = not unchecked and not any(locations.values())
     check = ByteCheck("mem0", locations, tuple(unchecked), clean, time.time())
     return check, tuple(cannot)
-
-
-def _row_hits(connection: sqlite3.Connection, key: str, fingerprints: frozenset[str]) -> int:
-    hits = 0
-    tables = [
-        row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
-    ]
-    for table in tables:
-        for row in connection.execute(f'SELECT * FROM "{table}"'):
-            for value in row:
-                if isinstance(value, str):
-                    hits += count_hits(key, fingerprints, value.encode("utf-8"))
-                elif isinstance(value, bytes):
-                    hits += count_hits(key, fingerprints, value)
-    return hits
