@@ -703,7 +703,8 @@ class Memory:
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Record | None:
         with self._read(namespace) as ns:
-            return views.current(ns, key, anchor, scope, cross_tree, mode, asof.point(ns, as_of))
+            point = None if as_of is None else asof.point(ns, as_of)  # the present: the usual
+            return views.current(ns, key, anchor, scope, cross_tree, mode, point)
 
     def _currents(
         self,

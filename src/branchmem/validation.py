@@ -48,6 +48,8 @@ def check_text(value: str, what: str) -> str:
 
 
 def check_id(value: object, what: str) -> str:
+    if type(value) is str and value.isascii() and 0 < len(value) <= MAX_ID:
+        return value  # most ids: every check below passes (a hot path: each read checks)
     if not isinstance(value, str) or not value:
         raise InvalidInput(f"{what} must be a non-empty string, got {value!r}")
     limit = MAX_NAMESPACE if what == "namespace" else MAX_ID

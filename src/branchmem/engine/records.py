@@ -190,8 +190,7 @@ def add_records(ns: Namespace, specs: list[dict[str, Any]]) -> list[RevisionNode
         ns.name,
         [spec["record_id"] for spec in specs] + sources,
         children=False,  # a record places no event
-        # an ancestor test merges the frontiers of two sources: a record citing one has none
-        ancestry=[s for names in listed if len(names) > 1 for s in names if isinstance(s, str)],
+        ancestry=_merged_sources(specs),
     )
     batch = RecordBatch(ns, [spec["record_id"] for spec in specs])
     nodes: list[RevisionNode] = []
@@ -206,6 +205,30 @@ def add_records(ns: Namespace, specs: list[dict[str, Any]]) -> list[RevisionNode
     if nodes:
         ns.audit("add_records", [node.record_id for node in nodes])
     return nodes
+
+
+def _merged_sources(specs: list[dict[str, Any]]) -> list[str]:
+    """The sources whose places an ancestor test compares when the batch's gates merge
+    frontiers (a record citing two or more): those named, and through a record of the batch
+    named, that record's own (a summary of facts merges the facts' events)."""
+    cites = {
+        spec["record_id"]: [s for s in spec["sources"] if isinstance(s, str)]
+        for spec in specs
+        if isinstance(spec["sources"], list | tuple)
+    }
+    merged: dict[str, None] = {}
+    for names in cites.values():
+        if len(names) < 2:
+            continue  # one source: its frontiers are its source's, nothing is merged
+        pending, seen = list(names), set(names)
+        while pending:
+            name = pending.pop()
+            merged[name] = None
+            for deeper in cites.get(name, ()):
+                if deeper not in seen:
+                    seen.add(deeper)
+                    pending.append(deeper)
+    return list(merged)
 
 
 def revise(
