@@ -108,7 +108,10 @@ class SQLEvents(SQLSession):
                 f"WHERE s.namespace = ? AND s.id IN ({marks})",
                 (namespace, *chunk, namespace, *chunk),
             )
-            found = {row[0]: codec.event_node(row) for row in rows}
+            found: dict[str, EventNode] = {}
+            for row in rows:  # steps up from neighbouring events repeat: decode each once
+                if row[0] not in found:
+                    found[row[0]] = codec.event_node(row)
             for item in chunk:
                 self._events[(namespace, item)] = found.pop(item, None)
             for item, node in found.items():  # a node cached already may be newer
