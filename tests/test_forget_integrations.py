@@ -6,6 +6,7 @@ named by that namespace, or the thread's conversation, takes them, and the store
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,8 +55,21 @@ MARKER = "Mittens"  # in the graph's state (what was said) and in the item put f
 
 def saver_bytes(saver: Any, path: Path | None) -> bytes:
     """Everything the saver holds, read independently of the receipt's check: a SQLite
-    saver's files, an in-memory saver's pickled storage."""
+    saver's files, an in-memory saver's pickled storage, a PostgreSQL saver's rows and the
+    statistics sampled from them."""
     connection = getattr(saver, "conn", None)
+    if type(saver).__name__ == "PostgresSaver":
+        with saver.lock:
+            rows = [
+                row
+                for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+                for row in connection.execute(f"SELECT * FROM {table}").fetchall()
+            ]
+            rows += connection.execute(
+                "SELECT most_common_vals::text, histogram_bounds::text FROM pg_stats "
+                "WHERE schemaname = current_schema() AND tablename LIKE 'checkpoint%'"
+            ).fetchall()
+        return repr(rows).encode()
     if path is None and connection is not None:  # an in-memory SQLite database: its rows
         rows = [*connection.execute("SELECT * FROM checkpoints")]
         return repr([*rows, *connection.execute("SELECT * FROM writes")]).encode()
@@ -68,10 +82,14 @@ def saver_bytes(saver: Any, path: Path | None) -> bytes:
     return repr((saver.storage, saver.writes, saver.blobs)).encode()  # bytes shown as they are
 
 
-@pytest.fixture(params=["memory", "sqlite", "sqlite-in-memory"])
+@pytest.fixture(params=["memory", "sqlite", "sqlite-in-memory", "postgres"])
 def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Any, Path | None]]:
     if request.param == "memory":
         yield InMemorySaver(), None
+        return
+    if request.param == "postgres":
+        with postgres_saver(request.getfixturevalue("pg_dsn")) as made:
+            yield made, None
         return
     path = None if request.param == "sqlite-in-memory" else tmp_path / "checkpoints.db"
     connection = sqlite3.connect(path or ":memory:", check_same_thread=False)
@@ -79,6 +97,24 @@ def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Any,
         yield SqliteSaver(connection), path
     finally:
         connection.close()
+
+
+@contextlib.contextmanager
+def postgres_saver(dsn: str) -> Iterator[Any]:
+    """A ``PostgresSaver`` on a fresh database, its connection as LangGraph's docs make it."""
+    psycopg = pytest.importorskip("psycopg")
+    postgres = pytest.importorskip("langgraph.checkpoint.postgres")
+    from psycopg.rows import dict_row
+
+    from pg import fresh_database
+
+    with (
+        fresh_database(dsn, "bm_saver") as url,
+        psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row) as db,
+    ):
+        saver = postgres.PostgresSaver(db)
+        saver.setup()
+        yield saver
 
 
 def forgetting(saver: Any) -> tuple[Memory, BranchCheckpointer, Any]:
@@ -218,3 +254,33 @@ def test_a_saver_never_used_is_named_unchecked_not_an_error() -> None:
     (section,) = receipt.stores
     assert section.erased == {"threads": ()} and receipt.check.clean
     assert len(section.check.unchecked) == 2 and not section.check.clean
+
+
+def test_a_postgres_savers_statistics_and_restored_rows_are_checked(pg_dsn: str) -> None:
+    """The saver's tables are analyzed after the delete, so the planner's samples of the
+    deleted rows (``pg_stats``) go with them (cleared where a table is left empty); a row
+    written back afterwards is found by ``verify_receipt``."""
+    with postgres_saver(pg_dsn) as plain:
+        _, checkpointer, graph = forgetting(plain)
+        thread = new_thread()
+        for turn in range(3):
+            graph.invoke({"said": f"my cat is called {MARKER} ({turn})"}, thread)
+        with plain.lock:
+            plain.conn.execute("ANALYZE checkpoints, checkpoint_blobs, checkpoint_writes")
+        assert MARKER.encode() in saver_bytes(plain, None)
+        receipt = checkpointer.forget(
+            "conversation", thread_event_id(thread["configurable"]["thread_id"])
+        )
+        (section,) = receipt.stores
+        assert MARKER.encode() not in saver_bytes(plain, None)  # rows and statistics
+        assert section.check.clean, section.check
+        assert "postgres saver pg_stats" in section.check.locations
+        assert any("VACUUM FULL" in line for line in section.cannot_clean)
+        with plain.lock:  # the thread restored from a backup
+            plain.conn.execute(
+                "INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, "
+                "type, blob) VALUES ('restored', '', 'said', '1', 'msgpack', %s)",
+                (f"my cat is called {MARKER}".encode(),),
+            )
+        again = checkpointer.verify_receipt(receipt)
+        assert again.wrapped is not None and not again.wrapped.clean and not again.ok

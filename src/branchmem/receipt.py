@@ -334,6 +334,107 @@ def sqlite_row_hits(
     return hits
 
 
+def postgres_row_hits(
+    db: Any,
+    key: str,
+    fingerprints: frozenset[str],
+    tables: Iterable[str] | None = None,
+    label: str = "",
+) -> tuple[dict[str, int], list[str]]:
+    """Hits per table of a PostgreSQL database as SQL reads it: the rows of ``tables``
+    (default: every table of the current schema), their TOAST chunks and the planner's
+    statistics of them (samples of the rows at the last ANALYZE); and what this role may
+    not read. ``db``: a psycopg connection in autocommit. Pages are not read: free space a
+    VACUUM left is the server's (a receipt's ``cannot_clean`` says so)."""
+    import psycopg
+
+    def hits_in(value: object) -> int:
+        if isinstance(value, bytes | bytearray | memoryview):
+            return count_hits(key, fingerprints, bytes(value))
+        if isinstance(value, str):
+            return count_hits(key, fingerprints, value.encode("utf-8"))
+        if isinstance(value, dict | list):  # every string in it, keys included
+            texts = strings_in(value)  # flat: no call back into hits_in (a reference cycle)
+            return sum(count_hits(key, fingerprints, text.encode("utf-8")) for text in texts)
+        return 0
+
+    from psycopg.rows import tuple_row
+
+    cursor = db.cursor(row_factory=tuple_row)  # whatever rows the connection makes
+    wanted = None if tables is None else sorted(tables)
+    found: dict[str, int] = {}
+    unchecked: list[str] = []
+    listed = cursor.execute(
+        "SELECT c.relname, t.relname FROM pg_catalog.pg_class c "
+        "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+        "LEFT JOIN pg_catalog.pg_class t ON t.oid = c.reltoastrelid "
+        "WHERE n.nspname = current_schema() AND c.relkind = 'r' "
+        "AND (%s::text[] IS NULL OR c.relname = ANY(%s::text[])) ORDER BY c.relname",
+        (wanted, wanted),
+    ).fetchall()
+    for table, toast in listed:
+        rows = cursor.execute(f'SELECT * FROM "{table}"').fetchall()
+        found[f"{label}{table}"] = sum(hits_in(value) for row in rows for value in row)
+        if toast is None:
+            continue
+        try:
+            chunks = cursor.execute(f'SELECT chunk_data FROM pg_toast."{toast}"').fetchall()
+        except psycopg.Error:
+            unchecked.append(
+                f"TOAST of {table}: this role may not read pg_toast.{toast} (its values "
+                "were read de-toasted with the rows)"
+            )
+            continue
+        found[f"{label}toast {table}"] = sum(hits_in(chunk) for (chunk,) in chunks)
+    stats = cursor.execute(
+        "SELECT tablename, attname, most_common_vals::text, histogram_bounds::text "
+        "FROM pg_catalog.pg_stats WHERE schemaname = current_schema() "
+        "AND (%s::text[] IS NULL OR tablename = ANY(%s::text[])) ORDER BY tablename, attname",
+        (wanted, wanted),
+    ).fetchall()
+    found[f"{label}pg_stats"] = sum(
+        hits_in(common or "") + hits_in(bounds or "") for _table, _column, common, bounds in stats
+    )
+    return found, unchecked
+
+
+def clear_postgres_stats_of_empty(db: Any, tables: Iterable[str]) -> None:
+    """Clear the planner's statistics of those of ``tables`` that hold no row.
+
+    ANALYZE of a table with no rows left keeps the statistics it had, so the sample values
+    of rows an erase emptied the table of would stay: PostgreSQL 18's
+    ``pg_clear_attribute_stats`` (which the table's owner may call) clears them; before 18
+    only a superuser could, so they stay until the table has rows again and is analyzed.
+    A refusal leaves them, and a receipt's check shows them."""
+    import psycopg
+    from psycopg.rows import tuple_row
+
+    if db.info.server_version < 180000:  # known from the connection: no statement
+        return
+    cursor = db.cursor(row_factory=tuple_row)
+    try:
+        stats = cursor.execute(
+            "SELECT DISTINCT tablename::text, attname::text FROM pg_catalog.pg_stats "
+            "WHERE schemaname = current_schema() AND tablename = ANY(%s)",
+            (list(tables),),
+        ).fetchall()
+        # is each table empty: once per table; the names are the caller's, as pg_stats
+        # gave them back
+        empty = {
+            table
+            for table in sorted({str(table) for table, _ in stats})
+            if cursor.execute(f'SELECT NOT EXISTS (SELECT 1 FROM "{table}")').fetchone()[0]
+        }
+        for table, column in stats:
+            if table in empty:
+                cursor.execute(
+                    "SELECT pg_catalog.pg_clear_attribute_stats(current_schema(), %s, %s, false)",
+                    (table, column),
+                )
+    except psycopg.Error:
+        return  # refused (not the owner): they stay, and a receipt's check shows them
+
+
 def strings_in(value: object) -> Iterator[str]:
     """Every string in a JSON value (keys included)."""
     if isinstance(value, str):

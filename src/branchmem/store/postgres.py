@@ -32,6 +32,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 from ..errors import ConflictError, InvalidInput, MissingExtra, StorageError
+from ..receipt import clear_postgres_stats_of_empty
 from . import codec
 from .sql import SQLStore
 
@@ -733,38 +734,11 @@ class PostgresStore(SQLStore):
         return None
 
     def _clear_stats_of_empty_tables(self) -> None:
-        """ANALYZE of a table with no rows left keeps the statistics it had, so the sample
-        values of rows an erase emptied the table of would stay (a forget receipt's byte
-        check found them in ``tree_keys``): clear them (PostgreSQL 18's
-        ``pg_clear_attribute_stats``, which the table's owner may call); before 18 only a
-        superuser could, so they stay until the table has rows again and is analyzed. Store
-        maintenance over every namespace, like the VACUUM: run on the session's connection
-        directly; a refusal leaves them, and a receipt's check shows them."""
-        db = self._connection()
-        if db.info.server_version < 180000:  # known from the connection: no statement
-            return
-        try:
-            stats = db.execute(
-                "SELECT DISTINCT tablename::text, attname::text FROM pg_catalog.pg_stats "
-                "WHERE schemaname = current_schema() AND tablename = ANY(%s)",
-                (list(TEXT_TABLES),),
-            ).fetchall()
-            # is each table empty: once per table (it was once per column with statistics);
-            # the names are TEXT_TABLES', as pg_stats gave them back
-            empty = {
-                table
-                for table in sorted({str(table) for table, _ in stats})
-                if db.execute(f'SELECT NOT EXISTS (SELECT 1 FROM "{table}")').fetchone()[0]  # type: ignore[index]
-            }
-            for table, column in stats:
-                if table in empty:
-                    db.execute(
-                        "SELECT pg_catalog.pg_clear_attribute_stats("
-                        "current_schema(), %s, %s, false)",
-                        (table, column),
-                    )
-        except psycopg.Error:
-            return  # refused (not the owner): they stay, and a receipt's check shows them
+        """ANALYZE keeps a table's statistics when an erase left it without rows, so the
+        sample values of the rows it held would stay (a forget receipt's byte check found
+        them in ``tree_keys``): ``receipt.clear_postgres_stats_of_empty``. Store maintenance
+        over every namespace, like the VACUUM: run on the session's connection directly."""
+        clear_postgres_stats_of_empty(self._connection(), TEXT_TABLES)
 
     # -- orders SQL cannot promise under every collation ---------------------------------
     # The shared queries order some results by id; PostgreSQL sorts text by the database's

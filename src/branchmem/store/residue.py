@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Final
 
-from ..receipt import ByteCheck, count_hits, strings_in
+from ..receipt import ByteCheck, count_hits, postgres_row_hits
 from .base import Store
 from .inmemory import InMemoryStore
 
@@ -120,48 +120,12 @@ def _check_postgres(
 ) -> None:
     import psycopg
 
-    def hits_in(value: object) -> int:
-        if isinstance(value, bytes | bytearray | memoryview):
-            return count_hits(key, fingerprints, bytes(value))
-        if isinstance(value, str):
-            return count_hits(key, fingerprints, value.encode("utf-8"))
-        if isinstance(value, dict | list):  # every string in it, keys included
-            texts = strings_in(value)  # flat: no call back into hits_in (a reference cycle)
-            return sum(count_hits(key, fingerprints, text.encode("utf-8")) for text in texts)
-        return 0
-
     try:
         db = psycopg.connect(url, autocommit=True)
     except psycopg.Error as error:
         unchecked.append(f"PostgreSQL: cannot connect to read the rows ({type(error).__name__})")
         return
     with db:
-        tables = db.execute(
-            "SELECT c.relname, t.relname FROM pg_catalog.pg_class c "
-            "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
-            "LEFT JOIN pg_catalog.pg_class t ON t.oid = c.reltoastrelid "
-            "WHERE n.nspname = current_schema() AND c.relkind = 'r' ORDER BY c.relname"
-        ).fetchall()
-        for table, toast in tables:
-            rows = db.execute(f'SELECT * FROM "{table}"').fetchall()
-            found[table] = sum(hits_in(value) for row in rows for value in row)
-            if toast is None:
-                continue
-            try:
-                chunks = db.execute(f'SELECT chunk_data FROM pg_toast."{toast}"').fetchall()
-            except psycopg.Error:
-                unchecked.append(
-                    f"TOAST of {table}: this role may not read pg_toast.{toast} (its values "
-                    "were read de-toasted with the rows)"
-                )
-                continue
-            found[f"toast {table}"] = sum(hits_in(chunk) for (chunk,) in chunks)
-        stats = db.execute(
-            "SELECT tablename, attname, most_common_vals::text, histogram_bounds::text "
-            "FROM pg_catalog.pg_stats WHERE schemaname = current_schema() "
-            "ORDER BY tablename, attname"
-        ).fetchall()
-        total = 0
-        for _table, _column, common, bounds in stats:
-            total += hits_in(common or "") + hits_in(bounds or "")
-        found["pg_stats"] = total
+        hits, unread = postgres_row_hits(db, key, fingerprints)
+    found.update(hits)
+    unchecked.extend(unread)

@@ -6,7 +6,8 @@ its checkpoints and writes (``delete_thread``; a SQLite saver's file is then rew
 a deleted row's bytes stay in a free page). A thread erased in part keeps them: a saver
 deletes whole threads only, so the section says so. Either way the saver's storage is then
 searched for the receipt's fingerprints: an in-memory saver's serialized values, a SQLite
-saver's database files; any other saver is named as not checked.
+saver's database files, a PostgreSQL saver's rows (after a ``VACUUM (ANALYZE)`` of its
+tables, as the store's own erase runs); any other saver is named as not checked.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Iterator
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -26,7 +27,9 @@ from ...receipt import (
     ByteCheck,
     Receipt,
     StoreSection,
+    clear_postgres_stats_of_empty,
     count_hits,
+    postgres_row_hits,
     sqlite_file_hits,
     sqlite_row_hits,
     verify_wrapped,
@@ -40,6 +43,11 @@ if TYPE_CHECKING:
 SECTION: Final = "langgraph"
 CANNOT_CLEAN: Final = (
     "copies of the saver's storage outside it (backups, replicas, a server's write-ahead log)",
+)
+POSTGRES_TABLES: Final = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+POSTGRES_CANNOT_CLEAN: Final = (
+    "free space VACUUM left in the PostgreSQL saver's table and TOAST pages (this check reads "
+    "rows, TOAST chunks and statistics through SQL, not pages): VACUUM FULL rewrites them",
 )
 
 
@@ -60,7 +68,7 @@ def forget_in_saver(checkpointer: BranchCheckpointer, receipt: Receipt) -> Store
             saver.delete_thread(thread)
             deleted.append(thread)
         if deleted:
-            _vacuum(saver)
+            cannot.extend(_vacuum(saver))
     else:
         deleted = whole
     check, unreadable = _check(saver, receipt.key, frozenset(receipt.fingerprints))
@@ -118,16 +126,52 @@ def _saved(saver: BaseCheckpointSaver[Any], thread: str) -> bool:
     return saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}) is not None
 
 
-def _vacuum(saver: BaseCheckpointSaver[Any]) -> None:
+def _vacuum(saver: BaseCheckpointSaver[Any]) -> tuple[str, ...]:
     """Rewrite a SQLite saver's database: deleted rows leave their bytes in free pages, and
-    in WAL mode (SqliteSaver's) the old pages in the log until it is checkpointed."""
+    in WAL mode (SqliteSaver's) the old pages in the log until it is checkpointed. On a
+    PostgreSQL saver, reclaim the deleted rows' dead tuples and renew the statistics that
+    sampled them. Returns what it could not do."""
+    if _postgres_saver(saver):
+        import psycopg
+
+        try:
+            with _postgres_connection(saver) as db:
+                db.execute(f"VACUUM (ANALYZE) {', '.join(POSTGRES_TABLES)}")
+                clear_postgres_stats_of_empty(db, POSTGRES_TABLES)
+        except psycopg.Error as error:  # e.g. a connection not in autocommit
+            return (f"the PostgreSQL saver's tables were not vacuumed: {error}",)
+        return POSTGRES_CANNOT_CLEAN
     connection = getattr(saver, "conn", None)
     if not isinstance(connection, sqlite3.Connection):
-        return
+        return ()
     with getattr(saver, "lock", None) or nullcontext():
         connection.commit()
         connection.execute("VACUUM")
         connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return ()
+
+
+def _postgres_saver(saver: BaseCheckpointSaver[Any]) -> bool:
+    """A ``PostgresSaver`` (the ``langgraph-checkpoint-postgres`` package, if installed)."""
+    try:
+        from langgraph.checkpoint.postgres import PostgresSaver
+    except ImportError:
+        return False
+    return isinstance(saver, PostgresSaver)
+
+
+@contextmanager
+def _postgres_connection(saver: Any) -> Iterator[Any]:
+    """The PostgreSQL saver's connection (or one of its pool's), under the saver's lock."""
+    import psycopg
+
+    with saver.lock:
+        connection = saver.conn
+        if isinstance(connection, psycopg.Connection):
+            yield connection
+        else:  # a psycopg_pool pool
+            with connection.connection() as held:
+                yield held
 
 
 def _check(
@@ -156,6 +200,19 @@ def _check(
                 locations[f"sqlite saver {table}"] = hits
         for main in files:
             locations.update(sqlite_file_hits(main, key, fingerprints, "sqlite saver"))
+    elif _postgres_saver(saver):
+        import psycopg
+
+        try:
+            with _postgres_connection(saver) as db:
+                rows, unread = postgres_row_hits(
+                    db, key, fingerprints, POSTGRES_TABLES, "postgres saver "
+                )
+        except psycopg.Error as error:  # never set up, or unreadable
+            unchecked.append(f"postgres saver: {error}")
+        else:
+            locations.update(rows)
+            unchecked.extend(unread)
     else:
         kind = type(saver).__name__
         unchecked.append(f"saver {kind}: its storage is not one this check can read")
