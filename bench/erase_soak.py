@@ -119,7 +119,8 @@ def run_postgres(dsn: str, rounds: int) -> dict[str, Any]:
     sys.path.insert(0, str(Path(__file__).parent))
     from storage import postgres_store
 
-    with postgres_store(dsn) as (mem, _where):
+    with postgres_store(dsn) as grown:
+        mem = grown.mem
         failures, seconds = soak(mem, rounds)
         url = mem.store.url  # type: ignore[attr-defined]
         with psycopg.connect(url, autocommit=True) as db:

@@ -56,7 +56,7 @@ from branchmem.search.lexical import (
     term_frequencies,
 )
 from chatlike import Conversation, conversations
-from storage import percentile, postgres_store, sqlite_store
+from storage import Grown, percentile, postgres_store, sqlite_store
 
 NAMESPACE = "bench"
 ANCHORS = 40  # distinct anchors searched at every size
@@ -324,9 +324,9 @@ def print_row(row: dict[str, Any]) -> None:
 
 
 @contextlib.contextmanager
-def memory_store() -> Iterator[tuple[Memory, str]]:
+def memory_store() -> Iterator[Grown]:
     with Memory() as mem:
-        yield mem, "in-memory store"
+        yield Grown(mem, "in-memory store", ":memory:")
 
 
 def main() -> None:
@@ -375,7 +375,8 @@ def main() -> None:
             opened = postgres_store(args.pg_dsn)
         else:
             raise SystemExit(f"unknown backend {backend!r}")
-        with opened as (mem, where):
+        with opened as grown:
+            mem, where = grown.mem, grown.where
             store = Store(mem, backend, where)
             rows = []
             for row in grow(store, sizes, args):
