@@ -347,6 +347,7 @@ def postgres_row_hits(
     not read. ``db``: a psycopg connection in autocommit. Pages are not read: free space a
     VACUUM left is the server's (a receipt's ``cannot_clean`` says so)."""
     import psycopg
+    from psycopg.rows import tuple_row
 
     def hits_in(value: object) -> int:
         if isinstance(value, bytes | bytearray | memoryview):
@@ -357,8 +358,6 @@ def postgres_row_hits(
             texts = strings_in(value)  # flat: no call back into hits_in (a reference cycle)
             return sum(count_hits(key, fingerprints, text.encode("utf-8")) for text in texts)
         return 0
-
-    from psycopg.rows import tuple_row
 
     cursor = db.cursor(row_factory=tuple_row)  # whatever rows the connection makes
     wanted = None if tables is None else sorted(tables)
