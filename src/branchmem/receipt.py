@@ -326,12 +326,21 @@ def sqlite_row_hits(
     hits = 0
     for table in tables:
         for row in connection.execute(f'SELECT * FROM "{table}"'):
-            for value in row:
-                if isinstance(value, str):
-                    hits += count_hits(key, fingerprints, value.encode("utf-8"))
-                elif isinstance(value, bytes):
-                    hits += count_hits(key, fingerprints, value)
+            hits += sum(value_hits(key, fingerprints, value) for value in row)
     return hits
+
+
+def value_hits(key: str, fingerprints: frozenset[str], value: object) -> int:
+    """Hits in one value a database gave back: text, bytes, or JSON (every string in it,
+    keys included); numbers and NULL hold none."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return count_hits(key, fingerprints, bytes(value))
+    if isinstance(value, str):
+        return count_hits(key, fingerprints, value.encode("utf-8"))
+    if isinstance(value, dict | list):
+        texts = strings_in(value)
+        return sum(count_hits(key, fingerprints, text.encode("utf-8")) for text in texts)
+    return 0
 
 
 def postgres_row_hits(
@@ -349,52 +358,48 @@ def postgres_row_hits(
     import psycopg
     from psycopg.rows import tuple_row
 
-    def hits_in(value: object) -> int:
-        if isinstance(value, bytes | bytearray | memoryview):
-            return count_hits(key, fingerprints, bytes(value))
-        if isinstance(value, str):
-            return count_hits(key, fingerprints, value.encode("utf-8"))
-        if isinstance(value, dict | list):  # every string in it, keys included
-            texts = strings_in(value)  # flat: no call back into hits_in (a reference cycle)
-            return sum(count_hits(key, fingerprints, text.encode("utf-8")) for text in texts)
-        return 0
-
-    cursor = db.cursor(row_factory=tuple_row)  # whatever rows the connection makes
-    wanted = None if tables is None else sorted(tables)
-    found: dict[str, int] = {}
-    unchecked: list[str] = []
-    listed = cursor.execute(
-        "SELECT c.relname, t.relname FROM pg_catalog.pg_class c "
-        "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
-        "LEFT JOIN pg_catalog.pg_class t ON t.oid = c.reltoastrelid "
-        "WHERE n.nspname = current_schema() AND c.relkind = 'r' "
-        "AND (%s::text[] IS NULL OR c.relname = ANY(%s::text[])) ORDER BY c.relname",
-        (wanted, wanted),
-    ).fetchall()
-    for table, toast in listed:
-        rows = cursor.execute(f'SELECT * FROM "{table}"').fetchall()
-        found[f"{label}{table}"] = sum(hits_in(value) for row in rows for value in row)
-        if toast is None:
-            continue
-        try:
-            chunks = cursor.execute(f'SELECT chunk_data FROM pg_toast."{toast}"').fetchall()
-        except psycopg.Error:
-            unchecked.append(
-                f"TOAST of {table}: this role may not read pg_toast.{toast} (its values "
-                "were read de-toasted with the rows)"
+    with db.cursor(row_factory=tuple_row) as cursor:  # whatever rows the connection makes
+        wanted = None if tables is None else sorted(tables)
+        found: dict[str, int] = {}
+        unchecked: list[str] = []
+        listed = cursor.execute(
+            "SELECT c.relname, t.relname FROM pg_catalog.pg_class c "
+            "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+            "LEFT JOIN pg_catalog.pg_class t ON t.oid = c.reltoastrelid "
+            "WHERE n.nspname = current_schema() AND c.relkind = 'r' "
+            "AND (%s::text[] IS NULL OR c.relname = ANY(%s::text[])) ORDER BY c.relname",
+            (wanted, wanted),
+        ).fetchall()
+        for table, toast in listed:
+            rows = cursor.execute(f'SELECT * FROM "{table}"').fetchall()
+            found[f"{label}{table}"] = sum(
+                value_hits(key, fingerprints, value) for row in rows for value in row
             )
-            continue
-        found[f"{label}toast {table}"] = sum(hits_in(chunk) for (chunk,) in chunks)
-    stats = cursor.execute(
-        "SELECT tablename, attname, most_common_vals::text, histogram_bounds::text "
-        "FROM pg_catalog.pg_stats WHERE schemaname = current_schema() "
-        "AND (%s::text[] IS NULL OR tablename = ANY(%s::text[])) ORDER BY tablename, attname",
-        (wanted, wanted),
-    ).fetchall()
-    found[f"{label}pg_stats"] = sum(
-        hits_in(common or "") + hits_in(bounds or "") for _table, _column, common, bounds in stats
-    )
-    return found, unchecked
+            if toast is None:
+                continue
+            try:
+                chunks = cursor.execute(f'SELECT chunk_data FROM pg_toast."{toast}"').fetchall()
+            except psycopg.Error:
+                unchecked.append(
+                    f"TOAST of {table}: this role may not read pg_toast.{toast} (its values "
+                    "were read de-toasted with the rows)"
+                )
+                continue
+            found[f"{label}toast {table}"] = sum(
+                value_hits(key, fingerprints, chunk) for (chunk,) in chunks
+            )
+        stats = cursor.execute(
+            "SELECT tablename, attname, most_common_vals::text, histogram_bounds::text "
+            "FROM pg_catalog.pg_stats WHERE schemaname = current_schema() "
+            "AND (%s::text[] IS NULL OR tablename = ANY(%s::text[])) ORDER BY tablename, attname",
+            (wanted, wanted),
+        ).fetchall()
+        found[f"{label}pg_stats"] = sum(
+            value_hits(key, fingerprints, common or "")
+            + value_hits(key, fingerprints, bounds or "")
+            for _table, _column, common, bounds in stats
+        )
+        return found, unchecked
 
 
 def clear_postgres_stats_of_empty(db: Any, tables: Iterable[str]) -> None:
@@ -410,28 +415,29 @@ def clear_postgres_stats_of_empty(db: Any, tables: Iterable[str]) -> None:
 
     if db.info.server_version < 180000:  # known from the connection: no statement
         return
-    cursor = db.cursor(row_factory=tuple_row)
-    try:
-        stats = cursor.execute(
-            "SELECT DISTINCT tablename::text, attname::text FROM pg_catalog.pg_stats "
-            "WHERE schemaname = current_schema() AND tablename = ANY(%s)",
-            (list(tables),),
-        ).fetchall()
-        # is each table empty: once per table; the names are the caller's, as pg_stats
-        # gave them back
-        empty = {
-            table
-            for table in sorted({str(table) for table, _ in stats})
-            if cursor.execute(f'SELECT NOT EXISTS (SELECT 1 FROM "{table}")').fetchone()[0]
-        }
-        for table, column in stats:
-            if table in empty:
-                cursor.execute(
-                    "SELECT pg_catalog.pg_clear_attribute_stats(current_schema(), %s, %s, false)",
-                    (table, column),
-                )
-    except psycopg.Error:
-        return  # refused (not the owner): they stay, and a receipt's check shows them
+    with db.cursor(row_factory=tuple_row) as cursor:
+        try:
+            stats = cursor.execute(
+                "SELECT DISTINCT tablename::text, attname::text FROM pg_catalog.pg_stats "
+                "WHERE schemaname = current_schema() AND tablename = ANY(%s)",
+                (list(tables),),
+            ).fetchall()
+            # is each table empty: once per table; the names are the caller's, as pg_stats
+            # gave them back
+            empty = {
+                table
+                for table in sorted({str(table) for table, _ in stats})
+                if cursor.execute(f'SELECT NOT EXISTS (SELECT 1 FROM "{table}")').fetchone()[0]
+            }
+            for table, column in stats:
+                if table in empty:
+                    cursor.execute(
+                        "SELECT pg_catalog.pg_clear_attribute_stats("
+                        "current_schema(), %s, %s, false)",
+                        (table, column),
+                    )
+        except psycopg.Error:
+            return  # refused (not the owner): they stay, and a receipt's check shows them
 
 
 def strings_in(value: object) -> Iterator[str]:
