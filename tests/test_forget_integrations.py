@@ -284,3 +284,144 @@ def test_a_postgres_savers_statistics_and_restored_rows_are_checked(pg_dsn: str)
             )
         again = checkpointer.verify_receipt(receipt)
         assert again.wrapped is not None and not again.wrapped.clean and not again.ok
+
+
+# -- the async savers: cleaned and checked through their own event loop ------------------
+@contextlib.asynccontextmanager
+async def async_saver(kind: str, path: Path, request: pytest.FixtureRequest) -> Any:
+    """An ``AsyncSqliteSaver`` (on a file, or in memory) or an ``AsyncPostgresSaver`` (on a
+    fresh database), made by their own ``from_conn_string`` and set up."""
+    if kind.startswith("postgres"):
+        pytest.importorskip("psycopg")
+        postgres = pytest.importorskip("langgraph.checkpoint.postgres.aio")
+        from pg import fresh_database
+
+        with fresh_database(request.getfixturevalue("pg_dsn"), "bm_asaver") as url:
+            if kind == "postgres":
+                async with postgres.AsyncPostgresSaver.from_conn_string(url) as saver:
+                    await saver.setup()
+                    yield saver
+                return
+            pool_module = pytest.importorskip("psycopg_pool")
+            from psycopg.rows import dict_row
+
+            options = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+            async with pool_module.AsyncConnectionPool(url, kwargs=options, open=False) as pool:
+                saver = postgres.AsyncPostgresSaver(pool)
+                await saver.setup()
+                yield saver
+        return
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    async with AsyncSqliteSaver.from_conn_string(
+        ":memory:" if kind == "sqlite-in-memory" else str(path)
+    ) as saver:
+        await saver.setup()
+        yield saver
+
+
+@contextlib.asynccontextmanager
+async def pg_connection(saver: Any) -> Any:
+    """The async PostgreSQL saver's connection (or one of its pool's)."""
+    if hasattr(saver.conn, "getconn"):
+        async with saver.conn.connection() as held:
+            yield held
+    else:
+        yield saver.conn
+
+
+async def async_saver_bytes(saver: Any, kind: str, path: Path) -> bytes:
+    """Everything the async saver holds, read independently of the receipt's check."""
+    if kind.startswith("postgres"):
+        async with saver.lock, pg_connection(saver) as db:
+            rows = []
+            for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes"):
+                rows += await (await db.execute(f"SELECT * FROM {table}")).fetchall()
+            rows += await (
+                await db.execute(
+                    "SELECT most_common_vals::text, histogram_bounds::text FROM pg_stats "
+                    "WHERE schemaname = current_schema() AND tablename LIKE 'checkpoint%'"
+                )
+            ).fetchall()
+        return repr(rows).encode()
+    if kind == "sqlite-in-memory":
+        async with saver.lock:
+            rows = [*await saver.conn.execute_fetchall("SELECT * FROM checkpoints")]
+            rows += await saver.conn.execute_fetchall("SELECT * FROM writes")
+        return repr(rows).encode()
+    return saver_bytes(None, path)
+
+
+async def restore_a_row(saver: Any, kind: str) -> None:
+    """The forgotten text written back into the saver (a thread restored from a backup)."""
+    text = f"my cat is called {MARKER}".encode()
+    if kind.startswith("postgres"):
+        async with saver.lock, pg_connection(saver) as db:
+            await db.execute(
+                "INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, "
+                "type, blob) VALUES ('restored', '', 'said', '1', 'msgpack', %s)",
+                (text,),
+            )
+        return
+    async with saver.lock:
+        await saver.conn.execute(
+            "INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, "
+            "channel, type, value) VALUES ('restored', '', '1', 't', 0, 'said', 'msgpack', ?)",
+            (text,),
+        )
+        await saver.conn.commit()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "sqlite-in-memory", "postgres", "postgres-pool"])
+def test_an_async_saver_is_cleaned_and_checked_by_aforget(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """``aforget`` over ``AsyncSqliteSaver``/``AsyncPostgresSaver`` deletes the thread, then
+    vacuums and checks the saver's storage through the saver's event loop (no longer named
+    ``unchecked``); a synchronous ``forget`` on that loop is refused before anything is
+    erased, and ``averify_receipt`` finds a row written back."""
+    path = tmp_path / "checkpoints.db"
+
+    async def scenario() -> None:
+        async with async_saver(kind, path, request) as plain:
+            memory, checkpointer, graph = forgetting(plain)
+            thread, other = new_thread(), new_thread()
+            await graph.ainvoke({"said": "tea"}, other)
+            for turn in range(3):
+                await graph.ainvoke({"said": f"my cat is called {MARKER} ({turn})"}, thread)
+            if kind.startswith("postgres"):  # the planner's samples hold the text too
+                async with plain.lock, pg_connection(plain) as db:
+                    await db.execute("ANALYZE checkpoints, checkpoint_blobs, checkpoint_writes")
+                    stats = await (
+                        await db.execute(
+                            "SELECT most_common_vals::text, histogram_bounds::text "
+                            "FROM pg_stats WHERE tablename LIKE 'checkpoint%'"
+                        )
+                    ).fetchall()
+                assert MARKER in repr(stats)
+            assert MARKER.encode() in await async_saver_bytes(plain, kind, path)
+            thread_id = thread["configurable"]["thread_id"]
+            conversation = thread_event_id(thread_id)
+            with pytest.raises(asyncio.InvalidStateError, match="aforget"):
+                checkpointer.forget("conversation", conversation)
+            assert memory.visible(memory.heads()[conversation])  # nothing was erased
+            receipt = await checkpointer.aforget("conversation", conversation)
+            (section,) = receipt.stores
+            assert section.erased == {"threads": (thread_id,)}
+            assert section.check.locations and not section.check.unchecked, section.check
+            assert await plain.aget_tuple(thread) is None
+            assert await plain.aget_tuple(other) is not None
+            assert MARKER.encode() not in await async_saver_bytes(plain, kind, path)
+            last = await checkpointer.aforget(
+                "conversation", thread_event_id(other["configurable"]["thread_id"])
+            )
+            assert last.stores[0].check.clean, last.stores[0].check
+            with pytest.raises(asyncio.InvalidStateError, match="averify_receipt"):
+                checkpointer.verify_receipt(receipt)
+            verified = await checkpointer.averify_receipt(receipt)
+            assert verified.wrapped is not None and verified.wrapped.clean
+            await restore_a_row(plain, kind)
+            again = await checkpointer.averify_receipt(receipt)
+            assert again.wrapped is not None and not again.wrapped.clean and not again.ok
+
+    asyncio.run(scenario())

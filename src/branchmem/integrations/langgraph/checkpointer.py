@@ -21,7 +21,7 @@ from langgraph.checkpoint.base import (
 from ...errors import InvalidInput, NotFoundError
 from ...memory import Memory
 from ...receipt import Receipt, WrappedReceiptCheck
-from .forget import forget_in_saver, verify_in_saver
+from .forget import forget_in_saver, refuse_on_saver_loop, verify_in_saver
 from .mapping import (
     CHECKPOINT_ROLE,
     ROOT_NS,
@@ -322,7 +322,9 @@ class BranchCheckpointer(BaseCheckpointSaver[Any]):
         the receipt's fingerprints. The receipt's ``stores`` has a ``"langgraph"`` section
         (the threads deleted, the byte check, what it cannot clean: a thread erased in part
         keeps its checkpoints), covered by the content hash and the audit entry. ``dry_run``
-        changes nothing in either."""
+        changes nothing in either. Over an async saver, call ``aforget`` on its event loop:
+        this refuses to run there, before anything is erased."""
+        refuse_on_saver_loop(self.saver, "forget")
         with MIRRORED:
             return self.memory._forget(
                 kind,
@@ -339,6 +341,7 @@ class BranchCheckpointer(BaseCheckpointSaver[Any]):
     def verify_receipt(self, receipt: Receipt | Mapping[str, Any]) -> WrappedReceiptCheck:
         """``Memory.verify_receipt`` on the Memory, and the saver's storage checked again for
         the receipt's fingerprints (as ``forget`` checked it); ``ok`` is both."""
+        refuse_on_saver_loop(self.saver, "verify_receipt")
         found = receipt if isinstance(receipt, Receipt) else Receipt.from_json(receipt)
         with MIRRORED:
             return verify_in_saver(self, found)

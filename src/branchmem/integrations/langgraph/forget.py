@@ -7,14 +7,19 @@ a deleted row's bytes stay in a free page). A thread erased in part keeps them: 
 deletes whole threads only, so the section says so. Either way the saver's storage is then
 searched for the receipt's fingerprints: an in-memory saver's serialized values, a SQLite
 saver's database files, a PostgreSQL saver's rows (after a ``VACUUM (ANALYZE)`` of its
-tables, as the store's own erase runs); any other saver is named as not checked.
+tables, as the store's own erase runs); any other saver is named as not checked. The async
+savers (``AsyncSqliteSaver``, ``AsyncPostgresSaver``) are cleaned and checked alike: their
+statements run on the event loop their connection belongs to while this thread waits, as
+LangGraph's own synchronous methods of those savers do, so a synchronous ``forget`` on that
+loop is refused before anything is erased (``aforget`` runs it off the loop).
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -131,47 +136,181 @@ def _vacuum(saver: BaseCheckpointSaver[Any]) -> tuple[str, ...]:
     in WAL mode (SqliteSaver's) the old pages in the log until it is checkpointed. On a
     PostgreSQL saver, reclaim the deleted rows' dead tuples and renew the statistics that
     sampled them. Returns what it could not do."""
-    if _postgres_saver(saver):
+    kind = _kind(saver)
+    if kind == "postgres":
         import psycopg
 
         try:
-            with _postgres_connection(saver) as db:
+            with _database(saver) as db:
                 db.execute(f"VACUUM (ANALYZE) {', '.join(POSTGRES_TABLES)}")
                 clear_postgres_stats_of_empty(db, POSTGRES_TABLES)
         except psycopg.Error as error:  # e.g. a connection not in autocommit
             return (f"the PostgreSQL saver's tables were not vacuumed: {error}",)
         return POSTGRES_CANNOT_CLEAN
-    connection = getattr(saver, "conn", None)
-    if not isinstance(connection, sqlite3.Connection):
-        return ()
-    with getattr(saver, "lock", None) or nullcontext():
-        connection.commit()
-        connection.execute("VACUUM")
-        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    if kind == "sqlite":
+        with _database(saver) as db:
+            db.commit()
+            db.execute("VACUUM")
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return ()
 
 
-def _postgres_saver(saver: BaseCheckpointSaver[Any]) -> bool:
-    """A ``PostgresSaver`` (the ``langgraph-checkpoint-postgres`` package, if installed)."""
+def _kind(saver: BaseCheckpointSaver[Any]) -> str | None:
+    """``"postgres"`` for a (sync or async) PostgreSQL saver of ``langgraph-checkpoint-
+    postgres``, ``"sqlite"`` for a saver on a SQLite connection (sqlite3 or aiosqlite)."""
     try:
         from langgraph.checkpoint.postgres import PostgresSaver
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     except ImportError:
-        return False
-    return isinstance(saver, PostgresSaver)
+        pass
+    else:
+        if isinstance(saver, PostgresSaver | AsyncPostgresSaver):
+            return "postgres"
+    connection = getattr(saver, "conn", None)
+    if isinstance(connection, sqlite3.Connection):
+        return "sqlite"
+    try:
+        import aiosqlite
+    except ImportError:
+        return None
+    return "sqlite" if isinstance(connection, aiosqlite.Connection) else None
+
+
+def saver_loop(saver: BaseCheckpointSaver[Any]) -> asyncio.AbstractEventLoop | None:
+    """The event loop an async saver's connection belongs to (None for a sync saver)."""
+    if _kind(saver) is None:
+        return None
+    loop = getattr(saver, "loop", None)
+    return loop if isinstance(loop, asyncio.AbstractEventLoop) else None
+
+
+def refuse_on_saver_loop(saver: BaseCheckpointSaver[Any], method: str) -> None:
+    """Raise before anything is erased when a synchronous ``method`` is called on the
+    event loop an async saver's statements must run on: it would wait for itself."""
+    loop = saver_loop(saver)
+    if loop is None:
+        return
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    if running is loop:
+        raise asyncio.InvalidStateError(
+            f"BranchCheckpointer.{method} over {type(saver).__name__} runs the saver's "
+            f"statements on this event loop and would wait for itself: await "
+            f"a{method}(...) instead"
+        )
 
 
 @contextmanager
-def _postgres_connection(saver: Any) -> Iterator[Any]:
-    """The PostgreSQL saver's connection (or one of its pool's), under the saver's lock."""
+def _database(saver: Any) -> Iterator[Any]:
+    """The saver's connection, under the saver's lock, as a synchronous connection: an async
+    saver's statements run on its event loop while this thread waits."""
+    loop = saver_loop(saver)
+    if loop is None:
+        with getattr(saver, "lock", None) or nullcontext():
+            connection = saver.conn
+            if _kind(saver) == "postgres" and _pool(connection):
+                with connection.connection() as held:
+                    yield held
+            else:
+                yield connection
+        return
+    on = _OnLoop(loop)
+    with on.holding(saver.lock):
+        connection = saver.conn
+        if _kind(saver) == "sqlite":
+            yield _AiosqliteOnLoop(connection, on)
+        elif _pool(connection):
+            held = on.run(connection.getconn())
+            try:
+                yield _PsycopgOnLoop(held, on)
+            finally:
+                on.run(connection.putconn(held))
+        else:
+            yield _PsycopgOnLoop(connection, on)
+
+
+def _pool(connection: Any) -> bool:
+    """A psycopg_pool pool (sync or async) rather than one psycopg connection."""
     import psycopg
 
-    with saver.lock:
-        connection = saver.conn
-        if isinstance(connection, psycopg.Connection):
-            yield connection
-        else:  # a psycopg_pool pool
-            with connection.connection() as held:
-                yield held
+    return not isinstance(connection, psycopg.Connection | psycopg.AsyncConnection)
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+async def _released(lock: asyncio.Lock) -> None:
+    lock.release()
+
+
+class _OnLoop:
+    """Runs an async saver's awaitables on its event loop, this thread waiting for each."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+
+    def run(self, awaitable: Awaitable[Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(_awaited(awaitable), self.loop).result()
+
+    @contextmanager
+    def holding(self, lock: asyncio.Lock) -> Iterator[None]:
+        self.run(lock.acquire())
+        try:
+            yield
+        finally:
+            self.run(_released(lock))
+
+
+class _AiosqliteOnLoop:
+    """The few calls this module makes of a sqlite3 connection, on an aiosqlite one."""
+
+    def __init__(self, connection: Any, on: _OnLoop) -> None:
+        self.connection, self.on = connection, on
+
+    def execute(self, sql: str, parameters: tuple[Any, ...] = ()) -> list[Any]:
+        return list(self.on.run(self.connection.execute_fetchall(sql, parameters)))
+
+    def commit(self) -> None:
+        self.on.run(self.connection.commit())
+
+
+class _PsycopgOnLoop:
+    """The few calls ``receipt``'s PostgreSQL helpers make of a psycopg connection, on an
+    async one."""
+
+    def __init__(self, connection: Any, on: _OnLoop) -> None:
+        self.connection, self.on = connection, on
+        self.info = connection.info
+
+    def execute(self, query: str, params: Any = None) -> None:
+        self.on.run(self.connection.execute(query, params))
+
+    @contextmanager
+    def cursor(self, **options: Any) -> Iterator[_CursorOnLoop]:
+        cursor = self.connection.cursor(**options)
+        try:
+            yield _CursorOnLoop(cursor, self.on)
+        finally:
+            self.on.run(cursor.close())
+
+
+class _CursorOnLoop:
+    def __init__(self, cursor: Any, on: _OnLoop) -> None:
+        self.cursor, self.on = cursor, on
+
+    def execute(self, query: str, params: Any = None) -> _CursorOnLoop:
+        self.on.run(self.cursor.execute(query, params))
+        return self
+
+    def fetchall(self) -> list[Any]:
+        result: list[Any] = self.on.run(self.cursor.fetchall())
+        return result
+
+    def fetchone(self) -> Any:
+        return self.on.run(self.cursor.fetchone())
 
 
 def _check(
@@ -182,29 +321,29 @@ def _check(
     locations: dict[str, int] = {}
     unchecked: list[str] = []
     cannot: list[str] = []
-    connection = getattr(saver, "conn", None)
+    kind = _kind(saver)
     if isinstance(saver, InMemorySaver):
         for name in ("storage", "writes", "blobs"):
             data = b"\n".join(_bytes_in(getattr(saver, name, {})))
             locations[f"in-memory saver {name}"] = count_hits(key, fingerprints, data)
-    elif isinstance(connection, sqlite3.Connection):
-        files = [Path(row[2]) for row in connection.execute("PRAGMA database_list") if row[2]]
-        if not files:  # an in-memory SQLite database: its rows are what it holds
-            for table in ("checkpoints", "writes"):
+    elif kind == "sqlite":
+        with _database(saver) as db:
+            files = [Path(row[2]) for row in db.execute("PRAGMA database_list") if row[2]]
+            for table in () if files else ("checkpoints", "writes"):
+                # an in-memory SQLite database: its rows are what it holds
                 try:
-                    with getattr(saver, "lock", None) or nullcontext():
-                        hits = sqlite_row_hits(connection, key, fingerprints, [table])
+                    locations[f"sqlite saver {table}"] = sqlite_row_hits(
+                        db, key, fingerprints, [table]
+                    )
                 except sqlite3.Error as error:  # never set up: nothing saved, or unreadable
                     unchecked.append(f"sqlite saver {table}: {error}")
-                    continue
-                locations[f"sqlite saver {table}"] = hits
         for main in files:
             locations.update(sqlite_file_hits(main, key, fingerprints, "sqlite saver"))
-    elif _postgres_saver(saver):
+    elif kind == "postgres":
         import psycopg
 
         try:
-            with _postgres_connection(saver) as db:
+            with _database(saver) as db:
                 rows, unread = postgres_row_hits(
                     db, key, fingerprints, POSTGRES_TABLES, "postgres saver "
                 )
