@@ -346,17 +346,19 @@ def test_add_records_asks_for_steps_up_only_from_sources_it_merges(tmp_path: Pat
     assert len(lookups) <= 3, lookups  # ancestor tests past the prefetched steps (1 here)
 
 
+@pytest.mark.parametrize("pin", ["", "@1"])
 def test_add_records_reads_steps_up_from_the_events_under_a_summary_of_the_batch(
-    tmp_path: Path,
+    tmp_path: Path, pin: str
 ) -> None:
-    """A summary citing facts of its own batch merges the facts' frontiers, their events:
-    the steps up from those events come with the batch's prefetch (one statement per
-    chunk), not one statement per ancestor test (one per summary, or more, before)."""
+    """A summary citing facts of its own batch (plainly, or pinned to their revision)
+    merges the facts' frontiers, their events: the steps up from those events come with the
+    batch's prefetch (one statement per chunk), not one statement per ancestor test (one
+    per summary, or more, before)."""
     with Memory.open(tmp_path / "m.db") as mem:
         mem.add_events([{"id": f"e{i}", "parent": f"e{i - 1}" if i else None} for i in range(300)])
         facts = [{"id": f"f{i}", "sources": [f"e{i}"]} for i in range(0, 300, 2)]
         summaries = [
-            {"id": f"s{i}", "sources": [f"f{j}" for j in range(i, i + 20, 2)]}
+            {"id": f"s{i}", "sources": [f"f{j}{pin}" for j in range(i, i + 20, 2)]}
             for i in range(0, 280, 20)
         ]
         store = mem.store

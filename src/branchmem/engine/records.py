@@ -210,7 +210,8 @@ def add_records(ns: Namespace, specs: list[dict[str, Any]]) -> list[RevisionNode
 def _merged_sources(specs: list[dict[str, Any]]) -> list[str]:
     """The sources whose places an ancestor test compares when the batch's gates merge
     frontiers (a record citing two or more): those named, and through a record of the batch
-    named, that record's own (a summary of facts merges the facts' events)."""
+    named (plainly or pinned to a revision: ``"f1@1"``), that record's own (a summary of
+    facts merges the facts' events)."""
     cites = {
         spec["record_id"]: [s for s in spec["sources"] if isinstance(s, str)]
         for spec in specs
@@ -224,7 +225,8 @@ def _merged_sources(specs: list[dict[str, Any]]) -> list[str]:
         while pending:
             name = pending.pop()
             merged[name] = None
-            for deeper in cites.get(name, ()):
+            pinned = parse_pin(name)
+            for deeper in cites.get(name if pinned is None else pinned[0], ()):
                 if deeper not in seen:
                     seen.add(deeper)
                     pending.append(deeper)
