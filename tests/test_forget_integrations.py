@@ -425,3 +425,31 @@ def test_an_async_saver_is_cleaned_and_checked_by_aforget(
             assert again.wrapped is not None and not again.wrapped.clean and not again.ok
 
     asyncio.run(scenario())
+
+
+def test_a_forget_over_an_async_saver_whose_loop_has_ended_is_refused_first(
+    tmp_path: Path,
+) -> None:
+    """An async saver's statements run on its event loop: once that loop has ended, a
+    ``forget`` is refused before the Memory erases anything (not left half done)."""
+    import aiosqlite
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    memory = Memory()
+
+    async def run_a_thread() -> tuple[BranchCheckpointer, str]:
+        async with aiosqlite.connect(str(tmp_path / "checkpoints.db")) as connection:
+            saver = AsyncSqliteSaver(connection)
+            checkpointer = BranchCheckpointer(saver, memory)
+            graph = build_graph(BranchStore(memory), checkpointer)
+            thread = new_thread()
+            await graph.ainvoke({"said": f"my cat is called {MARKER}"}, thread)
+            return checkpointer, thread["configurable"]["thread_id"]
+
+    checkpointer, thread_id = asyncio.run(run_a_thread())
+    conversation = thread_event_id(thread_id)
+    with pytest.raises(asyncio.InvalidStateError, match="not running"):
+        checkpointer.forget("conversation", conversation)
+    with pytest.raises(asyncio.InvalidStateError, match="not running"):
+        asyncio.run(checkpointer.aforget("conversation", conversation))
+    assert memory.visible(memory.heads()[conversation])  # nothing was erased

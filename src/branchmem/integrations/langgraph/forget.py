@@ -185,11 +185,18 @@ def saver_loop(saver: BaseCheckpointSaver[Any]) -> asyncio.AbstractEventLoop | N
 
 
 def refuse_on_saver_loop(saver: BaseCheckpointSaver[Any], method: str) -> None:
-    """Raise before anything is erased when a synchronous ``method`` is called on the
-    event loop an async saver's statements must run on: it would wait for itself."""
+    """Raise before anything is erased when an async saver's statements cannot run: a
+    synchronous ``method`` called on the event loop they must run on would wait for itself,
+    and a loop that no longer runs would never answer."""
     loop = saver_loop(saver)
     if loop is None:
         return
+    if not loop.is_running():
+        raise asyncio.InvalidStateError(
+            f"BranchCheckpointer.{method} over {type(saver).__name__}: the event loop the "
+            f"saver's connection belongs to is not running, so its statements cannot run "
+            f"(await a{method}(...) while that loop runs)"
+        )
     try:
         running = asyncio.get_running_loop()
     except RuntimeError:
@@ -329,14 +336,14 @@ def _check(
     elif kind == "sqlite":
         with _database(saver) as db:
             files = [Path(row[2]) for row in db.execute("PRAGMA database_list") if row[2]]
-            for table in () if files else ("checkpoints", "writes"):
-                # an in-memory SQLite database: its rows are what it holds
-                try:
-                    locations[f"sqlite saver {table}"] = sqlite_row_hits(
-                        db, key, fingerprints, [table]
-                    )
-                except sqlite3.Error as error:  # never set up: nothing saved, or unreadable
-                    unchecked.append(f"sqlite saver {table}: {error}")
+            if not files:  # an in-memory SQLite database: its rows are what it holds
+                for table in ("checkpoints", "writes"):
+                    try:
+                        hits = sqlite_row_hits(db, key, fingerprints, [table])
+                    except sqlite3.Error as error:  # never set up: nothing saved, or unreadable
+                        unchecked.append(f"sqlite saver {table}: {error}")
+                        continue
+                    locations[f"sqlite saver {table}"] = hits
         for main in files:
             locations.update(sqlite_file_hits(main, key, fingerprints, "sqlite saver"))
     elif kind == "postgres":
