@@ -62,11 +62,17 @@ class ExplainedDecision:
 
 class ExplainedView:
     def __init__(
-        self, mem: Awaited, namespace: str, anchor: str | None, cross_tree: bool, mode: str
+        self,
+        mem: Awaited,
+        namespace: str,
+        anchor: str | None,
+        cross_tree: bool,
+        mode: str,
+        as_of: int | None,
     ) -> None:
         self.mem = mem
         self.anchor = anchor
-        self.args = {"cross_tree": cross_tree, "mode": mode, "namespace": namespace}
+        self.args = {"cross_tree": cross_tree, "mode": mode, "as_of": as_of, "namespace": namespace}
 
     def explained(self, record_id: str, include_superseded: bool, include_stale: bool) -> Any:
         return self.mem.explain(
@@ -85,7 +91,7 @@ def explained_views(mem: Memory) -> ReadView:
     def read(
         namespace: str, anchor: str | None, cross_tree: bool, mode: str, as_of: int | None
     ) -> ExplainedView:
-        return ExplainedView(mem, namespace, anchor, cross_tree, mode)  # type: ignore[arg-type]
+        return ExplainedView(mem, namespace, anchor, cross_tree, mode, as_of)  # type: ignore[arg-type]
 
     return read
 

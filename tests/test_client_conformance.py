@@ -81,11 +81,17 @@ class RemoteDecision:
 
 class RemoteView:
     def __init__(
-        self, client: Client, namespace: str, anchor: str | None, cross_tree: bool, mode: str
+        self,
+        client: Client,
+        namespace: str,
+        anchor: str | None,
+        cross_tree: bool,
+        mode: str,
+        as_of: int | None,
     ) -> None:
         self.client = client
         self.args: dict[str, Any] = {
-            "cross_tree": cross_tree, "mode": mode, "namespace": namespace,
+            "cross_tree": cross_tree, "mode": mode, "as_of": as_of, "namespace": namespace,
         }  # fmt: skip
         self.anchor = anchor
         self.cache: dict[tuple[bool, bool], dict[str, Any]] = {}
@@ -110,7 +116,7 @@ def remote_views(client: Memory) -> ReadView:
     def read(
         namespace: str, anchor: str | None, cross_tree: bool, mode: str, as_of: int | None
     ) -> RemoteView:
-        return RemoteView(client, namespace, anchor, cross_tree, mode)  # type: ignore[arg-type]
+        return RemoteView(client, namespace, anchor, cross_tree, mode, as_of)  # type: ignore[arg-type]
 
     return read
 

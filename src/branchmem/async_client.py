@@ -341,12 +341,13 @@ class AsyncClient:
         mode: str | None = None,
         include_superseded: bool = False,
         include_stale: bool = False,
+        as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[Explanation]:
         """``explain`` for every record of the namespace at once (``record_views``' part)."""
         views = await self.record_views(
             anchor, cross_tree=cross_tree, mode=mode, include_superseded=include_superseded,
-            include_stale=include_stale, namespace=namespace,
+            include_stale=include_stale, as_of=as_of, namespace=namespace,
         )  # fmt: skip
         return [view.explanation for view in views]
 

@@ -443,12 +443,14 @@ class Memory:
         include_superseded: bool = False,
         include_stale: bool = False,
         tree: str | None = None,
+        as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[RecordView]:
         with self._read(namespace) as ns:
             return trees.record_views(
-                ns, anchor, cross_tree, mode, include_superseded, include_stale, tree
-            )
+                ns, anchor, cross_tree, mode, include_superseded, include_stale, tree,
+                asof.point(ns, as_of),
+            )  # fmt: skip
 
     def import_(
         self,
@@ -681,12 +683,14 @@ class Memory:
         mode: str | None = None,
         include_superseded: bool = False,
         include_stale: bool = False,
+        as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Explanation:
         with self._read(namespace) as ns:
             return views.explain(
-                ns, record_id, anchor, cross_tree, mode, include_superseded, include_stale
-            )
+                ns, record_id, anchor, cross_tree, mode, include_superseded, include_stale,
+                asof.point(ns, as_of),
+            )  # fmt: skip
 
     def is_visible(self, record_id: str, anchor: str | None, **options: Any) -> bool:
         return self.explain(record_id, anchor, **options).visible
@@ -730,10 +734,12 @@ class Memory:
         cross_tree: bool = False,
         mode: str | None = None,
         include_superseded: bool = False,
+        as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[Record]:
         with self._read(namespace) as ns:
-            return views.stale(ns, anchor, cross_tree, mode, include_superseded)
+            point = asof.point(ns, as_of)
+            return views.stale(ns, anchor, cross_tree, mode, include_superseded, point)
 
     # -- diff and promote --------------------------------------------------------------
     def diff(

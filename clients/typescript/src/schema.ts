@@ -260,7 +260,7 @@ export interface paths {
          * Record Views
          * @description ``Memory.record_views``: Every record decided at the anchor with its text, by id, all in one view of one
          *     snapshot; with a tree, only those built from it, each with the tree's events it draws on
-         *     (``tree_sources``).
+         *     (``tree_sources``). AS_OF: the records written by then, decided as they stood then.
          */
         get: operations["record_views_v1_ns__namespace__explanations_get"];
         put?: never;
@@ -558,7 +558,8 @@ export interface paths {
         };
         /**
          * Explain
-         * @description ``Memory.explain``: Why a record is or is not visible at the anchor.
+         * @description ``Memory.explain``: Why a record is or is not visible at the anchor. AS_OF (a seq or an ISO 8601 time):
+         *     as the memory stood then (a record not yet written then is not found).
          */
         get: operations["explain_v1_ns__namespace__records__record_id__explain_get"];
         put?: never;
@@ -599,6 +600,7 @@ export interface paths {
         /**
          * Stale
          * @description ``Memory.stale``: Records hidden at the anchor only because something they were built on changed.
+         *     AS_OF: as the memory stood then.
          */
         get: operations["stale_v1_ns__namespace__stale_get"];
         put?: never;
@@ -3458,6 +3460,8 @@ export interface operations {
                 include_superseded?: boolean;
                 include_stale?: boolean;
                 tree?: string | null;
+                /** @description a seq, or an ISO 8601 time (no zone: UTC); omitted: now */
+                as_of?: number | string | null;
                 limit?: number;
                 cursor?: string | null;
             };
@@ -5104,6 +5108,8 @@ export interface operations {
                 mode?: ("strict" | "compat") | null;
                 include_superseded?: boolean;
                 include_stale?: boolean;
+                /** @description a seq, or an ISO 8601 time (no zone: UTC); omitted: now */
+                as_of?: number | string | null;
             };
             header?: never;
             path: {
@@ -5346,6 +5352,8 @@ export interface operations {
                 cross_tree?: boolean;
                 mode?: ("strict" | "compat") | null;
                 include_superseded?: boolean;
+                /** @description a seq, or an ISO 8601 time (no zone: UTC); omitted: now */
+                as_of?: number | string | null;
                 limit?: number;
                 cursor?: string | null;
             };

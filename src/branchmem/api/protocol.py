@@ -156,11 +156,12 @@ class MemoryAPI(Protocol):
         include_superseded: bool = False,
         include_stale: bool = False,
         tree: str | None = None,
+        as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[RecordView]:
         """Every record decided at the anchor with its text, by id, all in one view of one
         snapshot; with a tree, only those built from it, each with the tree's events it draws on
-        (``tree_sources``)."""
+        (``tree_sources``). AS_OF: the records written by then, decided as they stood then."""
         ...
 
     def import_(
@@ -323,9 +324,11 @@ class MemoryAPI(Protocol):
         mode: str | None = None,
         include_superseded: bool = False,
         include_stale: bool = False,
+        as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Explanation:
-        """Why a record is or is not visible at the anchor."""
+        """Why a record is or is not visible at the anchor. AS_OF (a seq or an ISO 8601 time):
+        as the memory stood then (a record not yet written then is not found)."""
         ...
 
     def is_visible(self, record_id: str, anchor: str | None, **options: Any) -> bool:
@@ -355,9 +358,11 @@ class MemoryAPI(Protocol):
         cross_tree: bool = False,
         mode: str | None = None,
         include_superseded: bool = False,
+        as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[Record]:
-        """Records hidden at the anchor only because something they were built on changed."""
+        """Records hidden at the anchor only because something they were built on changed.
+        AS_OF: as the memory stood then."""
         ...
 
     # -- diff and promote --------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..errors import NotFoundError
 from ..model import ERASED, RecordView, TreeEvents, TreeSummary
+from ..provenance import RevisionNode
 from ..validation import check_id
 from . import views
 from .namespace import Namespace
@@ -58,17 +59,26 @@ def record_views(
     include_superseded: bool,
     include_stale: bool,
     tree: str | None,
+    as_of: int | None = None,
 ) -> list[RecordView]:
     """Every record of the namespace (with ``tree``: those built from that conversation)
     decided at ``anchor`` in one view, by record id, each with the text of the revision
-    decided (the latest where none was). Erased records carry no text."""
+    decided (the latest where none was). Erased records carry no text. ``as_of``: the
+    records written by then, decided as they stood then, the latest being then's."""
     marks: dict[str, list[str]] = {}
     if tree is None:
         record_ids = sorted(ns.store.record_ids(ns.name))
     else:
         marks = tree_sources(ns, check_id(tree, "tree"))
         record_ids = sorted(marks)
-    shown = views.view(ns, anchor, cross_tree, mode)
+    shown = views.view(ns, anchor, cross_tree, mode, as_of=as_of)
+    written: dict[str, RevisionNode] = {}
+    if as_of is not None:  # those written by then, each with its latest revision then
+        for record_id in record_ids:
+            revisions = shown.reader.get_revisions(ns.name, record_id)
+            if revisions:
+                written[record_id] = revisions[-1]
+        record_ids = [record_id for record_id in record_ids if record_id in written]
     decisions = [shown.decide(record_id) for record_id in record_ids]
     views.tally(ns, shown, decisions)
     erased = {
@@ -79,7 +89,9 @@ def record_views(
         record_id = decision.record_id
         kind = key = content = None
         if record_id not in erased:
-            revision = decision.revision if decision.revision is not None else ns.latest(record_id)
+            revision = decision.revision
+            if revision is None:
+                revision = written[record_id] if as_of is not None else ns.latest(record_id)
             kind, key, content = revision.kind, revision.key, revision.content
         found.append(
             RecordView(

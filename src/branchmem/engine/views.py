@@ -289,12 +289,18 @@ def explain(
     mode: str | None,
     include_superseded: bool,
     include_stale: bool,
+    as_of: int | None = None,
 ) -> Explanation:
-    """Why ``record_id`` is or is not visible at ``anchor``."""
+    """Why ``record_id`` is or is not visible at ``anchor`` (``as_of``: then, where a record
+    not yet written is not found, as one never written is now)."""
     check_id(record_id, "record id")
     if not ns.store.get_revisions(ns.name, record_id):
         raise NotFoundError(f"record {record_id!r} not found in namespace {ns.name!r}")
-    shown = view(ns, anchor, cross_tree, mode)
+    shown = view(ns, anchor, cross_tree, mode, as_of=as_of)
+    if as_of is not None and not shown.reader.get_revisions(ns.name, record_id):
+        raise NotFoundError(
+            f"record {record_id!r} not found in namespace {ns.name!r} as of seq {as_of}"
+        )
     decision = shown.decide(record_id)
     tally(ns, shown, [decision])
     return explanation(decision, anchor, include_superseded, include_stale)
@@ -321,9 +327,10 @@ def stale(
     cross_tree: bool,
     mode: str | None,
     include_superseded: bool,
+    as_of: int | None = None,
 ) -> list[Record]:
     """Records hidden at ``anchor`` only because something they were built on changed."""
-    shown = view(ns, anchor, cross_tree, mode)
+    shown = view(ns, anchor, cross_tree, mode, as_of=as_of)
     found = [d for d in chosen(shown, None, None, None, include_superseded, True) if d.stale]
     tally(ns, shown, found)
     return [ns.to_record(d.revision) for d in found if d.revision]

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from branchmem import InvalidInput, Memory
+from branchmem import InvalidInput, Memory, NotFoundError
 
 
 def ids(records: list) -> list[str]:  # type: ignore[type-arg]
@@ -31,7 +31,8 @@ def move(mem: Memory) -> None:
 
 
 class AsOfConformance:
-    """``visible``, ``current``, ``context`` and ``deliveries`` as the memory stood then."""
+    """``visible``, ``current``, ``context``, ``deliveries``, ``explain``, ``stale`` and
+    ``record_views`` as the memory stood then."""
 
     def test_as_of_leaves_out_what_was_written_later(self, mem: Memory) -> None:
         move(mem)
@@ -154,3 +155,45 @@ class AsOfConformance:
         mem.add_event("q1", "q0", content="the answer")  # where f-early always belonged
         assert ids(mem.visible("q1", as_of=written)) == ["f-early"]
         assert ids(mem.visible("q0", as_of=written)) == []  # its source lies below q0
+
+    def test_explain_as_of_gives_the_reason_of_then(self, mem: Memory) -> None:
+        move(mem)
+        written = last_seq(mem)
+        mem.retract("x1", sources=["u2"], targets=["f-chengdu"], reason="not moving")
+        assert mem.explain("f-chengdu", "u2").reason == "retracted"
+        then = mem.explain("f-chengdu", "u2", as_of=written)
+        assert (then.reason, then.visible, then.revision) == ("visible", True, 1)
+        assert mem.is_visible("f-chengdu", "u2", as_of=written)
+        assert not mem.is_visible("f-chengdu", "u2")
+        with pytest.raises(NotFoundError, match="as of"):  # written after the point
+            mem.explain("x1", "u2", as_of=written)
+        with pytest.raises(InvalidInput, match="as_of"):
+            mem.explain("f-chengdu", "u2", as_of="yesterday")
+
+    def test_stale_as_of_is_what_was_stale_then(self, mem: Memory) -> None:
+        move(mem)
+        mem.add_record("summary", sources=["f-chengdu"], content="user moves to Chengdu")
+        written = last_seq(mem)
+        mem.revise("f-chengdu", content="moving to Chengdu in May")
+        assert ids(mem.stale("u2")) == ["summary"]  # built on revision 1
+        assert mem.stale("u2", as_of=written) == []
+        assert ids(mem.visible("u2", as_of=written)) == ["f-chengdu", "summary"]
+
+    def test_record_views_as_of_are_the_records_of_then(self, mem: Memory) -> None:
+        mem.add_event("u1", content="Hi, I need help planning a move.")
+        mem.add_event("a1", "u1", role="assistant", content="Where to?")
+        mem.add_event("u2", "a1", content="I'm moving to Chengdu next month.")
+        mem.add_record("f-chengdu", sources=["u2"], content="moving to Chengdu", key="city")
+        written = last_seq(mem)
+        mem.revise("f-chengdu", content="moving to Chengdu in May")
+        mem.add_event("u2b", "a1", content="I'm moving to Hangzhou next month.")
+        mem.add_record("f-hangzhou", sources=["u2b"], content="moving to Hangzhou", key="city")
+        now = {v.explanation.record_id: v for v in mem.record_views("u2")}
+        then = {v.explanation.record_id: v for v in mem.record_views("u2", as_of=written)}
+        assert sorted(now) == ["f-chengdu", "f-hangzhou"] and list(then) == ["f-chengdu"]
+        assert (then["f-chengdu"].content, then["f-chengdu"].explanation.revision) == (
+            "moving to Chengdu",
+            1,
+        )
+        assert now["f-chengdu"].content == "moving to Chengdu in May"
+        assert mem.record_views("u2", as_of=0) == []

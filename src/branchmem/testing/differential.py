@@ -371,18 +371,14 @@ def compare_as_of(
     engine_seq, oracle_seq = point
     then = oracle.at(oracle_seq)
     compared = 0
-    # the client and async faces read decisions with ``explain``, which takes no as_of:
-    # through them, as_of is compared on what visible() and current() return
-    exact = read_view is None
     with _decisions(mem, namespace, read_view) as read:
         for anchor in [None, *sorted(oracle.events)]:
             for mode in ("strict", "compat"):
                 for cross_tree in (False, True) if oracle.heads else (False,):
                     expected = then.decide_all(anchor, mode=mode, cross_tree=cross_tree)
-                    if exact:
-                        compared += _decisions_as_of(
-                            read, then, expected, namespace, anchor, mode, cross_tree, engine_seq
-                        )
+                    compared += _decisions_as_of(
+                        read, then, expected, namespace, anchor, mode, cross_tree, engine_seq
+                    )
                     shown = mem.visible(
                         anchor, mode=mode, cross_tree=cross_tree, as_of=engine_seq,
                         namespace=namespace,
