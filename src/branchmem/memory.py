@@ -911,11 +911,16 @@ class Memory:
             return asof.deliveries(ns, session, asof.point(ns, as_of))
 
     def stale_deliveries(
-        self, session: str, anchor: str | None = None, *, namespace: str = DEFAULT_NAMESPACE
+        self,
+        session: str,
+        anchor: str | None = None,
+        *,
+        as_of: int | str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
     ) -> list[StaleDelivery]:
         check_id(session, "session")
         with self._read(namespace) as ns:
-            return deliveries.stale_deliveries(ns, session, anchor)
+            return deliveries.stale_deliveries(ns, session, anchor, asof.point(ns, as_of))
 
     # -- citations and blame -----------------------------------------------------------
     def blame(

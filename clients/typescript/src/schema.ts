@@ -822,7 +822,8 @@ export interface paths {
          *
          *     Judged at the anchor; without one, at the head of the tree of the session's latest delivery
          *     (so a branch switch made with ``set_head`` shows as ``off_path``), else at that delivery's
-         *     anchor.
+         *     anchor. AS_OF: the deliveries made by then, judged as the memory stood then (the head
+         *     of then).
          */
         get: operations["stale_deliveries_v1_ns__namespace__stale_deliveries_get"];
         put?: never;
@@ -6538,6 +6539,8 @@ export interface operations {
                 session: string;
                 /** @description event id; omitted: none */
                 anchor?: string | null;
+                /** @description a seq, or an ISO 8601 time (no zone: UTC); omitted: now */
+                as_of?: number | string | null;
                 limit?: number;
                 cursor?: string | null;
             };

@@ -491,14 +491,20 @@ class MemoryAPI(Protocol):
 
     @http("GET", "/stale-deliveries")
     def stale_deliveries(
-        self, session: str, anchor: str | None = None, *, namespace: str = DEFAULT_NAMESPACE
+        self,
+        session: str,
+        anchor: str | None = None,
+        *,
+        as_of: int | str | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
     ) -> list[StaleDelivery]:
         """Every delivered record the session would not be given now, and why (each record
         judged by the revision it was given last).
 
         Judged at the anchor; without one, at the head of the tree of the session's latest delivery
         (so a branch switch made with ``set_head`` shows as ``off_path``), else at that delivery's
-        anchor."""
+        anchor. AS_OF: the deliveries made by then, judged as the memory stood then (the head
+        of then)."""
         ...
 
     # -- citations and blame -----------------------------------------------------------

@@ -18,6 +18,7 @@ from ..model import (
     Delivery,
     StaleDelivery,
 )
+from . import asof
 from .namespace import Namespace
 from .views import view
 
@@ -47,25 +48,31 @@ def deliver(
     return delivery.seq
 
 
-def judging_anchor(ns: Namespace, delivered_at: str | None) -> str | None:
-    """Where to judge a session by default: its tree's head now, else where it was given."""
+def judging_anchor(
+    ns: Namespace, delivered_at: str | None, heads: dict[str, str] | None = None
+) -> str | None:
+    """Where to judge a session by default: its tree's head (now, or ``heads``: those of
+    a point), else where it was given."""
     if delivered_at is None:
         return None
     node = ns.store.get_event(ns.name, delivered_at)
     if node is None or node.tree is None:
         return delivered_at
-    return ns.store.heads(ns.name).get(node.tree, delivered_at)
+    return (ns.store.heads(ns.name) if heads is None else heads).get(node.tree, delivered_at)
 
 
-def stale_deliveries(ns: Namespace, session: str, anchor: str | None) -> list[StaleDelivery]:
-    """Every delivered record the session would not be given now, judged by the revision
-    it was given last."""
-    delivered = ns.store.deliveries(ns.name, session)
+def stale_deliveries(
+    ns: Namespace, session: str, anchor: str | None, as_of: int | None = None
+) -> list[StaleDelivery]:
+    """Every delivered record the session would not be given now (``as_of``: of those
+    delivered by then, as the memory stood then), judged by the revision it was given last."""
+    delivered = asof.deliveries(ns, session, as_of)
     if not delivered:
         return []
     if anchor is None:
-        anchor = judging_anchor(ns, delivered[-1].anchor)
-    now_view = view(ns, anchor, False, None)
+        heads = None if as_of is None else asof.AsOfReader(ns.store, ns.name, as_of).heads(ns.name)
+        anchor = judging_anchor(ns, delivered[-1].anchor, heads)
+    now_view = view(ns, anchor, False, None, as_of=as_of)
     found: list[StaleDelivery] = []
     seen: set[str] = set()
     for delivery in reversed(delivered):  # a record's newest delivery is what counts

@@ -31,8 +31,8 @@ def move(mem: Memory) -> None:
 
 
 class AsOfConformance:
-    """``visible``, ``current``, ``context``, ``deliveries``, ``explain``, ``stale`` and
-    ``record_views`` as the memory stood then."""
+    """``visible``, ``current``, ``context``, ``deliveries``, ``stale_deliveries``,
+    ``explain``, ``stale`` and ``record_views`` as the memory stood then."""
 
     def test_as_of_leaves_out_what_was_written_later(self, mem: Memory) -> None:
         move(mem)
@@ -197,3 +197,27 @@ class AsOfConformance:
         )
         assert now["f-chengdu"].content == "moving to Chengdu in May"
         assert mem.record_views("u2", as_of=0) == []
+
+    def test_stale_deliveries_as_of_judges_the_deliveries_of_then(self, mem: Memory) -> None:
+        move(mem)
+        mem.context("u2", session="s1")
+        delivered = last_seq(mem)
+        mem.revise("f-chengdu", content="moving to Chengdu in May")
+        revised = last_seq(mem)
+        mem.context("u2b", session="s1")
+        delivered_again = last_seq(mem)
+        mem.set_head("u2")  # judged at the head of the latest delivery's tree from now on
+
+        def judged(as_of: int | None) -> list[tuple[str, str, str | None]]:
+            found = mem.stale_deliveries("s1", as_of=as_of)
+            return [(s.record_id, s.reason, s.anchor) for s in found]
+
+        assert judged(delivered) == []  # as given
+        assert judged(revised) == [("f-chengdu", "revised", "u2")]  # the later delivery not yet
+        # no head then: judged where it was given last, where Chengdu is off the path
+        assert judged(delivered_again) == [("f-chengdu", "off_path", "u2b")]
+        assert judged(None) == [
+            ("f-hangzhou", "off_path", "u2"),
+            ("f-chengdu", "revised", "u2"),
+        ]
+        assert mem.stale_deliveries("s1", "u2b", as_of=revised)[0].reason == "off_path"
