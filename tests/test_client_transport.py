@@ -11,6 +11,7 @@ import contextlib
 import json
 import socket
 import threading
+import typing
 from collections.abc import Iterator
 
 import pytest
@@ -20,7 +21,7 @@ pytest.importorskip("httpx", reason="the client needs the 'client' extra")
 import httpx
 
 from branchmem.client import Client, Connections
-from branchmem.errors import Unavailable
+from branchmem.errors import InvalidInput, Unavailable
 
 HEADS = json.dumps({"heads": {"t1": "u1"}}).encode()
 
@@ -162,3 +163,134 @@ def test_tls_a_proxy_or_a_given_transport_go_through_httpx(
     with Client(server.url, "bm_k_s", transport=httpx.MockTransport(answer)) as client:
         assert client.heads(namespace="a/b") == {"t1": "u1"}
     assert seen == [f"{server.url}/v1/ns/a%2Fb/heads"] and server.requests == []
+
+
+class Canned:
+    """A loopback server that reads each request's head (and its ``Content-Length`` body)
+    and writes the next of ``answers`` byte for byte (``None``: closes the connection
+    instead), on one kept-alive connection unless ``keep`` is False; once they are all
+    written it stops listening."""
+
+    def __init__(self, *answers: bytes | None, keep: bool = True) -> None:
+        self.answers = list(answers)
+        self.keep = keep
+        self.heads: list[bytes] = []
+        self.bodies: list[bytes] = []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        with self.listener:
+            while self.answers:
+                connection, _ = self.listener.accept()
+                with connection, connection.makefile("rb") as incoming:
+                    self._answer(connection, incoming)
+
+    def _answer(self, connection: socket.socket, incoming: typing.BinaryIO) -> None:
+        while self.answers:
+            head = b""
+            while (line := incoming.readline()) not in (b"\r\n", b""):
+                head += line
+            if not head:
+                return
+            self.heads.append(head)
+            length = next(
+                (int(h.split(b":")[1]) for h in head.split(b"\r\n")
+                 if h.lower().startswith(b"content-length:")),
+                0,
+            )  # fmt: skip
+            self.bodies.append(incoming.read(length))
+            answer = self.answers.pop(0)
+            if answer is None:
+                return
+            connection.sendall(answer)
+            if not self.keep:
+                return
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.listener.close()
+
+
+@pytest.fixture
+def canned() -> Iterator[list[Canned]]:
+    made: list[Canned] = []
+    yield made
+    for server in made:
+        server.close()
+
+
+def test_answers_are_read_by_their_framing(canned: list[Canned]) -> None:
+    """By length, by chunks (with an extension and a trailer), with no body (204), after an
+    interim 100, and to the end of the connection when neither length nor chunks: each
+    answer whole, and the kept-alive connection ready for the next."""
+    server = Canned(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"3;note=x\r\nabc\r\n2\r\nde\r\n0\r\nTrailer-Field: 1\r\n\r\n",
+        b"HTTP/1.1 204 No Content\r\nX-A: 1\r\nX-A: 2\r\n\r\n",
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\ncontent-length: 2\r\n\r\nok",
+        b"HTTP/1.0 200 OK\r\n\r\nto the end",
+    )
+    canned.append(server)
+    connections = Connections(5.0, {"Authorization": "Bearer k"})
+    got = [connections.send(server.url, "GET", f"/r{i}", None, {}) for i in range(4)]
+    assert got == [(200, b"hello"), (200, b"abcde"), (204, b""), (201, b"ok")]
+    assert connections.send(server.url, "POST", "/w", b"{}", {"X-B": "2"}) == (200, b"to the end")
+    assert [h.split(b"\r\n")[0] for h in server.heads] == [
+        b"GET /r0 HTTP/1.1", b"GET /r1 HTTP/1.1", b"GET /r2 HTTP/1.1", b"GET /r3 HTTP/1.1",
+        b"POST /w HTTP/1.1",
+    ]  # fmt: skip
+    assert b"Host: " + server.url[7:].encode() in server.heads[0]
+    assert b"Authorization: Bearer k" in server.heads[0] and b"X-B: 2" in server.heads[4]
+    assert server.bodies[4] == b"{}"
+    connections.close()
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/2 200 OK\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
+        None,
+    ],
+    ids=["version", "length", "framing", "chunk-size", "header", "cut-short", "dropped"],
+)
+def test_an_answer_that_is_not_http_1_1_breaks_the_call(
+    canned: list[Canned], answer: bytes | None
+) -> None:
+    """A read is then sent again (here to a worker that answers), as for a dropped one."""
+    server = Canned(answer, answer, answer, keep=False)  # each connection that asks
+    canned.append(server)
+    good = Canned(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(HEADS), HEADS))
+    canned.append(good)
+    connections = Connections(5.0, {})
+    with pytest.raises(Exception) as failed:
+        connections.send(server.url, "GET", "/r", None, {})
+    assert type(failed.value).__name__ == "Broken"
+    with Client([server.url, good.url], "bm_k_s", retries=2, timeout=5) as client:
+        assert client.heads() == {"t1": "u1"}  # the preferred worker twice, then the next
+        assert client.failovers == 1
+    connections.close()
+
+
+@pytest.mark.parametrize(
+    ("target", "headers"),
+    [("/r x", {}), ("/r\n", {}), ("/r", {"X-A": "v\r\nInjected: 1"}), ("/r", {"X:A": "v"})],
+)
+def test_a_request_that_would_split_is_refused_before_sending(
+    canned: list[Canned], target: str, headers: dict[str, str]
+) -> None:
+    server = Canned(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+    canned.append(server)
+    connections = Connections(5.0, {})
+    with pytest.raises(InvalidInput):
+        connections.send(server.url, "GET", target, None, headers)
+    assert connections.send(server.url, "GET", "/ok", None, {}) == (200, b"")
+    assert len(server.heads) == 1
+    connections.close()

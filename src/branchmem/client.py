@@ -21,16 +21,12 @@ codec (``branchmem.api``); mypy reads each signature from ``MemoryAPI``.
 from __future__ import annotations
 
 import functools
-import http.client
 import itertools
 import json
-import select
-import socket
 import threading
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlencode
 
 from .errors import MissingExtra
 
@@ -59,6 +55,7 @@ from .errors import (  # noqa: F401  (every error class stays importable from he
     Unavailable,
     problem_class,
 )
+from .keepalive import Broken, Connections, Unsent
 from .model import MODES, Explanation
 from .validation import Keep, check_id
 
@@ -122,109 +119,6 @@ def query_value(op: Operation, name: str, hint: Any, value: Any) -> Any:
         wanted = " or ".join(t.__name__ for t in allowed)
         raise InvalidInput(f"{op.name}: {name} must be {wanted}, got {type(value).__name__}")
     return _flag(value) if isinstance(value, bool) else value
-
-
-class Failed(Exception):
-    """One attempt at one worker failed in the transport; ``error`` says how."""
-
-    def __init__(self, error: Exception) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-class Unsent(Failed):
-    """The request never reached a server (no connection): safe to send to another."""
-
-
-class Broken(Failed):
-    """The connection failed once the request was on its way: it may have been applied."""
-
-
-class Connections:
-    """Keep-alive HTTP/1.1 connections of the standard library, a few per worker.
-
-    What an agent's turn pays for: httpx spends ~0.5 ms of CPU building a request and
-    parsing its answer, more than the server spends answering a small read; this spends
-    ~0.1. Used for plain ``http://`` workers reached without a proxy; anything else (TLS,
-    a proxy from the environment, a given ``transport``) goes through httpx."""
-
-    def __init__(self, timeout: float, headers: Mapping[str, str]) -> None:
-        self.timeout = timeout
-        self.headers = dict(headers)
-        self._idle: dict[str, list[http.client.HTTPConnection]] = {}
-        self._lock = threading.Lock()
-        self._closed = False
-
-    @staticmethod
-    def serves(url: str) -> bool:
-        """Whether ``url`` is one this class speaks to the way httpx would."""
-        parts = urlsplit(url)
-        if parts.scheme != "http" or not parts.hostname or parts.username or parts.password:
-            return False
-        proxies = urllib.request.getproxies()
-        return "http" not in proxies and "all" not in proxies
-
-    def send(
-        self, base: str, method: str, target: str, body: bytes | None, headers: Mapping[str, str]
-    ) -> tuple[int, bytes]:
-        """``(status, body)`` of one request to ``base`` (a worker's URL) + ``target``."""
-        parts = urlsplit(base)
-        connection = self._take(base)
-        fresh = connection.sock is None
-        if fresh:
-            try:
-                connection.connect()
-                # a request is one write and the answer is awaited: never hold a segment back
-                connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError as error:  # refused, unreachable, timed out: nothing was sent
-                connection.close()
-                raise Unsent(error) from error
-        try:
-            connection.request(
-                method, parts.path + target, body=body, headers={**self.headers, **headers}
-            )
-            response = connection.getresponse()
-            content = response.read()
-        except (OSError, http.client.HTTPException) as error:
-            connection.close()
-            raise Broken(error) from error
-        if response.will_close:
-            connection.close()
-        else:
-            self._give(base, connection)
-        return response.status, content
-
-    def _take(self, base: str) -> http.client.HTTPConnection:
-        while True:
-            with self._lock:
-                idle = self._idle.get(base)
-                connection = idle.pop() if idle else None
-            if connection is None:
-                parts = urlsplit(base)
-                return http.client.HTTPConnection(
-                    parts.hostname or "", parts.port, timeout=self.timeout
-                )
-            # an idle connection with something to read was closed by the server (or holds
-            # garbage): sending on it would fail after the request left, so drop it first
-            sock = connection.sock
-            if sock is not None and not select.select([sock], [], [], 0)[0]:
-                return connection
-            connection.close()
-
-    def _give(self, base: str, connection: http.client.HTTPConnection) -> None:
-        with self._lock:
-            if not self._closed:
-                self._idle.setdefault(base, []).append(connection)
-                return
-        connection.close()
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            idle, self._idle = self._idle, {}
-        for connections in idle.values():
-            for connection in connections:
-                connection.close()
 
 
 def remote(declared: F) -> F:
