@@ -98,6 +98,8 @@ class SQLiteStore(ItemByItemAnswers, SQLStore):
             raise StorageError(f"the store {self.path!r} is closed")
         return self._conn
 
+    sessionless = True
+
     def _session(self) -> AbstractContextManager[None]:
         return _NO_SESSION  # one connection, held for the store's life
 

@@ -25,6 +25,7 @@ class SQLKeyed(SQLShared):
     reads over them."""
 
     _PAGES = (8, 64, 512)  # a keyed read usually stops at its first candidate
+    _FIRST_PAGES = (1, *_PAGES)  # in a snapshot: its first candidate comes with its facts
 
     def _rank_by_key(
         self, namespace: str, nodes: Sequence[RevisionNode], *, hold: bool = False
@@ -159,14 +160,17 @@ class SQLKeyed(SQLShared):
     ) -> Iterator[RevisionNode]:
         source, params = self._candidate_source(namespace, key)
         ranked = self._candidates_on_frontiers[self._snapshot]
-        cursor = (depth, 2**62)
+        at, below = depth, 2**62
         # with facts, a first page of one: the usual winner, without the facts of the next
-        first = itertools.chain((1,), self._pages()) if self._snapshot else self._pages()
-        for size in first:
-            rows = self._all(ranked, (*params, tree, cursor[0], cursor[1], size))
+        sizes = self._FIRST_PAGES if self._snapshot else self._PAGES
+        page = 0
+        while True:
+            size = sizes[page] if page < len(sizes) else sizes[-1]
+            page += 1
+            rows = self._all(ranked, (*params, tree, at, below, size))
             for row in rows:
                 node, at = self._candidate(namespace, row)
-                cursor = (at, node.seq)
+                below = node.seq
                 yield node
             if len(rows) < size:
                 break

@@ -28,6 +28,7 @@ class SQLSession(ABC):
     double = "REAL"
     blob = "BLOB"
     without_rowid = ""  # a table stored in its primary key's order (SQLite only)
+    sessionless = False  # ``_session`` holds nothing (one connection for the store's life)
 
     def __init__(self) -> None:
         self._depth = 0
@@ -225,7 +226,8 @@ class SQLSession(ABC):
     def _close_snapshot(self) -> None:
         self._snapshot = False
         self._depth = 0
-        self._drop_held()  # a read-only snapshot has nothing to write
+        if self._held:  # a read-only snapshot has nothing to write
+            self._held = {}
         self._forget()
         # every read ends here: the statement itself, without ``_run``'s bookkeeping and
         # without a ``suppress`` object (a lost connection has rolled back already)
@@ -364,6 +366,10 @@ class _Snapshot:
         self._outer = store._depth == 0
         if not self._outer:
             return
+        if store.sessionless:  # one connection for the store's life: nothing to hold
+            self._session = None
+            store._open_snapshot()
+            return
         self._session = store._session()
         self._session.__enter__()
         try:
@@ -374,6 +380,9 @@ class _Snapshot:
 
     def __exit__(self, *exc: Any) -> bool | None:
         if not self._outer:
+            return None
+        if self._session is None:
+            self._store._close_snapshot()
             return None
         try:
             self._store._close_snapshot()
