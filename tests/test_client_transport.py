@@ -20,8 +20,9 @@ pytest.importorskip("httpx", reason="the client needs the 'client' extra")
 
 import httpx
 
-from branchmem.client import Client, Connections
+from branchmem.client import Client
 from branchmem.errors import InvalidInput, Unavailable
+from branchmem.keepalive import Connections
 
 HEADS = json.dumps({"heads": {"t1": "u1"}}).encode()
 
@@ -88,29 +89,31 @@ class Scripted:
 
 
 @pytest.fixture
-def scripted() -> Iterator[list[Scripted]]:
-    made: list[Scripted] = []
+def servers() -> Iterator[list[Scripted | Canned]]:
+    """The test's loopback servers, closed after it."""
+    made: list[Scripted | Canned] = []
     yield made
     for server in made:
         server.close()
 
 
-def serve(made: list[Scripted], *script: str) -> Scripted:
-    made.append(Scripted(*script))
-    return made[-1]
+def serve(made: list[Scripted | Canned], *script: str) -> Scripted:
+    server = Scripted(*script)
+    made.append(server)
+    return server
 
 
-def test_calls_share_one_kept_alive_connection(scripted: list[Scripted]) -> None:
-    server = serve(scripted)
+def test_calls_share_one_kept_alive_connection(servers: list[Scripted | Canned]) -> None:
+    server = serve(servers)
     with Client(server.url, "bm_k_s") as client:
         assert client.heads() == {"t1": "u1"}
         assert client.heads() == {"t1": "u1"}
     assert (server.requests, server.connections) == (["GET", "GET"], 1)
 
 
-def test_a_connection_the_server_closed_is_not_reused(scripted: list[Scripted]) -> None:
+def test_a_connection_the_server_closed_is_not_reused(servers: list[Scripted | Canned]) -> None:
     """As when a worker ends a kept-alive connection that sat idle past its timeout."""
-    server = serve(scripted, "close")
+    server = serve(servers, "close")
     with Client(server.url, "bm_k_s", retries=1) as client:
         client.heads()
         assert server.closed.wait(5)
@@ -118,15 +121,17 @@ def test_a_connection_the_server_closed_is_not_reused(scripted: list[Scripted]) 
     assert (server.requests, server.connections) == (["GET", "GET"], 2)
 
 
-def test_a_read_whose_connection_breaks_is_sent_again(scripted: list[Scripted]) -> None:
-    server = serve(scripted, "drop")
+def test_a_read_whose_connection_breaks_is_sent_again(servers: list[Scripted | Canned]) -> None:
+    server = serve(servers, "drop")
     with Client(server.url, "bm_k_s") as client:
         assert client.heads() == {"t1": "u1"}
     assert server.requests == ["GET", "GET"]
 
 
-def test_a_write_whose_connection_breaks_is_not_sent_again(scripted: list[Scripted]) -> None:
-    server = serve(scripted, "drop")
+def test_a_write_whose_connection_breaks_is_not_sent_again(
+    servers: list[Scripted | Canned],
+) -> None:
+    server = serve(servers, "drop")
     with (
         Client(server.url, "bm_k_s") as client,
         pytest.raises(Unavailable, match="may or may not have been applied"),
@@ -135,10 +140,10 @@ def test_a_write_whose_connection_breaks_is_not_sent_again(scripted: list[Script
     assert server.requests == ["POST"]
 
 
-def test_a_worker_that_refuses_connections_is_skipped(scripted: list[Scripted]) -> None:
-    dead = serve(scripted)
+def test_a_worker_that_refuses_connections_is_skipped(servers: list[Scripted | Canned]) -> None:
+    dead = serve(servers)
     dead.close()  # nothing listens on its port any more
-    live = serve(scripted)
+    live = serve(servers)
     with Client([dead.url, live.url], "bm_k_s") as client:
         client.supersede("f2", "f1")  # never reached the dead one: safe to send on
         assert client.failovers == 1
@@ -146,7 +151,7 @@ def test_a_worker_that_refuses_connections_is_skipped(scripted: list[Scripted]) 
 
 
 def test_tls_a_proxy_or_a_given_transport_go_through_httpx(
-    monkeypatch: pytest.MonkeyPatch, scripted: list[Scripted]
+    monkeypatch: pytest.MonkeyPatch, servers: list[Scripted | Canned]
 ) -> None:
     assert Connections.serves("http://127.0.0.1:8765/prefix")
     assert not Connections.serves("https://127.0.0.1:8765")
@@ -159,7 +164,7 @@ def test_tls_a_proxy_or_a_given_transport_go_through_httpx(
         seen.append(str(request.url))
         return httpx.Response(200, content=HEADS)
 
-    server = serve(scripted)
+    server = serve(servers)
     with Client(server.url, "bm_k_s", transport=httpx.MockTransport(answer)) as client:
         assert client.heads(namespace="a/b") == {"t1": "u1"}
     assert seen == [f"{server.url}/v1/ns/a%2Fb/heads"] and server.requests == []
@@ -213,15 +218,7 @@ class Canned:
             self.listener.close()
 
 
-@pytest.fixture
-def canned() -> Iterator[list[Canned]]:
-    made: list[Canned] = []
-    yield made
-    for server in made:
-        server.close()
-
-
-def test_answers_are_read_by_their_framing(canned: list[Canned]) -> None:
+def test_answers_are_read_by_their_framing(servers: list[Scripted | Canned]) -> None:
     """By length, by chunks (with an extension and a trailer), with no body (204), after an
     interim 100, and to the end of the connection when neither length nor chunks: each
     answer whole, and the kept-alive connection ready for the next."""
@@ -233,7 +230,7 @@ def test_answers_are_read_by_their_framing(canned: list[Canned]) -> None:
         b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\ncontent-length: 2\r\n\r\nok",
         b"HTTP/1.0 200 OK\r\n\r\nto the end",
     )
-    canned.append(server)
+    servers.append(server)
     connections = Connections(5.0, {"Authorization": "Bearer k"})
     got = [connections.send(server.url, "GET", f"/r{i}", None, {}) for i in range(4)]
     assert got == [(200, b"hello"), (200, b"abcde"), (204, b""), (201, b"ok")]
@@ -262,13 +259,13 @@ def test_answers_are_read_by_their_framing(canned: list[Canned]) -> None:
     ids=["version", "length", "framing", "chunk-size", "header", "cut-short", "dropped"],
 )
 def test_an_answer_that_is_not_http_1_1_breaks_the_call(
-    canned: list[Canned], answer: bytes | None
+    servers: list[Scripted | Canned], answer: bytes | None
 ) -> None:
     """A read is then sent again (here to a worker that answers), as for a dropped one."""
     server = Canned(answer, answer, answer, keep=False)  # each connection that asks
-    canned.append(server)
+    servers.append(server)
     good = Canned(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(HEADS), HEADS))
-    canned.append(good)
+    servers.append(good)
     connections = Connections(5.0, {})
     with pytest.raises(Exception) as failed:
         connections.send(server.url, "GET", "/r", None, {})
@@ -284,10 +281,10 @@ def test_an_answer_that_is_not_http_1_1_breaks_the_call(
     [("/r x", {}), ("/r\n", {}), ("/r", {"X-A": "v\r\nInjected: 1"}), ("/r", {"X:A": "v"})],
 )
 def test_a_request_that_would_split_is_refused_before_sending(
-    canned: list[Canned], target: str, headers: dict[str, str]
+    servers: list[Scripted | Canned], target: str, headers: dict[str, str]
 ) -> None:
     server = Canned(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
-    canned.append(server)
+    servers.append(server)
     connections = Connections(5.0, {})
     with pytest.raises(InvalidInput):
         connections.send(server.url, "GET", target, None, headers)
