@@ -179,6 +179,7 @@ class Canned:
     def __init__(self, *answers: bytes | None, keep: bool = True) -> None:
         self.answers = list(answers)
         self.keep = keep
+        self.connections = 0
         self.heads: list[bytes] = []
         self.bodies: list[bytes] = []
         self.listener = socket.create_server(("127.0.0.1", 0))
@@ -189,6 +190,7 @@ class Canned:
         with self.listener:
             while self.answers:
                 connection, _ = self.listener.accept()
+                self.connections += 1
                 with connection, connection.makefile("rb") as incoming:
                     self._answer(connection, incoming)
 
@@ -290,4 +292,21 @@ def test_a_request_that_would_split_is_refused_before_sending(
         connections.send(server.url, "GET", target, None, headers)
     assert connections.send(server.url, "GET", "/ok", None, {}) == (200, b"")
     assert len(server.heads) == 1
+    connections.close()
+
+
+def test_a_connection_that_switched_protocols_is_not_reused(
+    servers: list[Scripted | Canned],
+) -> None:
+    """No request here asks for an upgrade; were a worker to switch anyway, what follows on
+    that connection is not HTTP/1.1, so the next request opens another."""
+    server = Canned(
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: other\r\nConnection: Upgrade\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    )
+    servers.append(server)
+    connections = Connections(5.0, {})
+    assert connections.send(server.url, "GET", "/a", None, {}) == (101, b"")
+    assert connections.send(server.url, "GET", "/b", None, {}) == (200, b"ok")
+    assert server.connections == 2
     connections.close()

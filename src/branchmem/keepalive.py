@@ -119,6 +119,7 @@ class Connection:
         framing = fields.get("transfer-encoding", "").lower()
         connection = fields.get("connection", "").lower()
         kept = "close" not in connection and (version == "1.1" or "keep-alive" in connection)
+        kept = kept and status != 101  # what follows a switch is not HTTP/1.1 any more
         if method == "HEAD" or status in _NO_BODY or status < 200:
             body = b""
         elif framing:
