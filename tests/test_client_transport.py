@@ -310,3 +310,19 @@ def test_a_connection_that_switched_protocols_is_not_reused(
     assert connections.send(server.url, "GET", "/b", None, {}) == (200, b"ok")
     assert server.connections == 2
     connections.close()
+
+
+def test_a_large_answer_is_read_whole(servers: list[Scripted | Canned]) -> None:
+    """Megabytes by length and by chunks (a page of long records), each byte in place."""
+    body = bytes(range(256)) * (12 * 1024)  # 3 MiB
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:1], body[1:]))
+    server = Canned(
+        b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body),
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%s0\r\n\r\n" % chunks,
+    )
+    servers.append(server)
+    connections = Connections(5.0, {})
+    assert connections.send(server.url, "GET", "/a", None, {}) == (200, body)
+    assert connections.send(server.url, "GET", "/b", None, {}) == (200, body)
+    assert server.connections == 1
+    connections.close()

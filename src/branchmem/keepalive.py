@@ -24,7 +24,10 @@ from .errors import InvalidInput
 
 MAX_HEAD: Final = 64 * 1024  # a status line and headers past this are not a worker's
 _NO_BODY: Final = (204, 304)
-_READ: Final = 256 * 1024
+# a read's buffer: under the allocator's threshold for a mapping of its own (128 KiB), so
+# a small answer costs no mmap/munmap; a large body is read in larger steps
+_READ: Final = 64 * 1024
+_LARGE_READ: Final = 1024 * 1024
 
 
 class Failed(Exception):
@@ -167,8 +170,16 @@ class Connection:
         return int(code), fields, version[5:]
 
     def _read_exactly(self, length: int) -> bytes:
-        while len(self._buffer) < length:
-            self._fill()
+        if len(self._buffer) < length:  # a large body: gathered, then joined once
+            assert self.sock is not None
+            parts, have = [self._buffer], len(self._buffer)
+            while have < length:
+                data = self.sock.recv(max(_READ, min(length - have, _LARGE_READ)))
+                if not data:
+                    raise ProtocolError("the server closed the connection")
+                parts.append(data)
+                have += len(data)
+            self._buffer = b"".join(parts)
         body, self._buffer = self._buffer[:length], self._buffer[length:]
         return body
 
