@@ -326,3 +326,20 @@ def test_a_large_answer_is_read_whole(servers: list[Scripted | Canned]) -> None:
     assert connections.send(server.url, "GET", "/b", None, {}) == (200, body)
     assert server.connections == 1
     connections.close()
+
+
+def test_a_connection_with_bytes_past_its_answer_is_not_reused(
+    servers: list[Scripted | Canned],
+) -> None:
+    """Bytes no request asked for would be read as the next answer: the next request opens
+    another connection."""
+    server = Canned(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nyes",
+    )
+    servers.append(server)
+    connections = Connections(5.0, {})
+    assert connections.send(server.url, "GET", "/a", None, {}) == (200, b"ok")
+    assert connections.send(server.url, "GET", "/b", None, {}) == (200, b"yes")
+    assert server.connections == 2
+    connections.close()
