@@ -295,23 +295,6 @@ def test_a_request_that_would_split_is_refused_before_sending(
     connections.close()
 
 
-def test_a_connection_that_switched_protocols_is_not_reused(
-    servers: list[Scripted | Canned],
-) -> None:
-    """No request here asks for an upgrade; were a worker to switch anyway, what follows on
-    that connection is not HTTP/1.1, so the next request opens another."""
-    server = Canned(
-        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: other\r\nConnection: Upgrade\r\n\r\n",
-        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
-    )
-    servers.append(server)
-    connections = Connections(5.0, {})
-    assert connections.send(server.url, "GET", "/a", None, {}) == (101, b"")
-    assert connections.send(server.url, "GET", "/b", None, {}) == (200, b"ok")
-    assert server.connections == 2
-    connections.close()
-
-
 def test_a_large_answer_is_read_whole(servers: list[Scripted | Canned]) -> None:
     """Megabytes by length and by chunks (a page of long records), each byte in place."""
     body = bytes(range(256)) * (12 * 1024)  # 3 MiB
@@ -328,18 +311,28 @@ def test_a_large_answer_is_read_whole(servers: list[Scripted | Canned]) -> None:
     connections.close()
 
 
-def test_a_connection_with_bytes_past_its_answer_is_not_reused(
-    servers: list[Scripted | Canned],
+@pytest.mark.parametrize(
+    ("first", "got"),
+    [
+        (  # no request here asks for an upgrade; what would follow one is not HTTP/1.1
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: other\r\nConnection: Upgrade\r\n\r\n",
+            (101, b""),
+        ),
+        (  # bytes no request asked for would be read as the next answer
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n",
+            (200, b"ok"),
+        ),
+    ],
+    ids=["switched-protocols", "bytes-past-the-answer"],
+)
+def test_a_connection_its_answer_left_unusable_is_not_reused(
+    servers: list[Scripted | Canned], first: bytes, got: tuple[int, bytes]
 ) -> None:
-    """Bytes no request asked for would be read as the next answer: the next request opens
-    another connection."""
-    server = Canned(
-        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n",
-        b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nyes",
-    )
+    """The next request opens another connection."""
+    server = Canned(first, b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nyes")
     servers.append(server)
     connections = Connections(5.0, {})
-    assert connections.send(server.url, "GET", "/a", None, {}) == (200, b"ok")
+    assert connections.send(server.url, "GET", "/a", None, {}) == got
     assert connections.send(server.url, "GET", "/b", None, {}) == (200, b"yes")
     assert server.connections == 2
     connections.close()
