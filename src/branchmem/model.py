@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Final
+from dataclasses import dataclass, field, fields
+from typing import Any, Final, TypeVar
+
+Value = TypeVar("Value")
 
 # Why a record is or is not visible in a view. Order matters only for documentation;
 # the precedence between reasons lives in ``visibility.REASON_PRECEDENCE``.
@@ -75,6 +77,25 @@ class Record:
     meta: dict[str, Any] = field(default_factory=dict)
     seq: int = 0
     namespace: str = "default"
+
+
+def positional_constructor(cls: type[Value]) -> Callable[..., Value]:
+    """``cls(*fields)`` for a frozen dataclass with slots, every field given in order, each
+    set through its slot: the frozen ``__init__`` sets each through a guarded ``setattr``,
+    a third of the cost of a read that returns one record (``Namespace.to_record``). The
+    same object, equal and alike in every way; a class with ``__post_init__`` is refused."""
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    if not getattr(cls, "__slots__", None) or hasattr(cls, "__post_init__"):
+        raise TypeError(f"{cls.__name__} is not a plain frozen dataclass with slots")
+    scope: dict[str, Any] = {"new": object.__new__, "cls": cls}
+    scope.update({f"set_{name}": getattr(cls, name).__set__ for name in names})
+    body = "".join(f"    set_{name}(made, {name})\n" for name in names)
+    exec(f"def build({', '.join(names)}):\n    made = new(cls)\n{body}    return made\n", scope)
+    built: Callable[..., Value] = scope["build"]
+    return built
+
+
+new_record: Final = positional_constructor(Record)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ..audit import AuditEntry
 from ..errors import ErasedError, NotFoundError
 from ..keyed import KeyedView
-from ..model import ERASED, Record
+from ..model import ERASED, Record, new_record
 from ..provenance import RevisionNode
 from ..resolution import Resolution
 from ..search.embedding import Embedder
@@ -158,15 +158,7 @@ class Namespace:
         return store.statuses(self.name, [item_id]).get(item_id)
 
     def to_record(self, node: RevisionNode) -> Record:
-        return Record(
-            id=node.record_id,
-            revision=node.revision,
-            kind=node.kind,
-            content=node.content,
-            sources=node.sources,
-            key=node.key,
-            scope=node.scope,
-            meta=dict(node.meta),
-            seq=node.seq,
-            namespace=self.name,
-        )
+        return new_record(
+            node.record_id, node.revision, node.kind, node.content, node.sources, node.key,
+            node.scope, dict(node.meta), node.seq, self.name,
+        )  # fmt: skip
