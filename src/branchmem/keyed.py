@@ -129,7 +129,7 @@ class KeyedView:
         self.path = path_of(anchor, self._lookup)
         self.cross_tree = heads is not None
         self.paths = {self.tree: self.path}
-        for tree, head in sorted((heads or {}).items()):
+        for tree, head in sorted(heads.items()) if heads else ():
             if tree != self.tree:
                 self.paths[tree] = path_of(head, self._lookup)
         self.counts: Counter[str] = Counter() if counts is None else counts

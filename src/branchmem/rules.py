@@ -176,7 +176,10 @@ def key_group(revision: RevisionNode) -> tuple[str | None, str] | None:
 
 def explicitly_superseded(superseders: Iterable[str], shown: Callable[[str], bool]) -> bool:
     """A record is superseded outright when a record naming it as superseded is shown."""
-    return any(shown(new) for new in superseders)
+    for new in superseders:  # noqa: SIM110 - any() makes a generator; every keyed read asks
+        if shown(new):
+            return True
+    return False
 
 
 def competes(revision: RevisionNode, retracted: bool, superseded_outright: bool) -> bool:

@@ -221,8 +221,11 @@ class SQLKeyed(SQLShared):
     def retractions_naming(
         self, namespace: str, record_id: str, key: str | None
     ) -> list[RetractionNode]:
+        untargeted = (namespace, record_id) in self._untargeted
+        if untargeted and (key is None or (namespace, key) in self._unretracted_keys):
+            return []  # the snapshot's facts say none (the usual answer)
         rows: list[tuple[object, ...]] = []
-        if (namespace, record_id) not in self._untargeted:
+        if not untargeted:
             rows += self._all(  # two lookups, each on its index (an OR would scan)
                 f"SELECT {self._RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
                 "AND id IN (SELECT id FROM retraction_targets WHERE namespace = ? "
