@@ -8,6 +8,7 @@ Sets become sorted lists (a stable wire order); tuples become lists.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import types
@@ -16,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Union
 
 from ..errors import InvalidInput
-from ..model import Event
+from ..model import Event, positional_constructor
 
 # what a client may send for an event: the fields add_event takes (never seq, namespace)
 EVENT_INPUT = ("id", "parent", "tree", "role", "content", "meta", "ts")
@@ -199,7 +200,8 @@ def _general_builder(cls: type) -> Decoder:
 def _direct_builder(cls: type, general: Decoder) -> Decoder:
     """``general`` with a fast path for a JSON object holding every field: one generated
     call of ``cls`` with each field read by name (and decoded where its hint asks), in the
-    order the dataclass takes them. Fields are identifiers, written here as literals."""
+    order the dataclass takes them (through the slots, ``model.positional_constructor``,
+    where the class allows). Fields are identifiers, written here as literals."""
     each = _field_decoders(cls)
     scope: dict[str, Any] = {"cls": cls, "general": general}
     given: list[str] = []
@@ -215,6 +217,9 @@ def _direct_builder(cls: type, general: Decoder) -> Decoder:
             named.append(f"{f.name}={value}")
         else:
             given.append(value)
+    if not named:  # every field in order: through the slots where the class allows it
+        with contextlib.suppress(TypeError):
+            scope["cls"] = positional_constructor(cls)
     source = (
         "def build(data):\n"
         "    if type(data) is dict:\n"
