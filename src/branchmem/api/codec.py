@@ -120,7 +120,7 @@ def _decoder(hint: Any) -> Decoder:
         if len(inner) != 1:
             return _same
         one = decoder(inner[0])
-        if type(None) not in args:
+        if type(None) not in args or one is _same:  # None is read as itself
             return one
         return lambda data: None if data is None else one(data)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
