@@ -43,7 +43,18 @@ class _Checked:
             raise ValueError("negative")
 
 
-@pytest.mark.parametrize("cls", [_NoSlots, _Checked])
+@dataclass(frozen=True, slots=True)
+class _Derived:
+    a: int
+    b: int = dataclasses.field(default=0, init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Shadowing:
+    _bm_made: int
+
+
+@pytest.mark.parametrize("cls", [_NoSlots, _Checked, _Derived, _Shadowing])
 def test_a_class_the_constructor_would_not_build_alike_is_refused(cls: type) -> None:
     with pytest.raises(TypeError, match=cls.__name__):
         positional_constructor(cls)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from types import MemberDescriptorType
 from typing import Any, Final, TypeVar
 
 Value = TypeVar("Value")
@@ -83,14 +84,23 @@ def positional_constructor(cls: type[Value]) -> Callable[..., Value]:
     """``cls(*fields)`` for a frozen dataclass with slots, every field given in order, each
     set through its slot: the frozen ``__init__`` sets each through a guarded ``setattr``,
     a third of the cost of a read that returns one record (``Namespace.to_record``). The
-    same object, equal and alike in every way; a class with ``__post_init__`` is refused."""
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
-    if not getattr(cls, "__slots__", None) or hasattr(cls, "__post_init__"):
-        raise TypeError(f"{cls.__name__} is not a plain frozen dataclass with slots")
-    scope: dict[str, Any] = {"new": object.__new__, "cls": cls}
-    scope.update({f"set_{name}": getattr(cls, name).__set__ for name in names})
-    body = "".join(f"    set_{name}(made, {name})\n" for name in names)
-    exec(f"def build({', '.join(names)}):\n    made = new(cls)\n{body}    return made\n", scope)
+    same object, equal and alike in every way. A class it would not build alike is refused
+    (``__post_init__``, a field not in ``__init__`` or not in a slot)."""
+    every = fields(cls)  # type: ignore[arg-type]
+    names = [f.name for f in every]
+    slots: list[Any] = [getattr(cls, name, None) for name in names]
+    if (
+        hasattr(cls, "__post_init__")
+        or not all(f.init for f in every)
+        or not all(isinstance(slot, MemberDescriptorType) for slot in slots)
+        or any(name.startswith("_bm_") for name in names)
+    ):
+        raise TypeError(f"{cls.__name__} is not a plain dataclass with slots")
+    scope: dict[str, Any] = {"_bm_new": object.__new__, "_bm_cls": cls}
+    scope.update({f"_bm_set_{name}": slot.__set__ for name, slot in zip(names, slots, strict=True)})
+    body = "".join(f"    _bm_set_{name}(_bm_made, {name})\n" for name in names)
+    source = f"def build({', '.join(names)}):\n    _bm_made = _bm_new(_bm_cls)\n{body}"
+    exec(source + "    return _bm_made\n", scope)
     built: Callable[..., Value] = scope["build"]
     return built
 
