@@ -81,11 +81,11 @@ class Record:
 
 
 def positional_constructor(cls: type[Value]) -> Callable[..., Value]:
-    """``cls(*fields)`` for a frozen dataclass with slots, every field given in order, each
-    set through its slot: the frozen ``__init__`` sets each through a guarded ``setattr``,
-    a third of the cost of a read that returns one record (``Namespace.to_record``). The
-    same object, equal and alike in every way. A class it would not build alike is refused
-    (``__post_init__``, a field not in ``__init__`` or not in a slot)."""
+    """``cls(*fields)`` for a dataclass with slots, every field given in order, each set
+    through its slot: a frozen ``__init__`` sets each through a guarded ``setattr`` (a
+    ``Record``: ~1.0 us, ~0.6 us this way, of a ~30 us keyed read, ``Namespace.to_record``).
+    The same object, equal and alike in every way. A class it would not build alike is
+    refused (``__post_init__``, a field not in ``__init__`` or not in a slot)."""
     every = fields(cls)  # type: ignore[arg-type]
     names = [f.name for f in every]
     slots: list[Any] = [getattr(cls, name, None) for name in names]
