@@ -8,6 +8,7 @@ text is gone, not clean while a copy is left.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import time
@@ -19,6 +20,7 @@ import pytest
 
 from branchmem import Memory
 from branchmem.cli import main
+from branchmem.errors import InvalidInput
 from branchmem.receipt import WINDOW, Receipt
 from branchmem.store import CleanupPending
 from branchmem.testing import chengdu
@@ -214,3 +216,18 @@ def test_the_service_finishes_a_forget_that_a_reader_held_up(tmp_path: Path) -> 
             assert checked.json()["ok"], checked.json()
     finally:
         mem.close()
+
+
+@pytest.mark.parametrize("key", ["zz" * 32, "not hex", "ab" * 65])
+def test_a_receipt_with_a_key_forget_could_not_have_written_is_refused(
+    tmp_path: Path, key: str
+) -> None:
+    """A hand-edited key (not hex, or longer than BLAKE2b takes) is an InvalidInput naming
+    the field, read back or verified as an object; it was a ValueError, a 500 over HTTP."""
+    with Memory.open(tmp_path / "k.db") as mem:
+        write_marked(mem)
+        receipt = mem.forget("branch", "s")
+        with pytest.raises(InvalidInput, match="receipt: key"):
+            Receipt.from_json({**receipt.to_json(), "key": key})
+        with pytest.raises(InvalidInput, match="receipt: key"):
+            mem.verify_receipt(dataclasses.replace(receipt, key=key))

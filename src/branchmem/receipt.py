@@ -123,7 +123,7 @@ class Receipt:
             raise InvalidInput(f"receipt: missing field(s) {', '.join(missing)}")
         try:
             check = data["check"]
-            return cls(
+            receipt = cls(
                 version=int(data["version"]),
                 namespace=str(data["namespace"]),
                 kind=str(data["kind"]),
@@ -165,6 +165,9 @@ class Receipt:
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise InvalidInput(f"receipt: malformed field ({error!r})") from error
+        if receipt.key:
+            key_bytes(receipt.key)
+        return receipt
 
     def redacted(self) -> Receipt:
         """This receipt without its key and fingerprints: safe to hand to an auditor; its
@@ -269,10 +272,22 @@ def _windows(data: bytes) -> Iterator[bytes]:
         yield data[start : start + WINDOW]
 
 
+def key_bytes(key: str) -> bytes:
+    """The fingerprint key a receipt carries as hex; a key no receipt could carry (not hex,
+    longer than BLAKE2b's 64 bytes) is refused, naming the field."""
+    try:
+        secret = bytes.fromhex(key)
+    except ValueError:
+        raise InvalidInput("receipt: key must be hexadecimal (as forget wrote it)") from None
+    if len(secret) > 64:
+        raise InvalidInput(f"receipt: key is {len(secret)} bytes, over BLAKE2b's 64") from None
+    return secret
+
+
 def text_fingerprints(key: str, text: str) -> list[str]:
     """Fingerprints of one text field, as UTF-8 and as JSON writes it escaped (a store may
     keep meta as JSON text); empty when the text is shorter than a window."""
-    secret = bytes.fromhex(key)
+    secret = key_bytes(key)
     found: list[str] = []
     forms = {text.encode("utf-8"), json.dumps(text)[1:-1].encode("ascii")}
     for form in sorted(forms):
@@ -289,7 +304,7 @@ def count_hits(key: str, fingerprints: frozenset[str], data: bytes) -> int:
     5 MB of text: every window start is hashed)."""
     if not fingerprints or len(data) < WINDOW:
         return 0
-    keyed = hashlib.blake2b(key=bytes.fromhex(key), digest_size=FINGERPRINT_BYTES)
+    keyed = hashlib.blake2b(key=key_bytes(key), digest_size=FINGERPRINT_BYTES)
     hits = 0
     for window in _windows(data):
         one = keyed.copy()  # the key's setup once, not per window
