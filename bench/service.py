@@ -11,7 +11,8 @@ pass over every anchor on both sides and ``--warmup`` untimed rounds, interleave
 answered the same, and print p50/p99 of each and the ratio service / embedded (goal: p99
 ratio <= 1.5 for both), and the CPU each call used (client and server processes for the
 service), which unlike latency does not grow with what else the machine runs, and the HTTP
-stack uvicorn picked (httptools and uvloop when installed, else h11 and asyncio).
+stack the server runs (httptools, with the direct reads answered in branchmem's protocol, and
+uvloop when installed, else h11 and asyncio).
 
 ``--runs N`` repeats the measurement N times on the one store, each run with a fresh server
 process and a freshly opened embedded store (each warmed up as above), prints every run's
@@ -66,8 +67,10 @@ def build(path: str, records: int) -> list[str]:
 
 
 def http_stack() -> str:
-    """What ``uvicorn.run`` picks in this environment (the server runs in the same one)."""
-    parser = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    """What ``branchmem serve`` runs in this environment (the server runs in the same one):
+    with httptools, its own protocol answers the direct reads (``server/protocol.py``)."""
+    httptools = importlib.util.find_spec("httptools") is not None
+    parser = "httptools, direct reads in the protocol" if httptools else "h11"
     loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
     return f"uvicorn with {parser} and {loop}"
 

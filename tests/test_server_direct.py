@@ -198,13 +198,13 @@ def test_the_direct_path_reads_the_query_guard_parsed_and_checked(pair: Pair) ->
     answers from them instead of parsing it again (here the raw query string is empty)."""
     from collections import Counter
 
-    from branchmem.server.direct import DirectReads
+    from branchmem.server.direct import DirectReader, DirectReads
     from branchmem.server.guard import QUERY_PAIRS
 
     async def handed_on(scope: Any, receive: Any, send: Any) -> None:
         raise AssertionError("a plainly valid read was handed on")
 
-    direct = DirectReads(handed_on, state=pair.direct.state, served=Counter())
+    direct = DirectReads(handed_on, DirectReader(pair.direct.state, Counter()))
     scope = {
         "type": "http", "method": "GET", "path": f"{NS}/visible", "root_path": "",
         "query_string": b"", QUERY_PAIRS: [("anchor", "a2b"), ("limit", "1")],

@@ -24,7 +24,7 @@ except ImportError as missing:  # the core library has no dependencies; the serv
 from .. import __version__
 from ..memory import Memory
 from .cleanup import FileCleanup
-from .direct import DirectReads
+from .direct import DirectReader, DirectReads
 from .docs import install_offline_docs
 from .explorer import LocalSession
 from .guard import Guard, Limits
@@ -82,9 +82,13 @@ def create_app(
     install_offline_docs(app)
     install(app)
     limits = limits or Limits()
-    app.state.direct_reads = Counter[str]()  # reads answered by DirectReads, per operation
+    app.state.direct_reads = Counter[str]()  # reads answered directly, per operation
+    # the direct path, or None: branchmem serve's HTTP protocol asks it too (protocol.py)
+    app.state.direct_reader = None
     if direct_reads:  # added first, so Guard (added last: outermost) checks them before
-        app.add_middleware(DirectReads, state=app.state, served=app.state.direct_reads)
+        reader = DirectReader(app.state, app.state.direct_reads)
+        app.state.direct_reader = reader
+        app.add_middleware(DirectReads, reader=reader)
     app.add_middleware(Guard, limits=limits)
     app.state.limits = limits  # the import endpoint derives its decompression limits from them
     app.state.memory = memory

@@ -33,6 +33,7 @@ from typing import Any, Final
 from urllib.parse import parse_qsl, unquote
 
 from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
 
 from ..api.operations import PREFIX, REQUIRED, Operation, operations
 from ..errors import BranchmemError, InvalidInput
@@ -204,49 +205,85 @@ def segment(raw: str) -> str:
     return decoded
 
 
+Answer = Callable[[], Response]
+
+
+def settled(call: Answer) -> Response:
+    """The call's answer, a library error or refusal as the problem document FastAPI's
+    handlers would write."""
+    try:
+        return call()
+    except BranchmemError as error:
+        return library_problem(error)
+    except Refusal as error:
+        return problem(error.code, error.detail)
+
+
 class DirectReads:
-    """ASGI middleware answering plainly valid reads of the API (see the module doc).
+    """ASGI middleware answering plainly valid reads of the API (see the module doc)."""
 
-    ``served`` counts the requests it answered, by operation."""
-
-    def __init__(self, app: ASGIApp, state: Any, served: Counter[str]) -> None:
+    def __init__(self, app: ASGIApp, reader: DirectReader) -> None:
         self.app = app
+        self.reader = reader
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        reader = self.reader
+        planned = reader.plan(scope)
+        if planned is None:
+            await self.app(scope, receive, send)
+            return
+        name, call = planned
+        response = reader.on_loop(name, call)
+        if response is None:
+            response = await run_in_threadpool(settled, call)
+        reader.served[name] += 1
+        await response(scope, receive, send)
+
+
+class DirectReader:
+    """What the direct path decides and answers, outside any ASGI layer: the middleware above
+    and ``branchmem serve``'s HTTP protocol (``protocol.py``) share one.
+
+    ``served`` counts the requests answered directly, by operation."""
+
+    def __init__(self, state: Any, served: Counter[str]) -> None:
         self.state = state
         self.served = served
         self.reads = reads()
         self.by_last = reads_by_last_segment(self.reads)
         self.ending_in_a_parameter = self.by_last.pop("", [])
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def plan(self, scope: Scope) -> tuple[str, Answer] | None:
+        """The operation and the call answering a plainly valid read; None: the FastAPI
+        route answers the request."""
         if scope["type"] != "http" or scope.get("method") != "GET" or scope.get("root_path"):
-            await self.app(scope, receive, send)
-            return
+            return None
         path: str = scope.get("path", "")
         if not path.startswith("/v1/ns/"):
-            await self.app(scope, receive, send)
-            return
+            return None
         try:
             read, namespace, given, grant = self.admit(scope, path)
         except Defer:
-            await self.app(scope, receive, send)
-            return
+            return None
         memory = self.state.memory
-        call = functools.partial(answer, read.op, None, read.documented, memory, namespace)
-        lock = getattr(memory, "_lock", None) if read.op.name in ON_LOOP else None
+        call = functools.partial(
+            answer, read.op, None, read.documented, memory, namespace, grant, given
+        )
+        return read.op.name, call
+
+    def on_loop(self, name: str, call: Answer) -> Response | None:
+        """The answer, made here on the event loop when the read is one of ``ON_LOOP`` and
+        the store is free: it would hold the store's lock in a thread just as long, and the
+        hop there and back costs two thread wake-ups. None: it takes a thread."""
+        if name not in ON_LOOP:
+            return None
+        lock = getattr(self.state.memory, "_lock", None)
+        if lock is None or not lock.acquire(blocking=False):
+            return None
         try:
-            if lock is not None and lock.acquire(blocking=False):
-                try:  # the store is free and the answer small: no thread to wake, twice
-                    response = call(grant, given)
-                finally:
-                    lock.release()
-            else:
-                response = await run_in_threadpool(call, grant, given)
-        except BranchmemError as error:
-            response = library_problem(error)
-        except Refusal as error:
-            response = problem(error.code, error.detail)
-        self.served[read.op.name] += 1
-        await response(scope, receive, send)
+            return settled(call)
+        finally:
+            lock.release()
 
     def admit(self, scope: Scope, path: str) -> tuple[Read, str, dict[str, Any], ApiKey | None]:
         """The read, namespace, handler arguments and grant of a plainly valid request."""

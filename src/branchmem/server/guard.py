@@ -198,6 +198,44 @@ def check_json(body: bytes) -> tuple[str, str] | None:
     return ("invalid_input", found) if found else None
 
 
+def refusal(scope: Scope) -> tuple[str, str] | None:
+    """(problem code, detail) when the request's path or query must be refused, else None.
+
+    Routes on the path as sent (``raw_path``): an id or namespace holding '/' travels as
+    %2F and must stay one segment; the path parameter types decode each segment once. Leaves
+    the query's checked pairs under ``QUERY_PAIRS`` for the direct reads (``direct.py``)."""
+    raw_path = scope.get("raw_path")
+    if raw_path:
+        try:
+            scope["path"] = raw_path.decode("ascii")
+        except UnicodeDecodeError:
+            return "malformed", "the request path is not percent-encoded ASCII"
+    path = scope.get("path", "")
+    try:
+        why = None if plain_text(path) else unstorable(unquote(path, errors="strict"))
+    except UnicodeDecodeError:
+        why = "path is not valid UTF-8"
+    if why is None:
+        raw_query = scope.get("query_string", b"").decode("latin-1")
+        plain = plain_text(raw_query)
+        try:
+            pairs = query_pairs(raw_query, plain)
+        except UnicodeDecodeError:
+            pairs, why = [], "query string is not valid UTF-8"
+        seen: set[str] = set()
+        for name, value in pairs:
+            why = None if plain else unstorable(name) or unstorable(value)
+            if why:
+                why = f"query parameter {name!r} {why}"
+                break
+            if name in seen:  # every parameter is single-valued: no silent last-wins
+                why = f"query parameter {name!r} is given more than once"
+                break
+            seen.add(name)
+        scope[QUERY_PAIRS] = pairs
+    return ("invalid_input", f"request {why}") if why else None
+
+
 class Guard:
     """ASGI middleware applying ``Limits`` and the text rule."""
 
@@ -209,43 +247,11 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        raw_path = scope.get("raw_path")
-        if raw_path:
-            # route on the path as sent: an id or namespace holding '/' travels as %2F and
-            # must stay one segment; the path parameter types decode each segment once
-            try:
-                scope["path"] = raw_path.decode("ascii")
-            except UnicodeDecodeError:
-                await problem("malformed", "the request path is not percent-encoded ASCII")(
-                    scope, receive, send
-                )
-                return
-        path = scope.get("path", "")
-        try:
-            why = None if plain_text(path) else unstorable(unquote(path, errors="strict"))
-        except UnicodeDecodeError:
-            why = "path is not valid UTF-8"
-        if why is None:
-            raw_query = scope.get("query_string", b"").decode("latin-1")
-            plain = plain_text(raw_query)
-            try:
-                pairs = query_pairs(raw_query, plain)
-            except UnicodeDecodeError:
-                pairs, why = [], "query string is not valid UTF-8"
-            seen: set[str] = set()
-            for name, value in pairs:
-                why = None if plain else unstorable(name) or unstorable(value)
-                if why:
-                    why = f"query parameter {name!r} {why}"
-                    break
-                if name in seen:  # every parameter is single-valued: no silent last-wins
-                    why = f"query parameter {name!r} is given more than once"
-                    break
-                seen.add(name)
-            scope[QUERY_PAIRS] = pairs
-        if why:
-            await problem("invalid_input", f"request {why}")(scope, receive, send)
+        refused = refusal(scope)
+        if refused is not None:
+            await problem(*refused)(scope, receive, send)
             return
+        path = scope.get("path", "")
         importing = path.endswith(self.limits.import_path_suffix)
         limit = self.limits.max_import if importing else self.limits.max_body
         headers = dict(scope.get("headers") or [])
