@@ -195,3 +195,17 @@ def test_a_read_while_a_write_holds_the_store_goes_through_the_app(servers: Serv
 def test_no_protocol_for_an_app_without_direct_reads() -> None:
     with Memory() as memory:
         assert direct_protocol(create_app(memory, direct_reads=False)) is None
+
+
+def test_an_unexpected_error_goes_through_the_app_and_is_its_500(
+    servers: Servers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read changes nothing: the app runs it again and answers its own problem document."""
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(servers.memory, "visible", broken)
+    answer = servers.both(servers.request(f"{NS}/visible?anchor=a2b"))
+    assert answer.startswith(b"HTTP/1.1 500 ")
+    assert servers.answered == [False]

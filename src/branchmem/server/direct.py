@@ -15,6 +15,10 @@ in a thread just as long, and the hop there and back costs two thread wake-ups, 
 busy machine is most of what a request pays over the call; other reads, and any read while
 a write holds the store, run in a thread as FastAPI would run them.
 
+``DirectReader`` decides and answers outside any ASGI layer; ``DirectReads`` is the ASGI
+middleware around it, and ``branchmem serve``'s HTTP protocol (``protocol.py``) asks the same
+reader before uvicorn makes a task, so a read answered on the loop skips the ASGI stack too.
+
 Anything else goes on, unchanged, to the FastAPI route: a missing, unknown or uncached key,
 a namespace the key is not bound to, an empty or out-of-range value, an unknown parameter.
 The direct path never decides a refusal of its own, so the two cannot disagree on one;

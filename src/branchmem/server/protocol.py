@@ -59,6 +59,7 @@ def direct_protocol(app: Any) -> type[asyncio.Protocol] | None:
             logged = self.access_log and self.access_logger.isEnabledFor(logging.INFO)
             if (
                 scope["method"] != "GET"
+                or not scope["path"].startswith("/v1/ns/")  # the API's reads alone
                 or not cycle.keep_alive
                 or cycle.waiting_for_100_continue
                 or self.flow.write_paused
