@@ -3,8 +3,8 @@
 A read an agent makes every turn (``visible``, ``search`` ...) costs the server, beyond the
 call itself, uvicorn's task and request cycle, the ASGI layers around the app (uvicorn's
 proxy headers, FastAPI's and Starlette's, ``Guard``, ``DirectReads``) and a socket write for
-the head and another for the body; measured in ``bench/service.py``, that was ~0.15-0.2 ms of
-server CPU per 40-record ``visible`` beyond what this protocol pays. When the direct path
+the head and another for the body: ~0.12-0.23 ms of server CPU per 40-record ``visible``
+beyond what this protocol pays, measured side by side (docs/scaling.md). When the direct path
 would answer a request on the event loop (``direct.py``: a plainly valid read, a cached
 key, the store free), this protocol asks it as soon as the request's head is parsed, writes
 the bytes uvicorn would write for that answer in one write, and makes no task.
