@@ -40,6 +40,7 @@ class Servers:
         chengdu(self.memory)
         self.answered: list[bool] = []
         app = create_app(self.memory)
+        self.reader = app.state.direct_reader
         protocol = direct_protocol(app)
         assert protocol is not None, "the installed uvicorn has no protocol to extend"
         answered = self.answered
@@ -215,3 +216,22 @@ def test_an_unexpected_error_goes_through_the_app_and_is_its_500(
     answer = servers.both(servers.request(f"{NS}/visible?anchor=a2b"))
     assert answer.startswith(b"HTTP/1.1 500 ")
     assert servers.answered == [False]
+
+
+def test_a_read_the_protocol_hands_to_a_thread_is_planned_once(
+    servers: Servers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The protocol leaves its plan in the scope; the app's direct layer answers from it."""
+    planned: list[str] = []
+    plan = servers.reader.plan
+
+    def counted(scope: Any) -> Any:
+        planned.append(scope["path"])
+        return plan(scope)
+
+    monkeypatch.setattr(servers.reader, "plan", counted)
+    answer = servers.both(servers.request(f"{NS}/events/a2b/path"))
+    assert answer.startswith(b"HTTP/1.1 200 OK")
+    assert servers.answered == [False]
+    # once, by the protocol: the reference app has a reader of its own
+    assert planned == [f"{NS}/events/a2b/path"]

@@ -280,7 +280,7 @@ def key_bytes(key: str) -> bytes:
     except ValueError:
         raise InvalidInput("receipt: key must be hexadecimal (as forget wrote it)") from None
     if len(secret) > 64:
-        raise InvalidInput(f"receipt: key is {len(secret)} bytes, over BLAKE2b's 64") from None
+        raise InvalidInput(f"receipt: key is {len(secret)} bytes, over BLAKE2b's 64")
     return secret
 
 

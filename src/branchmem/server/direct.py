@@ -66,6 +66,10 @@ ON_LOOP: Final = frozenset(
 )
 
 Parse = Callable[[str], Any]
+# the scope key under which branchmem serve's protocol (protocol.py) leaves a read it planned
+# but did not call (the store busy, or a read that takes a thread): the middleware uses it
+# instead of planning the request again
+PLANNED: Final = "branchmem.direct_plan"
 
 
 class Defer(Exception):
@@ -232,7 +236,7 @@ class DirectReads:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         reader = self.reader
-        planned = reader.plan(scope)
+        planned = scope.pop(PLANNED, None) or reader.plan(scope)
         if planned is None:
             await self.app(scope, receive, send)
             return

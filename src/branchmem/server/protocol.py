@@ -24,7 +24,7 @@ import asyncio
 import logging
 from typing import Any
 
-from .direct import DirectReader
+from .direct import PLANNED, DirectReader
 from .guard import refusal
 
 FORWARDED = frozenset({b"x-forwarded-for", b"x-forwarded-proto"})
@@ -77,13 +77,16 @@ def direct_protocol(app: Any) -> type[asyncio.Protocol] | None:
                 response = reader.on_loop(*planned)
             except Exception:  # the ASGI app runs the read again and reports the error
                 return False
-            if response is None or response.background is not None:
+            if response is None:  # not called: the app's thread answers it, planned once
+                scope[PLANNED] = planned
                 return False
+            if response.background is not None or not any(
+                name == b"content-length" for name, _ in response.raw_headers
+            ):
+                return False  # uvicorn would chunk it or run a task after it: left to uvicorn
             head: list[bytes | memoryview] = [STATUS_LINE[response.status_code]]
             for name, value in (*self.server_state.default_headers, *response.raw_headers):
                 head += (name.lower(), b": ", value, b"\r\n")
-            if not any(name == b"content-length" for name, _ in response.raw_headers):
-                return False  # uvicorn would chunk it: left to uvicorn
             reader.served[planned[0]] += 1
             if logged:
                 self.access_logger.info(
