@@ -14,6 +14,13 @@ service), which unlike latency does not grow with what else the machine runs, an
 stack the server runs (httptools, with the direct reads answered in branchmem's protocol, and
 uvloop when installed, else h11 and asyncio).
 
+``--hop`` times a third side in the same rounds (the order within a round then rotates over
+the three): the same call made by a second process on the same file, asked and answered over
+a bare loopback socket (a line with the operation, a line with the number of records back;
+no HTTP, no JSON). What it costs over embedded is what any out-of-process service pays on
+this machine (a wake-up each way, caches the other process has cooled) before a byte of
+HTTP is parsed, so its p99 ratio is the floor under the service's.
+
 ``--runs N`` repeats the measurement N times on the one store, each run with a fresh server
 process and a freshly opened embedded store (each warmed up as above), prints every run's
 p99 ratios and whether all N stayed within the goal. p99 of 3,000 rounds is the 30th
@@ -30,7 +37,9 @@ import json
 import os
 import platform
 import random
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -84,29 +93,75 @@ def server_cpu(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+class Hop:
+    """The same calls made by a second process on the same file (``--hop``): asked and
+    answered over a bare loopback socket, a line each way."""
+
+    def __init__(self, path: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--hop-server", path], stdout=subprocess.PIPE
+        )
+        assert self.process.stdout is not None
+        port = int(self.process.stdout.readline())  # once the store is open
+        self.socket = socket.create_connection(("127.0.0.1", port))
+        self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.answers = self.socket.makefile("rb")
+
+    def call(self, op: str, *args: str) -> int:
+        """How many records ``op`` answered in the other process."""
+        self.socket.sendall("\t".join((op, *args)).encode() + b"\n")
+        return int(self.answers.readline())
+
+    def close(self) -> None:
+        self.answers.close()
+        self.socket.close()  # the server's loop ends at the end of its input
+        self.process.wait(timeout=30)
+
+
+def hop_server(path: str) -> int:
+    """The other process of ``Hop``: one connection, one call per line, answered by count."""
+    with Memory.open(path) as mem, socket.create_server(("127.0.0.1", 0)) as listener:
+        print(listener.getsockname()[1], flush=True)
+        connection, _ = listener.accept()
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with connection, connection.makefile("rb") as lines:
+            for line in lines:
+                op, *args = line.rstrip(b"\n").decode().split("\t")
+                connection.sendall(b"%d\n" % len(getattr(mem, op)(*args, namespace=NAMESPACE)))
+    return 0
+
+
 Timings = dict[str, dict[str, list[float]]]
 
 
 def measure(
-    mem: Memory, client: Client, server_pid: int, anchors: list[str], rounds: int, warmup: int
+    mem: Memory,
+    client: Client,
+    server_pid: int,
+    anchors: list[str],
+    rounds: int,
+    warmup: int,
+    hop: Hop | None = None,
 ) -> tuple[Timings, Timings]:
-    """Per operation: one untimed pass over every anchor on both sides (each process has
-    its own caches: both start warm) and ``warmup`` untimed rounds, then interleaved rounds.
+    """Per operation: one untimed pass over every anchor on every side (each process has
+    its own caches: all start warm) and ``warmup`` untimed rounds, then interleaved rounds.
     Returns wall-clock latencies and CPU seconds per call; a service call's CPU is this
     process's (the client) plus the server's share of its CPU over the rounds, which a
-    loaded machine does not inflate."""
+    loaded machine does not inflate (the hop's likewise)."""
     wall: Timings = {}
     cpu: Timings = {}
+    sides = ["embedded", "service"] + (["hop"] if hop is not None else [])
+    others = {"service": server_pid} | ({"hop": hop.process.pid} if hop is not None else {})
     for op in ("visible", "search"):
         rng = random.Random(1)
-        wall[op] = {"embedded": [], "service": []}
-        cpu[op] = {"embedded": [], "client": [], "server": []}
-        server_before = 0.0
+        wall[op] = {side: [] for side in sides}
+        cpu[op] = {"embedded": [], "client": [], "server": [], "hop_client": [], "hop": []}
+        before: dict[str, float] = {}
         untimed = len(anchors) + warmup
         for index in range(untimed + rounds):
             timed = index >= untimed
             if index == untimed:
-                server_before = server_cpu(server_pid) or 0.0
+                before = {side: server_cpu(pid) or 0.0 for side, pid in others.items()}
             anchor = anchors[index] if index < len(anchors) else rng.choice(anchors)
             query = rng.choice(QUERIES)
             args = (anchor,) if op == "visible" else (query, anchor)
@@ -114,9 +169,11 @@ def measure(
                 "embedded": functools.partial(getattr(mem, op), *args, namespace=NAMESPACE),
                 "service": functools.partial(getattr(client, op), *args, namespace=NAMESPACE),
             }
-            sides = ["embedded", "service"] if index % 2 == 0 else ["service", "embedded"]
+            if hop is not None:
+                calls["hop"] = functools.partial(hop.call, op, *args)
+            turn = index % len(sides)  # each side first in as many rounds as the others
             answers = {}
-            for side in sides:
+            for side in sides[turn:] + sides[:turn]:
                 cpu_started = time.process_time()
                 started = time.perf_counter()
                 answers[side] = calls[side]()
@@ -124,12 +181,15 @@ def measure(
                 used = time.process_time() - cpu_started
                 if timed:
                     wall[op][side].append(elapsed)
-                    cpu[op]["embedded" if side == "embedded" else "client"].append(used)
+                    cpu[op][{"service": "client", "hop": "hop_client"}.get(side, side)].append(used)
             if answers["embedded"] != answers["service"]:
                 raise SystemExit(f"{op} at {anchor!r}: the service answered differently")
-        server_after = server_cpu(server_pid)
-        if server_after is not None:
-            cpu[op]["server"] = [(server_after - server_before) / rounds]
+            if hop is not None and answers["hop"] != len(answers["embedded"]):
+                raise SystemExit(f"{op} at {anchor!r}: the hop's process answered differently")
+        for side, pid in others.items():
+            after = server_cpu(pid)
+            if after is not None:
+                cpu[op]["server" if side == "service" else side] = [(after - before[side]) / rounds]
     return wall, cpu
 
 
@@ -137,22 +197,27 @@ GOAL = 1.5  # service p99 / embedded p99, every operation, every run
 
 
 def one_run(
-    path: str, anchors: list[str], rounds: int, warmup: int
+    path: str, anchors: list[str], rounds: int, warmup: int, with_hop: bool = False
 ) -> tuple[list[dict[str, Any]], int]:
-    """One measurement with a fresh server and a freshly opened embedded store: a row per
-    operation, and how many records ``visible`` returns."""
+    """One measurement with a fresh server (and hop process) and a freshly opened embedded
+    store: a row per operation, and how many records ``visible`` returns."""
     with Memory.open(path) as mem:
         api_key, _ = KeyRing(mem).create("bench", [NAMESPACE])
         worker = Worker(path)
         worker.start()
+        hop = Hop(path) if with_hop else None
         try:
             worker.wait_ready()
             with Client(worker.url, api_key) as client:
                 visible_size = len(mem.visible(anchors[0], namespace=NAMESPACE))
                 assert worker.process is not None
-                timings, cpu = measure(mem, client, worker.process.pid, anchors, rounds, warmup)
+                timings, cpu = measure(
+                    mem, client, worker.process.pid, anchors, rounds, warmup, hop
+                )
         finally:
             worker.stop()
+            if hop is not None:
+                hop.close()
     return summarise(timings, cpu), visible_size
 
 
@@ -172,6 +237,12 @@ def summarise(timings: Timings, cpu: Timings) -> list[dict[str, Any]]:
         if row["server_cpu_ms"] is not None:
             service_cpu = row["client_cpu_ms"] + row["server_cpu_ms"]
             row["cpu_ratio"] = service_cpu / row["embedded_cpu_ms"]
+        if "hop" in sides:
+            row["hop_ratio_p50"] = row["hop_p50_ms"] / row["embedded_p50_ms"]
+            row["hop_ratio_p99"] = row["hop_p99_ms"] / row["embedded_p99_ms"]
+            row["hop_cpu_ms"] = 1000 * (
+                statistics.mean(spent["hop_client"]) + (spent["hop"][0] if spent["hop"] else 0)
+            )
         rows.append(row)
     return rows
 
@@ -195,6 +266,14 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
             f"{row['client_cpu_ms']:.2f} + "
             + ("n/a" if server is None else f"{server:.2f} | {row['cpu_ratio']:.2f}x")
         )
+    if "hop_p99_ms" in rows[0]:
+        print("the hop (the same call in another process, over a bare socket): p50, p99, ratios")
+        for row in rows:
+            print(
+                f"{row['operation']:<10} {row['hop_p50_ms']:>10.2f} ms "
+                f"{row['hop_p99_ms']:>8.2f} {row['hop_ratio_p50']:>9.2f}x "
+                f"{row['hop_ratio_p99']:>5.2f}x; CPU {row['hop_cpu_ms']:.2f} ms"
+            )
 
 
 def main() -> int:
@@ -203,8 +282,14 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3000, help="timed rounds per run")
     parser.add_argument("--warmup", type=int, default=200, help="untimed rounds first")
     parser.add_argument("--runs", type=int, default=1, help="measurements, each fresh")
+    parser.add_argument(
+        "--hop", action="store_true", help="also time the same call in a second process"
+    )
+    parser.add_argument("--hop-server", metavar="PATH", help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "service.json"))
     args = parser.parse_args()
+    if args.hop_server:
+        return hop_server(args.hop_server)
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="branchmem-service-") as folder:
         path = os.path.join(folder, "service.db")
@@ -217,13 +302,19 @@ def main() -> int:
             f"{args.warmup} untimed, {http_stack()}"
         )
         for number in range(1, args.runs + 1):
-            rows, visible_size = one_run(path, anchors, args.rounds, args.warmup)
+            rows, visible_size = one_run(path, anchors, args.rounds, args.warmup, args.hop)
             load = os.getloadavg()
             ratios = {row["operation"]: row["ratio_p99"] for row in rows}
             print(
                 f"\nrun {number}/{args.runs}: visible returns ~{visible_size} records, "
                 f"load average {load[0]:.2f}; p99 ratio "
                 + ", ".join(f"{op} {ratio:.2f}x" for op, ratio in ratios.items())
+                + (
+                    "; the hop's "
+                    + ", ".join(f"{row['operation']} {row['hop_ratio_p99']:.2f}x" for row in rows)
+                    if args.hop
+                    else ""
+                )
             )
             print_rows(rows)
             runs.append({"load": load, "visible_size": visible_size, "rows": rows})
@@ -247,6 +338,7 @@ def main() -> int:
                 "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                 "http": http_stack(),
                 "goal_p99_ratio": GOAL,
+                "hop": args.hop,
                 "worst_p99_ratio_per_run": worst,
                 "all_within_goal": within,
                 # the run with the worst ratio, as bench/figures.py reads one run's rows

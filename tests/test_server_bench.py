@@ -43,3 +43,25 @@ def test_runs_are_reported_one_by_one_with_a_verdict(tmp_path: Path) -> None:
     assert data["rows"] == data["runs"][worst.index(max(worst))]["rows"]
     verdict = "yes" if data["all_within_goal"] else "no"
     assert done.stdout.rstrip().endswith(f"all 2 <= 1.5: {verdict}")
+
+
+def test_the_hop_is_timed_in_the_same_rounds(tmp_path: Path) -> None:
+    """``--hop``: the same calls in a second process over a bare socket, a third side of
+    every round, checked against the embedded answer and reported beside the service."""
+    out = tmp_path / "service.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--records", "150", "--rounds", "30", "--warmup", "5",
+         "--runs", "1", "--hop", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert data["hop"] is True
+    hop_lines = done.stdout.split("the hop (the same call in another process", 1)[1]
+    for row in data["rows"]:
+        assert 0 < row["hop_p50_ms"] <= row["hop_p99_ms"]
+        assert row["hop_ratio_p99"] == row["hop_p99_ms"] / row["embedded_p99_ms"]
+        assert row["hop_cpu_ms"] > 0
+        assert f"{row['operation']} {row['hop_ratio_p99']:.2f}x" in done.stdout
+        assert f"{row['hop_ratio_p99']:>5.2f}x; CPU {row['hop_cpu_ms']:.2f} ms" in hop_lines
