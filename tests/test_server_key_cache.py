@@ -4,6 +4,7 @@ read again in the background), and a deleted key still stops working within
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
@@ -13,7 +14,13 @@ from typing import Any
 import pytest
 
 from branchmem import Memory
-from branchmem.server.keys import CACHE_SECONDS, REFRESH_SECONDS, ApiKey, KeyRing
+from branchmem.server.keys import (
+    CACHE_SECONDS,
+    REFRESH_SECONDS,
+    AfterTheAnswer,
+    ApiKey,
+    KeyRing,
+)
 
 
 class Clock:
@@ -161,3 +168,109 @@ def test_a_refresher_that_runs_the_read_at_once_is_served(memory: Memory) -> Non
     assert outcome == [(True, grant)]
     clock.now += CACHE_SECONDS - REFRESH_SECONDS  # older than the first read: the refresh
     assert ring.verify_cached(key) == (True, grant)  # made the copy young again
+
+
+# -- a server's refresher: the read on the event loop, between requests -------------------
+
+
+def test_a_read_asked_on_the_loop_runs_there_once_the_asking_callback_returns(
+    memory: Memory,
+) -> None:
+    refresher = AfterTheAnswer(memory)
+    ran: list[int] = []
+
+    def read() -> str:
+        ran.append(threading.get_ident())
+        return "read"
+
+    async def request() -> Future[Any]:
+        future = refresher.submit(read)
+        assert ran == []  # not while the request is being answered
+        await asyncio.sleep(0)
+        return future
+
+    future = asyncio.run(request())
+    assert future.result(timeout=0) == "read"
+    assert ran == [threading.get_ident()]  # asyncio.run's loop is this thread's
+
+
+def test_while_a_write_holds_the_store_the_read_waits_in_a_thread_not_on_the_loop(
+    memory: Memory,
+) -> None:
+    refresher = AfterTheAnswer(memory)
+    holding, release = threading.Event(), threading.Event()
+
+    def write() -> None:
+        with memory.transaction():
+            holding.set()
+            release.wait(30)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    assert holding.wait(30)
+    readers: list[int] = []
+
+    def read() -> list[Any]:
+        readers.append(threading.get_ident())
+        return memory.api_keys().list()  # takes the store's lock
+
+    async def request() -> list[Any]:
+        future = refresher.submit(read)
+        await asyncio.sleep(0.05)  # the loop goes on while the read waits
+        assert not future.done()
+        release.set()
+        return await asyncio.wrap_future(future)
+
+    try:
+        assert asyncio.run(request()) == []
+    finally:
+        release.set()
+        writer.join(30)
+    assert len(readers) == 1 and readers[0] != threading.get_ident()
+    refresher.shutdown()
+
+
+def test_asked_off_the_loop_the_read_runs_in_a_thread(memory: Memory) -> None:
+    refresher = AfterTheAnswer(memory)
+    assert refresher.submit(threading.get_ident).result(timeout=30) != threading.get_ident()
+    refresher.shutdown()
+    with pytest.raises(RuntimeError):  # the ring then leaves the request to the store
+        refresher.submit(threading.get_ident)
+
+
+def test_an_error_in_a_read_on_the_loop_is_its_future_s(memory: Memory) -> None:
+    def failing() -> None:
+        raise OSError("the store went away")
+
+    async def request() -> Future[Any]:
+        future = AfterTheAnswer(memory).submit(failing)
+        await asyncio.sleep(0)
+        return future
+
+    with pytest.raises(OSError, match="went away"):
+        asyncio.run(request()).result(timeout=0)
+
+
+def test_a_server_ring_sees_a_key_deleted_elsewhere_by_the_next_request(memory: Memory) -> None:
+    clock = Clock()
+    serving = KeyRing(memory, clock=clock, refresher=AfterTheAnswer(memory))
+    other = KeyRing(memory, clock=clock)
+    key, grant = serving.create("me", ["alice"])
+    assert serving.verify(key) == grant
+    other.delete(grant.key_id)
+    clock.now += REFRESH_SECONDS
+
+    async def two_requests() -> list[tuple[bool, ApiKey | None]]:
+        first = serving.verify_cached(key)  # the old copy; the row is read after this one
+        await asyncio.sleep(0)
+        return [first, serving.verify_cached(key)]
+
+    assert asyncio.run(two_requests()) == [(True, grant), (True, None)]
+
+
+def test_the_service_s_own_ring_refreshes_between_requests(memory: Memory) -> None:
+    pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
+    from branchmem.server import create_app
+
+    ring = create_app(memory).state.keys
+    assert isinstance(ring, KeyRing) and isinstance(ring.refresher, AfterTheAnswer)

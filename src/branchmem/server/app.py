@@ -28,7 +28,7 @@ from .direct import DirectReader, DirectReads
 from .docs import install_offline_docs
 from .explorer import LocalSession
 from .guard import Guard, Limits
-from .keys import KeyRing
+from .keys import AfterTheAnswer, KeyRing
 from .problems import PROBLEM_TYPE, install
 from .routes import api_router
 from .schemas import Problem
@@ -92,7 +92,9 @@ def create_app(
     app.add_middleware(Guard, limits=limits)
     app.state.limits = limits  # the import endpoint derives its decompression limits from them
     app.state.memory = memory
-    app.state.keys = keys if keys is not None else (KeyRing(memory) if auth else None)
+    if keys is None and auth:  # a row refreshed between requests, not beside them
+        keys = KeyRing(memory, refresher=AfterTheAnswer(memory))
+    app.state.keys = keys
     app.state.local = local  # the explorer's read-only token (branchmem serve, loopback)
     app.state.cleanup = cleanup  # erased bytes a reader pinned (cleanup.py)
     app.include_router(pages)

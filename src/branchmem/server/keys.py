@@ -13,6 +13,7 @@ so no namespace is ever reachable from two tenants.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import logging
@@ -20,9 +21,9 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from ..errors import ConflictError, InvalidInput, NotFoundError
 from ..memory import ApiKeyRow, ApiKeys, Memory
@@ -233,3 +234,71 @@ class KeyRing:
     @staticmethod
     def _granted(row: ApiKeyRow) -> ApiKey:
         return ApiKey(row.key_id, row.tenant, row.namespaces, row.created)
+
+
+class AfterTheAnswer(Executor):
+    """The refresher of a server's ring: a read asked for on the event loop runs on the loop
+    as soon as the callback that asked returns (a direct read's answer is written by then),
+    when the store is free; a read asked for off the loop, or while a write holds the store,
+    runs in a thread of its own.
+
+    A row read in a thread runs while the loop answers the next requests and takes the
+    interpreter's lock from them: each request it met took ~0.1-0.3 ms longer (two or three
+    in a second of steady traffic, measured). On the loop the read is one lookup by key,
+    made while the server has no request to answer."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        self._threads: ThreadPoolExecutor | None = None
+        self._guard = threading.Lock()
+        self._shut = False
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        if self._shut:
+            raise RuntimeError("cannot schedule new futures after shutdown")
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return self._threaded().submit(fn, *args, **kwargs)
+        future: Future[Any] = Future()
+        loop.call_soon(self._on_the_loop, future, fn, args, kwargs)
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._guard:
+            self._shut = True
+            threads = self._threads
+        if threads is not None:
+            threads.shutdown(wait, cancel_futures=cancel_futures)
+
+    def _threaded(self) -> ThreadPoolExecutor:
+        with self._guard:
+            if self._threads is None:
+                self._threads = ThreadPoolExecutor(1, thread_name_prefix="branchmem-keys")
+            return self._threads
+
+    def _on_the_loop(
+        self, future: Future[Any], fn: Callable[..., Any], args: Any, kwargs: Any
+    ) -> None:
+        lock = getattr(self.memory, "_lock", None)
+        if lock is not None and lock.acquire(blocking=False):  # reentrant: fn takes it again
+            try:
+                run_into(future, fn, args, kwargs)
+            finally:
+                lock.release()
+            return
+        try:  # the store is busy: the read waits for it in a thread, not on the loop
+            self._threaded().submit(run_into, future, fn, args, kwargs)
+        except RuntimeError as error:  # shut down meanwhile
+            if future.set_running_or_notify_cancel():
+                future.set_exception(error)
+
+
+def run_into(future: Future[Any], fn: Callable[..., Any], args: Any, kwargs: Any) -> None:
+    """``fn(*args, **kwargs)``, its outcome set on ``future`` (unless it was cancelled)."""
+    if not future.set_running_or_notify_cancel():
+        return
+    try:
+        future.set_result(fn(*args, **kwargs))
+    except BaseException as error:  # what an executor's future carries
+        future.set_exception(error)
