@@ -21,6 +21,11 @@ no HTTP, no JSON). What it costs over embedded is what any out-of-process servic
 this machine (a wake-up each way, caches the other process has cooled) before a byte of
 HTTP is parsed, so its p99 ratio is the floor under the service's.
 
+``--cpus 0`` pins this process, the server and the hop to the CPUs listed (Linux): a
+diagnosis, not the measurement as deployed. On one CPU a process the socket wakes runs
+where its caller runs as soon as the caller waits; on several, the kernel wakes it on an
+idle CPU, which on a virtual machine may first have to be woken by its host.
+
 ``--runs N`` repeats the measurement N times on the one store, each run with a fresh server
 process and a freshly opened embedded store (each warmed up as above), prints every run's
 p99 ratios and whether all N stayed within the goal. p99 of 3,000 rounds is the 30th
@@ -285,11 +290,20 @@ def main() -> int:
     parser.add_argument(
         "--hop", action="store_true", help="also time the same call in a second process"
     )
+    parser.add_argument(
+        "--cpus", help="pin every process to these CPUs, e.g. 0 or 0,1 (Linux; a diagnosis)"
+    )
     parser.add_argument("--hop-server", metavar="PATH", help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "service.json"))
     args = parser.parse_args()
     if args.hop_server:
         return hop_server(args.hop_server)
+    if args.cpus:
+        try:
+            cpus = {int(cpu) for cpu in args.cpus.split(",")}
+            os.sched_setaffinity(0, cpus)  # the server and the hop inherit it
+        except (ValueError, OSError, AttributeError) as error:
+            parser.error(f"--cpus {args.cpus!r}: {error}")
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="branchmem-service-") as folder:
         path = os.path.join(folder, "service.db")
@@ -300,6 +314,7 @@ def main() -> int:
             f"{args.records:,} records in {len(anchors)} conversations (built in {built:.1f} s), "
             f"SQLite, anchors at depth 200, {args.rounds} interleaved rounds after "
             f"{args.warmup} untimed, {http_stack()}"
+            + (f", every process pinned to CPUs {args.cpus}" if args.cpus else "")
         )
         for number in range(1, args.runs + 1):
             rows, visible_size = one_run(path, anchors, args.rounds, args.warmup, args.hop)
@@ -339,6 +354,7 @@ def main() -> int:
                 "http": http_stack(),
                 "goal_p99_ratio": GOAL,
                 "hop": args.hop,
+                "cpus": args.cpus,
                 "worst_p99_ratio_per_run": worst,
                 "all_within_goal": within,
                 # the run with the worst ratio, as bench/figures.py reads one run's rows

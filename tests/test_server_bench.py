@@ -47,17 +47,22 @@ def test_runs_are_reported_one_by_one_with_a_verdict(tmp_path: Path) -> None:
 
 def test_the_hop_is_timed_in_the_same_rounds(tmp_path: Path) -> None:
     """``--hop``: the same calls in a second process over a bare socket, a third side of
-    every round, checked against the embedded answer and reported beside the service."""
+    every round, checked against the embedded answer and reported beside the service;
+    ``--cpus`` pins every process (the header and the JSON say so)."""
     out = tmp_path / "service.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    cpu = str(min(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else None
+    pinned = ["--cpus", cpu] if cpu is not None else []
     done = subprocess.run(
         [sys.executable, str(BENCH), "--records", "150", "--rounds", "30", "--warmup", "5",
-         "--runs", "1", "--hop", "--out", str(out)],
+         "--runs", "1", "--hop", *pinned, "--out", str(out)],
         capture_output=True, text=True, timeout=300, env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     data = json.loads(out.read_text())
-    assert data["hop"] is True
+    assert data["hop"] is True and data["cpus"] == cpu
+    if cpu is not None:
+        assert done.stdout.splitlines()[0].endswith(f"every process pinned to CPUs {cpu}")
     hop_lines = done.stdout.split("the hop (the same call in another process", 1)[1]
     for row in data["rows"]:
         assert 0 < row["hop_p50_ms"] <= row["hop_p99_ms"]
