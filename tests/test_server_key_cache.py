@@ -238,6 +238,19 @@ def test_asked_off_the_loop_the_read_runs_in_a_thread(memory: Memory) -> None:
         refresher.submit(threading.get_ident)
 
 
+def test_shut_down_it_takes_nothing_on_the_loop_and_starts_no_thread(memory: Memory) -> None:
+    refresher = AfterTheAnswer(memory)
+    refresher.shutdown()
+
+    async def request() -> None:
+        with pytest.raises(RuntimeError):
+            refresher.submit(threading.get_ident)
+
+    asyncio.run(request())
+    with pytest.raises(RuntimeError):
+        refresher._threaded()  # a read queued before the shutdown finds no thread either
+
+
 def test_an_error_in_a_read_on_the_loop_is_its_future_s(memory: Memory) -> None:
     def failing() -> None:
         raise OSError("the store went away")
