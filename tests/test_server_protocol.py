@@ -12,6 +12,8 @@ import logging
 import re
 import select
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -235,3 +237,52 @@ def test_a_read_the_protocol_hands_to_a_thread_is_planned_once(
     assert servers.answered == [False]
     # once, by the protocol: the reference app has a reader of its own
     assert planned == [f"{NS}/events/a2b/path"]
+
+
+def test_a_key_in_use_is_read_again_on_the_loop_and_a_deleted_one_stops_working(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The service's own ring (``AfterTheAnswer``) through the protocol: a key's row is read
+    again on the event loop's thread while every request is answered directly, and a key
+    another worker deletes is refused once the copy is read again."""
+    monkeypatch.setattr(keys, "CACHE_SECONDS", 0.8)
+    monkeypatch.setattr(keys, "REFRESH_SECONDS", 0.2)
+    memory = Memory()
+    chengdu(memory)
+    app = create_app(memory)
+    ring = app.state.keys
+    key, grant = ring.create("acme", ["default"])
+    readers: list[int] = []
+    refresh = ring._refresh
+
+    def recorded(key_id: str) -> None:
+        readers.append(threading.get_ident())
+        refresh(key_id)
+
+    monkeypatch.setattr(ring, "_refresh", recorded)
+    service = LiveService(app, http=direct_protocol(app)).start()
+    raw = f"GET {NS}/visible?anchor=a2b HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {key}\r\n\r\n"
+    try:
+        with socket.create_connection(("127.0.0.1", service.port), timeout=10) as sock:
+            first = read_responses(sock, raw.encode(), 1)  # reads the row: through the app
+            assert first.startswith(b"HTTP/1.1 200 ")
+            deadline = time.monotonic() + 30
+            sent = 0
+            while len(readers) < 3 and time.monotonic() < deadline:
+                assert read_responses(sock, raw.encode(), 1).startswith(b"HTTP/1.1 200 ")
+                sent += 1
+                time.sleep(0.02)
+            assert len(readers) >= 3, "the row was not read again"
+            assert set(readers) == {service.thread.ident}  # on the loop, not in a thread
+            assert app.state.direct_reads["visible"] == sent  # none waited for the store
+            KeyRing(memory).delete(grant.key_id)  # another worker
+            status = b""
+            while time.monotonic() < deadline:
+                status = read_responses(sock, raw.encode(), 1)[:12]
+                if status != b"HTTP/1.1 200":
+                    break
+                time.sleep(0.02)
+            assert status == b"HTTP/1.1 401"
+    finally:
+        service.stop()
+        memory.close()
