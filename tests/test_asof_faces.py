@@ -36,6 +36,10 @@ def test_the_cli_reads_as_of_as_a_seq_or_a_time(
     assert '"f-chengdu"' in capsys.readouterr().out
     assert main(["visible", "u2", "--db", db, "--json"]) == 0
     assert '"f-chengdu"' not in capsys.readouterr().out
+    assert main(["search", "moving", "u2", "--db", db, "--json", "--as-of", str(written)]) == 0
+    assert '"f-chengdu"' in capsys.readouterr().out
+    assert main(["search", "moving", "u2", "--db", db, "--json"]) == 0
+    assert '"f-chengdu"' not in capsys.readouterr().out
     assert main(["current", "city", "u2", "--db", db, "--as-of", "yesterday"]) != 0
     assert "as_of" in capsys.readouterr().err
 

@@ -856,6 +856,7 @@ class Memory:
         scope: str | None = None,
         cross_tree: bool = False,
         mode: str | None = None,
+        as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[Hit]:
         if not isinstance(query, str):
@@ -864,8 +865,9 @@ class Memory:
         query_vector = self.embedder.embed([query])[0] if self.embedder is not None else None
         with self._read(namespace) as ns:
             return retrieval.search(
-                ns, query, query_vector, anchor, k, kind, key, scope, cross_tree, mode
-            )
+                ns, query, query_vector, anchor, k, kind, key, scope, cross_tree, mode,
+                as_of=asof.point(ns, as_of),
+            )  # fmt: skip
 
     @traced("search_memory")
     def context(

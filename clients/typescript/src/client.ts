@@ -475,7 +475,10 @@ export class Client {
     );
   }
 
-  /** The best visible matches for `query` at `anchor` (bounded by `k`, not paged). */
+  /**
+   * The best visible matches for `query` at `anchor` (bounded by `k`, not paged); `as_of`
+   * (a seq or an ISO 8601 time): among the records as they stood then.
+   */
   search(query: string, anchor: string | null, options: SearchOptions = {}): Promise<Hit[]> {
     return this.call(
       this.http.GET("/v1/ns/{namespace}/search", {

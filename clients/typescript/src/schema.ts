@@ -753,7 +753,8 @@ export interface paths {
          *
          *     Only visible records are candidates, so k hits come back whenever k visible records match,
          *     and nothing on another branch moves a score. Lexical BM25 over the candidates
-         *     (docs/retrieval.md); with an embedder, fused with cosine ranking by RRF.
+         *     (docs/retrieval.md); with an embedder, fused with cosine ranking by RRF. AS_OF (a seq or
+         *     an ISO 8601 time): the candidates as the memory stood then.
          */
         get: operations["search_v1_ns__namespace__search_get"];
         put?: never;
@@ -6186,6 +6187,8 @@ export interface operations {
                 scope?: string | null;
                 cross_tree?: boolean;
                 mode?: ("strict" | "compat") | null;
+                /** @description a seq, or an ISO 8601 time (no zone: UTC); omitted: now */
+                as_of?: number | string | null;
             };
             header?: never;
             path: {

@@ -239,6 +239,11 @@ test("as_of reads the memory as it stood then", { skip }, async () => {
   assert.equal(await mem.current("city", "u2b", { as_of: before }), null);
   assert.equal((await mem.current("city", "u2b", { as_of: hangzhou.seq }))?.id, "city-2");
   assert.deepEqual((await mem.context("u2b", { as_of: before })).items, []);
+  assert.deepEqual(await mem.search("Hangzhou", "u2b", { as_of: before }), []);
+  assert.deepEqual(
+    (await mem.search("Hangzhou", "u2b", { as_of: hangzhou.seq })).map((h) => h.record.id),
+    ["city-2"],
+  );
   const bad = await mem.visible("u2b", { as_of: "yesterday" }).catch((e) => e);
   assert.ok(bad instanceof InvalidInput, String(bad));
   assert.match(bad.detail, /as_of/);

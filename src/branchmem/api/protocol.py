@@ -448,13 +448,15 @@ class MemoryAPI(Protocol):
         scope: str | None = None,
         cross_tree: bool = False,
         mode: str | None = None,
+        as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[Hit]:
         """The k records visible at the anchor that best match the query.
 
         Only visible records are candidates, so k hits come back whenever k visible records match,
         and nothing on another branch moves a score. Lexical BM25 over the candidates
-        (docs/retrieval.md); with an embedder, fused with cosine ranking by RRF."""
+        (docs/retrieval.md); with an embedder, fused with cosine ranking by RRF. AS_OF (a seq or
+        an ISO 8601 time): the candidates as the memory stood then."""
         ...
 
     @http("POST", "/context")

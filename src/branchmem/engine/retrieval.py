@@ -58,8 +58,10 @@ def search(
     scope: str | None,
     cross_tree: bool,
     mode: str | None,
+    as_of: int | None = None,
 ) -> list[Hit]:
-    nodes, _ = visible_revisions(ns, anchor, cross_tree, mode, kind, key, scope)
+    """The ``k`` best of the records shown at ``anchor`` (``as_of``: shown then)."""
+    nodes, _ = visible_revisions(ns, anchor, cross_tree, mode, kind, key, scope, as_of=as_of)
     by_id = {node.record_id: node for node in nodes}
     return [
         Hit(ns.to_record(by_id[record_id]), score, why)

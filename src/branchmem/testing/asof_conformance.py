@@ -31,8 +31,9 @@ def move(mem: Memory) -> None:
 
 
 class AsOfConformance:
-    """``visible``, ``current``, ``context``, ``deliveries``, ``stale_deliveries``,
-    ``explain``, ``stale`` and ``record_views`` as the memory stood then."""
+    """``visible``, ``current``, ``search``, ``context``, ``deliveries``,
+    ``stale_deliveries``, ``explain``, ``stale`` and ``record_views`` as the memory stood
+    then."""
 
     def test_as_of_leaves_out_what_was_written_later(self, mem: Memory) -> None:
         move(mem)
@@ -87,6 +88,26 @@ class AsOfConformance:
         assert mem.current("city", "u2", as_of=written) is None
         text = mem.context("u2", as_of=written).text
         assert "Chengdu" not in text and "planning a move" in text
+
+    def test_search_as_of_ranks_the_records_of_then(self, mem: Memory) -> None:
+        move(mem)
+        written = last_seq(mem)
+        mem.revise("f-chengdu", content="relocating to Chengdu in May")
+        revised = last_seq(mem)
+        mem.withdraw("f-chengdu")
+        (then,) = mem.search("moving", "u2", as_of=written)
+        assert (then.record.id, then.record.revision) == ("f-chengdu", 1)
+        assert then.record.content == "moving to Chengdu"
+        assert mem.search("moving", "u2", as_of=revised) == []  # revision 2 says relocating
+        (relocating,) = mem.search("relocating", "u2", as_of=revised)
+        assert relocating.record.revision == 2
+        assert mem.search("relocating", "u2") == []  # withdrawn since
+        hits = mem.search("moving", "u2b", as_of=written, k=5)
+        assert [hit.record.id for hit in hits] == ["f-hangzhou"]
+        mem.erase("u2")
+        assert mem.search("Chengdu", "u2", as_of=written) == []  # erased text stays gone
+        with pytest.raises(InvalidInput, match="as_of"):
+            mem.search("moving", "u2", as_of="yesterday")
 
     def test_as_of_names_a_time_as_well(self, mem: Memory) -> None:
         move(mem)
