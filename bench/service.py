@@ -19,7 +19,7 @@ the three): the same call made by a second process on the same file, asked and a
 a bare loopback socket (a line with the operation, a line with the number of records back;
 no HTTP, no JSON). What it costs over embedded is what any out-of-process service pays on
 this machine (a wake-up each way, caches the other process has cooled) before a byte of
-HTTP is parsed, so its p99 ratio is the floor under the service's.
+HTTP is parsed: about what the service's ratio would be with no HTTP and no JSON at all.
 
 ``--cpus 0`` pins this process, the server and the hop to the CPUs listed (Linux): a
 diagnosis, not the measurement as deployed. On one CPU a process the socket wakes runs
