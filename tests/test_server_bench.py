@@ -20,15 +20,21 @@ pytest.importorskip("httpx", reason="the client needs the 'client' extra")
 BENCH = Path(__file__).parent.parent / "bench" / "service.py"
 
 
-def test_runs_are_reported_one_by_one_with_a_verdict(tmp_path: Path) -> None:
-    out = tmp_path / "service.json"
+def small_run(out: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    """``service.py`` on one conversation, 30 rounds after 5 untimed, JSON to ``out``."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run(
         [sys.executable, str(BENCH), "--records", "150", "--rounds", "30", "--warmup", "5",
-         "--runs", "2", "--out", str(out)],
+         *options, "--out", str(out)],
         capture_output=True, text=True, timeout=300, env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+def test_runs_are_reported_one_by_one_with_a_verdict(tmp_path: Path) -> None:
+    out = tmp_path / "service.json"
+    done = small_run(out, "--runs", "2")
     assert "30 interleaved rounds after 5 untimed" in done.stdout
     assert "run 1/2" in done.stdout and "run 2/2" in done.stdout
     data = json.loads(out.read_text())
@@ -50,15 +56,9 @@ def test_the_hop_is_timed_in_the_same_rounds(tmp_path: Path) -> None:
     every round, checked against the embedded answer and reported beside the service;
     ``--cpus`` pins every process (the header and the JSON say so)."""
     out = tmp_path / "service.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     cpu = str(min(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else None
     pinned = ["--cpus", cpu] if cpu is not None else []
-    done = subprocess.run(
-        [sys.executable, str(BENCH), "--records", "150", "--rounds", "30", "--warmup", "5",
-         "--runs", "1", "--hop", *pinned, "--out", str(out)],
-        capture_output=True, text=True, timeout=300, env=env,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = small_run(out, "--runs", "1", "--hop", *pinned)
     data = json.loads(out.read_text())
     assert data["hop"] is True and data["cpus"] == cpu
     if cpu is not None:
