@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from branchmem.errors import NotFoundError
+
 pytest.importorskip("langgraph")
 
 from langgraph.checkpoint.memory import InMemorySaver
@@ -241,9 +243,8 @@ def test_a_thread_forgotten_past_the_checkpointer_is_caught_up_with() -> None:
     }
     assert plain.get_tuple(thread) is None and plain.get_tuple(other) is None
     assert receipt.stores[0].check.clean
-    assert checkpointer.forget("subject", "facts").stores[0].erased == {
-        "threads": ()
-    }  # nothing left
+    with pytest.raises(NotFoundError, match="forget subject 'facts'"):
+        checkpointer.forget("subject", "facts")  # nothing names it: said, not an empty receipt
 
 
 def test_a_saver_never_used_is_named_unchecked_not_an_error() -> None:

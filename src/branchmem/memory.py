@@ -59,7 +59,16 @@ from .model import (
     TreeEvents,
     TreeSummary,
 )
-from .receipt import FORGET_KINDS, Receipt, ReceiptCheck, StoreSection, new_key, receipt_hash
+from .receipt import (
+    FORGET_KINDS,
+    ByteCheck,
+    Receipt,
+    ReceiptCheck,
+    StoreSection,
+    key_bytes,
+    new_key,
+    receipt_hash,
+)
 from .retraction import BRANCH, RETRACTION_SCOPES
 from .search.context import Context
 from .search.embedding import Embedder
@@ -67,7 +76,7 @@ from .search.tokens import DEFAULT_COUNTER, TokenCounter
 from .store.base import CleanupPending, Store
 from .store.inmemory import InMemoryStore
 from .store.keys import ApiKeyRow, KeyStore
-from .store.residue import CANNOT_CLEAN, check_store
+from .store.residue import CANNOT_CLEAN, CLEANUP_DUE, ELSEWHERE, check_rows, scan_store
 from .topology import SettledPlaces
 from .validation import (
     KEEP,
@@ -588,36 +597,45 @@ class Memory:
         if not isinstance(dry_run, bool):
             raise InvalidInput(f"dry_run must be true or false, got {dry_run!r}")
         ns = self._namespace(namespace)
-        pending = None
-        if dry_run:
-            with self._read(ns):
-                planned = forgetting.plan(ns, kind, id)
-        else:
-            with self._write(ns):
-                planned = forgetting.plan(ns, kind, id)
-                erased = forgetting.apply(ns, planned)
-            if erased:
-                with self._lock:  # after the commit, as erase() does
-                    pending = self._store.finish_cleanup()
-                if pending is not None:
-                    warnings.warn(CleanupPending(pending), stacklevel=2)
-                corrections.forget_text()
         key = new_key()
-        texts = tuple(planned.texts) if outside is not None else ()
-        fingerprints, short = forgetting.fingerprints(planned, key)
-        check = check_store(self._store, key, frozenset(fingerprints), self._lock)
-        receipt = forgetting.receipt(
-            ns, kind, id, planned, dry_run, key, fingerprints, short, check, pending,
-            CANNOT_CLEAN.get(check.backend, ()),
-        )  # fmt: skip
+        pending = None
+        texts: tuple[str, ...] = ()
+        with self._read(ns) if dry_run else self._write(ns):
+            planned = forgetting.plan(ns, kind, id)
+            if planned.empty:  # a forget run again (its receipt is kept) or a miss
+                again = forgetting.kept(ns, kind, id)
+                if again is None:
+                    raise forgetting.nothing_left(ns, kind, id, planned)
+                return again
+            texts = tuple(planned.texts) if outside is not None else ()
+            fingerprints, short = forgetting.fingerprints(planned, key)
+            if not dry_run:
+                forgetting.apply(ns, planned)
+            check = check_rows(
+                self._store, ns.name, forgetting.plan_scope(ns, planned), key,
+                frozenset(fingerprints),
+            )  # fmt: skip
+            receipt = forgetting.receipt(
+                ns, kind, id, planned, dry_run, key, fingerprints, short, check, None,
+                CANNOT_CLEAN.get(check.backend, ELSEWHERE),
+            )  # fmt: skip
+            if not dry_run:  # the receipt commits with the erase
+                forgetting.mark(ns, id, planned, receipt)
+        if not dry_run:
+            with self._lock:  # after the commit, as erase() does
+                pending = self._store.finish_cleanup()
+            if pending is not None:
+                warnings.warn(CleanupPending(pending), stacklevel=3)
+            corrections.forget_text()
+            receipt = replace(receipt, cleanup_pending=pending)  # outside the hash (version 2)
         if outside is not None:  # an integration's own store, cleaned and checked here
             stores = outside(receipt, texts)
             del texts
             receipt = replace(receipt, stores=stores)
             receipt = replace(receipt, content_hash=receipt_hash(receipt))
-        if not dry_run:
-            with self._write(ns):
-                forgetting.mark(ns, id, planned, receipt.content_hash)
+            if not dry_run:
+                with self._write(ns):
+                    forgetting.mark(ns, id, planned, receipt)
         return receipt
 
     def verify_receipt(
@@ -630,20 +648,46 @@ class Memory:
                 f"receipt {found.content_hash!r} is for namespace {found.namespace!r}, "
                 f"not {ns.name!r}"
             )
+        if found.key:
+            key_bytes(found.key)  # a key no forget could have written is refused, named
+        matches = found.hash_matches
         with self._read(ns):
-            in_audit = any(
+            in_audit = matches and any(
                 entry.reason == found.content_hash
-                for entry in self._store.audit(ns.name, op="forget")
+                for entry in self._store.audit(ns.name, id=found.target, op="forget")
             )
+            # only a receipt this namespace's forget made is checked: its ids and
+            # fingerprints are the forget's, never a caller's choice
+            if not in_audit:
+                return ReceiptCheck(found.content_hash, matches, False, (), None, False)
             ids = [*found.erased.get("events", ()), *found.erased.get("records", ())]
             statuses = self._store.statuses(ns.name, ids)
             reappeared = tuple(item for item in ids if statuses.get(item) != ERASED)
-        check = None
-        if found.key:
-            check = check_store(self._store, found.key, frozenset(found.fingerprints), self._lock)
-        matches = found.hash_matches
-        ok = matches and in_audit and not reappeared and (check is None or check.clean)
+            check = None
+            if found.key:
+                scope = forgetting.receipt_scope(ns, found)
+                check = check_rows(
+                    self._store, ns.name, scope, found.key, frozenset(found.fingerprints)
+                )
+            due = self._store.cleanup_due(ns.name)
+        if due and check is not None:  # the WAL may still hold the erased pages
+            check = replace(check, clean=False, unchecked=(*check.unchecked, CLEANUP_DUE))
+        ok = not reappeared and not due and (check is None or check.clean)
         return ReceiptCheck(found.content_hash, matches, in_audit, reappeared, check, ok)
+
+    def scan_store(self, receipt: Receipt | Mapping[str, Any]) -> ByteCheck:
+        """The operator's whole-store scan for a receipt's fingerprints: every file, table
+        and statistic of the store, every namespace's bytes included, so no service route
+        offers it (``verify_receipt`` is the tenant's). One scan at a time per store, in
+        bounded memory; a SQLite store's files are read by a child process."""
+        found = receipt if isinstance(receipt, Receipt) else Receipt.from_json(receipt)
+        if not found.key:
+            raise InvalidInput("scan_store needs the full receipt: this one is redacted (no key)")
+        if not found.hash_matches:
+            raise InvalidInput(
+                f"receipt {found.content_hash!r}: its fields do not match its content hash"
+            )
+        return scan_store(self._store, found.key, frozenset(found.fingerprints), self._lock)
 
     def restore(self, id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
         with self._write(namespace) as ns:

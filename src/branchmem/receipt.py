@@ -7,13 +7,20 @@ key lives only in the receipt (the store keeps the receipt's content hash), so t
 copy cannot be tested against guesses, and two receipts of one text share no fingerprint.
 Whoever holds the full receipt can test guesses of 16-byte windows, as whoever holds the
 text could: share ``redacted()`` instead, which keeps everything but the key and
-fingerprints and still checks against its content hash. Text shorter than a window gets no
-fingerprint at all (a fingerprint of "asthma" would be a dictionary lookup away); the
-receipt counts such fields in ``short_fields``.
+fingerprints and still checks against its content hash. A field shorter than a window
+("asthma") is fingerprinted whole (whoever holds the full receipt can test guesses of it,
+as of any window), and found where a row holds it as a whole value (a column, or a string
+inside a JSON column); a file scan cannot see it (no bounds to cut it at), which
+``Memory.scan_store`` says. ``short_fields`` (version 1) counted such fields, unchecked.
 
 A scan finds a window wherever the same bytes lie in a file or a row, wherever the
 surrounding bytes: the window starts are chosen by the bytes inside the window and the one
 just before it, both part of the text.
+
+What a receipt's check reads is its own namespace's rows of what went (``ResidueScope``),
+through the store's driver: never another tenant's bytes, so a tenant cannot test guesses
+against them. A whole-store scan (files, every table) is the operator's
+(``Memory.scan_store``), and reads files in a child process (``store/filescan.py``).
 """
 
 from __future__ import annotations
@@ -23,15 +30,13 @@ import hashlib
 import json
 import re
 import secrets
-import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 from .errors import InvalidInput
 
-RECEIPT_VERSION: Final = 1
+RECEIPT_VERSION: Final = 2  # 2: the hash leaves out cleanup_pending, known after the commit
 FORGET_KINDS: Final = ("message", "branch", "conversation", "subject")
 WINDOW: Final = 16  # bytes of text per fingerprint
 FINGERPRINT_BYTES: Final = 8
@@ -65,6 +70,19 @@ class ByteCheck:
     unchecked: tuple[str, ...]
     clean: bool
     time: float
+
+
+@dataclass(frozen=True, slots=True)
+class ResidueScope:
+    """The rows a receipt's check reads, in its namespace alone: the erased events and
+    records, the retractions naming them, the audit entries that name them, the trees they
+    were placed in (each tree's key index) and the sessions that were shown them. Ids are
+    what a receipt lists, so a check made later from the receipt reads the same rows."""
+
+    events: frozenset[str]
+    records: frozenset[str]
+    trees: frozenset[str]
+    sessions: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,11 +256,14 @@ def _plain(value: Any) -> Any:
 
 def receipt_hash(receipt: Receipt) -> str:
     """SHA-256 of the receipt's canonical JSON, without the key, the fingerprints (their
-    digest stands for them) and the hash itself; ``stores`` is left out only when empty,
-    so a receipt without integrations hashes as it did before the field existed."""
+    digest stands for them) and the hash itself, and (version 2) without
+    ``cleanup_pending``; ``stores`` is left out only when empty, so a receipt without
+    integrations hashes as it did before the field existed."""
     body = _plain(receipt)
     for name in ("key", "fingerprints", "content_hash"):
         body.pop(name)
+    if receipt.version >= 2:  # the cleanup runs after the commit that keeps the hash
+        body.pop("cleanup_pending")
     if not body["stores"]:
         body.pop("stores")
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
@@ -286,9 +307,11 @@ def key_bytes(key: str) -> bytes:
 
 def text_fingerprints(key: str, text: str) -> list[str]:
     """Fingerprints of one text field, as UTF-8 and as JSON writes it escaped (a store may
-    keep meta as JSON text); empty when the text is shorter than a window."""
+    keep meta as JSON text); a text shorter than a window is fingerprinted whole."""
     secret = key_bytes(key)
     found: list[str] = []
+    if 0 < len(text.encode("utf-8", "surrogatepass")) < WINDOW:
+        return [_fingerprint(secret, text.encode("utf-8", "surrogatepass"))]
     forms = {text.encode("utf-8"), json.dumps(text)[1:-1].encode("ascii")}
     for form in sorted(forms):
         prints = list(dict.fromkeys(_fingerprint(secret, w) for w in _windows(form)))
@@ -313,146 +336,64 @@ def count_hits(key: str, fingerprints: frozenset[str], data: bytes) -> int:
     return hits
 
 
-def sqlite_file_hits(
-    path: str | Path, key: str, fingerprints: frozenset[str], label: str
-) -> dict[str, int]:
-    """Hits per file of a SQLite database outside branchmem (an integration's store) and
-    its journal, write-ahead log and shared memory; a file not there holds nothing."""
-    found: dict[str, int] = {}
-    for suffix in ("", "-journal", "-wal", "-shm"):
-        file = Path(f"{path}{suffix}")
-        data = file.read_bytes() if file.is_file() else b""
-        found[f"{label} {file.name}"] = count_hits(key, fingerprints, data)
-    return found
+class HitCounter:
+    """``count_hits`` over a stream read in chunks, in memory bounded by the chunk: a window
+    that straddles two chunks is counted once, with the byte before it seen, as in one read."""
 
+    def __init__(self, key: str, fingerprints: frozenset[str]) -> None:
+        self._keyed = hashlib.blake2b(key=key_bytes(key), digest_size=FINGERPRINT_BYTES)
+        self._fingerprints = fingerprints
+        self._held = b""  # the bytes after the last window start looked at, and the one before
+        self._next = 0  # the first start in ``_held`` not looked at yet
+        self.hits = 0
 
-def sqlite_row_hits(
-    connection: sqlite3.Connection,
-    key: str,
-    fingerprints: frozenset[str],
-    tables: Iterable[str] | None = None,
-) -> int:
-    """Hits in every text and bytes value of ``tables`` (default: every table) of an open
-    SQLite database: an in-memory one has no file to read. A table that is not there is
-    the driver's error."""
-    if tables is None:
-        query = "SELECT name FROM sqlite_master WHERE type='table'"
-        tables = [row[0] for row in connection.execute(query)]
-    hits = 0
-    for table in tables:
-        for row in connection.execute(f'SELECT * FROM "{table}"'):
-            hits += sum(value_hits(key, fingerprints, value) for value in row)
-    return hits
+    def feed(self, chunk: bytes) -> None:
+        data = self._held + chunk
+        end = len(data) - WINDOW  # the last start with a whole window in ``data``
+        if end < self._next:
+            self._held = data
+            return
+        if self._fingerprints:
+            for match in _START.finditer(data, self._next):
+                start = match.start()
+                if start > end:
+                    break
+                one = self._keyed.copy()
+                one.update(data[start : start + WINDOW])
+                self.hits += one.hexdigest() in self._fingerprints
+        self._held, self._next = data[end:], 1
 
 
 def value_hits(key: str, fingerprints: frozenset[str], value: object) -> int:
     """Hits in one value a database gave back: text, bytes, or JSON (every string in it,
-    keys included); numbers and NULL hold none."""
+    keys included), by window and, for a short string, whole (a JSON column's strings
+    too); numbers and NULL hold none."""
     if isinstance(value, bytes | bytearray | memoryview):
         return count_hits(key, fingerprints, bytes(value))
     if isinstance(value, str):
-        return count_hits(key, fingerprints, value.encode("utf-8"))
+        hits = count_hits(key, fingerprints, value.encode("utf-8", "surrogatepass"))
+        if value[:1] in ("{", "["):  # a JSON column: its short strings, whole
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                parsed = None
+            return hits + _whole_hits(key, fingerprints, strings_in(parsed))
+        return hits + _whole_hits(key, fingerprints, (value,))
     if isinstance(value, dict | list):
-        texts = strings_in(value)
-        return sum(count_hits(key, fingerprints, text.encode("utf-8")) for text in texts)
+        texts = list(strings_in(value))
+        windows = sum(
+            count_hits(key, fingerprints, text.encode("utf-8", "surrogatepass")) for text in texts
+        )
+        return windows + _whole_hits(key, fingerprints, texts)
     return 0
 
 
-def postgres_row_hits(
-    db: Any,
-    key: str,
-    fingerprints: frozenset[str],
-    tables: Iterable[str] | None = None,
-    label: str = "",
-) -> tuple[dict[str, int], list[str]]:
-    """Hits per table of a PostgreSQL database as SQL reads it: the rows of ``tables``
-    (default: every table of the current schema), their TOAST chunks and the planner's
-    statistics of them (samples of the rows at the last ANALYZE); and what this role may
-    not read. ``db``: a psycopg connection in autocommit. Pages are not read: free space a
-    VACUUM left is the server's (a receipt's ``cannot_clean`` says so)."""
-    import psycopg
-    from psycopg.rows import tuple_row
-
-    with db.cursor(row_factory=tuple_row) as cursor:  # whatever rows the connection makes
-        wanted = None if tables is None else sorted(tables)
-        found: dict[str, int] = {}
-        unchecked: list[str] = []
-        listed = cursor.execute(
-            "SELECT c.relname, t.relname FROM pg_catalog.pg_class c "
-            "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
-            "LEFT JOIN pg_catalog.pg_class t ON t.oid = c.reltoastrelid "
-            "WHERE n.nspname = current_schema() AND c.relkind = 'r' "
-            "AND (%s::text[] IS NULL OR c.relname = ANY(%s::text[])) ORDER BY c.relname",
-            (wanted, wanted),
-        ).fetchall()
-        for table, toast in listed:
-            rows = cursor.execute(f'SELECT * FROM "{table}"').fetchall()
-            found[f"{label}{table}"] = sum(
-                value_hits(key, fingerprints, value) for row in rows for value in row
-            )
-            if toast is None:
-                continue
-            try:
-                chunks = cursor.execute(f'SELECT chunk_data FROM pg_toast."{toast}"').fetchall()
-            except psycopg.Error:
-                unchecked.append(
-                    f"TOAST of {table}: this role may not read pg_toast.{toast} (its values "
-                    "were read de-toasted with the rows)"
-                )
-                continue
-            found[f"{label}toast {table}"] = sum(
-                value_hits(key, fingerprints, chunk) for (chunk,) in chunks
-            )
-        stats = cursor.execute(
-            "SELECT tablename, attname, most_common_vals::text, histogram_bounds::text "
-            "FROM pg_catalog.pg_stats WHERE schemaname = current_schema() "
-            "AND (%s::text[] IS NULL OR tablename = ANY(%s::text[])) ORDER BY tablename, attname",
-            (wanted, wanted),
-        ).fetchall()
-        found[f"{label}pg_stats"] = sum(
-            value_hits(key, fingerprints, common or "")
-            + value_hits(key, fingerprints, bounds or "")
-            for _table, _column, common, bounds in stats
-        )
-        return found, unchecked
-
-
-def clear_postgres_stats_of_empty(db: Any, tables: Iterable[str]) -> None:
-    """Clear the planner's statistics of those of ``tables`` that hold no row.
-
-    ANALYZE of a table with no rows left keeps the statistics it had, so the sample values
-    of rows an erase emptied the table of would stay: PostgreSQL 18's
-    ``pg_clear_attribute_stats`` (which the table's owner may call) clears them; before 18
-    only a superuser could, so they stay until the table has rows again and is analyzed.
-    A refusal leaves them, and a receipt's check shows them."""
-    import psycopg
-    from psycopg.rows import tuple_row
-
-    if db.info.server_version < 180000:  # known from the connection: no statement
-        return
-    with db.cursor(row_factory=tuple_row) as cursor:
-        try:
-            stats = cursor.execute(
-                "SELECT DISTINCT tablename::text, attname::text FROM pg_catalog.pg_stats "
-                "WHERE schemaname = current_schema() AND tablename = ANY(%s)",
-                (list(tables),),
-            ).fetchall()
-            # is each table empty: once per table; the names are the caller's, as pg_stats
-            # gave them back
-            empty = {
-                table
-                for table in sorted({str(table) for table, _ in stats})
-                if cursor.execute(f'SELECT NOT EXISTS (SELECT 1 FROM "{table}")').fetchone()[0]
-            }
-            for table, column in stats:
-                if table in empty:
-                    cursor.execute(
-                        "SELECT pg_catalog.pg_clear_attribute_stats("
-                        "current_schema(), %s, %s, false)",
-                        (table, column),
-                    )
-        except psycopg.Error:
-            return  # refused (not the owner): they stay, and a receipt's check shows them
+def _whole_hits(key: str, fingerprints: frozenset[str], texts: Iterable[str]) -> int:
+    if not fingerprints:
+        return 0
+    secret = key_bytes(key)
+    short = (text.encode("utf-8", "surrogatepass") for text in texts)
+    return sum(_fingerprint(secret, data) in fingerprints for data in short if len(data) < WINDOW)
 
 
 def strings_in(value: object) -> Iterator[str]:

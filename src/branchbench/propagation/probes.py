@@ -4,7 +4,10 @@ store's rows and files (``residue``: SQLite files and tables, PostgreSQL tables 
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -230,13 +233,28 @@ def residue(store: Store, marker: str) -> Residue:
     raise InvalidInput(f"no residue probe for a {type(store).__name__}: use SQLite or PostgreSQL")
 
 
+_COUNT_IN_FILES = """
+import json, sys
+from pathlib import Path
+needle = sys.argv[1].encode()
+found = {}
+for name in sys.argv[2:]:
+    file = Path(name)
+    found[file.name] = file.read_bytes().count(needle) if file.exists() else 0
+print(json.dumps(found))
+"""
+
+
 def file_occurrences(path: Path, marker: str) -> dict[str, int]:
-    """Byte occurrences of ``marker`` in a SQLite database, its -wal and its -shm."""
-    needle = marker.encode()
-    found: dict[str, int] = {}
-    for suffix in ("", "-wal", "-shm"):
-        candidate = Path(str(path) + suffix)
-        found[candidate.name] = candidate.read_bytes().count(needle) if candidate.exists() else 0
+    """Byte occurrences of ``marker`` in a SQLite database, its -wal and its -shm, counted
+    by a child process: this one may hold the database open, and closing a descriptor of
+    its files would drop its locks (``branchmem.store.filescan`` says why)."""
+    names = [str(path) + suffix for suffix in ("", "-wal", "-shm")]
+    done = subprocess.run(
+        [sys.executable, "-c", _COUNT_IN_FILES, marker, *names],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    found: dict[str, int] = json.loads(done.stdout)
     return found
 
 

@@ -4,12 +4,20 @@ A plan is read first, inside the call's transaction: the messages the target nam
 record built on them (SPEC §6 ``dependents``), what those occupy per table, the deliveries
 that showed any of it, and the text itself (held in this process only long enough to
 fingerprint it). The erase is ``corrections.erase`` on each, so every rule of SPEC §6 holds.
+
+The plan reads what it erases and what cites it, never the whole namespace (a subject, named
+by no index, is the exception): a promoted copy is found through its ``promote`` audit entry,
+a session that was shown a record through its ``deliver`` entry. The receipt, its check of
+the rows (``store.residue.check_rows``) and its audit entries are made inside the erase's
+transaction and commit with it, so a crash leaves either nothing erased or the receipt kept:
+a forget run again returns it (redacted: the key never reaches the store).
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from ..errors import InvalidInput, NotFoundError
@@ -20,6 +28,7 @@ from ..receipt import (
     RECEIPT_VERSION,
     ByteCheck,
     Receipt,
+    ResidueScope,
     Shown,
     digest_of,
     receipt_hash,
@@ -30,6 +39,7 @@ from .corrections import erase
 from .dependents import dependents
 from .namespace import Namespace
 
+RECEIPT_OP = "receipt"  # the audit op whose entry keeps a forget's receipt, redacted
 # a subject id names a key or scope when it is the whole of it or one of its parts
 _PARTS = re.compile(r"[:/|.#\s]+")
 
@@ -45,6 +55,11 @@ class Plan:
     shown: list[Shown] = field(default_factory=list)
     sources_kept: set[str] = field(default_factory=set)  # what erased records cite, kept
     texts: list[str] = field(default_factory=list)
+    looked_at: int = 0  # items the target named, erased before or not
+
+    @property
+    def empty(self) -> bool:
+        return not self.events and not self.records
 
 
 def plan(ns: Namespace, kind: str, target: str) -> Plan:
@@ -63,6 +78,7 @@ def plan(ns: Namespace, kind: str, target: str) -> Plan:
             raise NotFoundError(f"conversation {target!r} not found in namespace {ns.name!r}")
     else:
         found.records = set(_naming_subject(ns, target))
+    found.looked_at = len(found.events | found.records)
     for item in sorted(found.events | found.records):
         found.records |= dependents(ns, item)
     _follow_copies(ns, found)
@@ -134,11 +150,71 @@ def receipt(
     return replace(made, content_hash=receipt_hash(made))
 
 
-def mark(ns: Namespace, target: str, planned: Plan, content_hash: str) -> None:
+def mark(ns: Namespace, target: str, planned: Plan, made: Receipt) -> None:
     """The audit entry that keeps the receipt's hash and names the sessions that had been
-    shown what went (``audit(id=session)`` finds it)."""
+    shown what went (``audit(id=session)`` finds it), and the one that keeps the receipt
+    itself, redacted, for a forget run again (``kept``)."""
     sessions = sorted({shown.session for shown in planned.shown})
-    ns.audit("forget", (target, *sessions), reason=content_hash)
+    ns.audit("forget", (target, *sessions), reason=made.content_hash)
+    body = json.dumps(made.redacted().to_json(), sort_keys=True, separators=(",", ":"))
+    ns.audit(RECEIPT_OP, (target,), reason=body)
+
+
+def kept(ns: Namespace, kind: str, target: str) -> Receipt | None:
+    """The receipt of the last forget of ``kind`` ``target`` in this namespace, redacted."""
+    for entry in reversed(ns.store.audit(ns.name, id=target, op=RECEIPT_OP)):
+        if not entry.reason:
+            continue
+        found = Receipt.from_json(json.loads(entry.reason))
+        if found.kind == kind and found.target == target and not found.dry_run:
+            return found
+    return None
+
+
+def nothing_left(ns: Namespace, kind: str, target: str, planned: Plan) -> NotFoundError:
+    """Why a forget that found nothing to erase and no receipt of its own is refused."""
+    if planned.looked_at == 0:
+        return NotFoundError(
+            f"forget {kind} {target!r}: no record in namespace {ns.name!r} names it in its "
+            "key, scope or meta"
+        )
+    return NotFoundError(
+        f"forget {kind} {target!r}: nothing left to forget in namespace {ns.name!r}; its "
+        f"{planned.looked_at} item(s) were erased already, by erase rather than a forget "
+        "(no receipt)"
+    )
+
+
+def scope_of(
+    ns: Namespace,
+    events: Iterable[str],
+    records: Iterable[str],
+    kept_sources: Iterable[str],
+    sessions: Iterable[str],
+) -> ResidueScope:
+    """The rows a receipt's check reads: what went, the trees it and what it cited were
+    placed in, and the sessions shown it."""
+    events, kept_sources = frozenset(events), frozenset(kept_sources)
+    trees = set()
+    for item in sorted(events | kept_sources):
+        node = ns.store.get_event(ns.name, item)
+        if node is not None and node.tree is not None:
+            trees.add(node.tree)
+    return ResidueScope(events, frozenset(records), frozenset(trees), frozenset(sessions))
+
+
+def plan_scope(ns: Namespace, planned: Plan) -> ResidueScope:
+    return scope_of(
+        ns, planned.events, planned.records, planned.sources_kept,
+        (shown.session for shown in planned.shown),
+    )  # fmt: skip
+
+
+def receipt_scope(ns: Namespace, found: Receipt) -> ResidueScope:
+    return scope_of(
+        ns, found.erased.get("events", ()), found.erased.get("records", ()), found.sources_kept,
+        (shown.session for shown in found.shown),
+    )  # fmt: skip
 
 
 def _subtree(ns: Namespace, root: str) -> set[str]:
@@ -184,23 +260,18 @@ def _naming_subject(ns: Namespace, subject: str) -> Iterator[str]:
 
 
 def _follow_copies(ns: Namespace, found: Plan) -> None:
-    """Add every promoted copy (``meta["copied_from"]``) of a record that goes, with what is
-    built on it, until nothing new is found: a copy restates the original's text without
-    citing it, so ``dependents`` cannot see it, yet forgetting the text must take it too.
-    Reads every record's revisions once, only when something is promoted in the namespace."""
-    if not found.records:
-        return
-    copies: dict[str, set[str]] = {}
-    for record_id in ns.store.record_ids(ns.name):
-        for rev in ns.store.get_revisions(ns.name, record_id):
-            origin = rev.meta.get("copied_from") if isinstance(rev.meta, dict) else None
-            if isinstance(origin, dict) and isinstance(origin.get("id"), str):
-                copies.setdefault(origin["id"], set()).add(record_id)
-    if not copies:
-        return
+    """Add every promoted copy of a record that goes, with what is built on it, until
+    nothing new is found: a copy restates the original's text without citing it, so
+    ``dependents`` cannot see it, yet forgetting the text must take it too. Each copy is
+    found by the ``promote`` audit entry that names it and its original (ids: copy,
+    original, anchor), so the cost is what goes, not the namespace."""
     todo = sorted(found.records)
     while todo:
-        for copy in sorted(copies.get(todo.pop(), set()) - found.records):
+        original = todo.pop()
+        for entry in ns.store.audit(ns.name, id=original, op="promote"):
+            if len(entry.ids) < 2 or entry.ids[1] != original or entry.ids[0] in found.records:
+                continue
+            copy = entry.ids[0]
             found.records |= {copy} | dependents(ns, copy)
             todo.append(copy)
 
@@ -228,7 +299,15 @@ def _measure(ns: Namespace, found: Plan) -> None:
     # ids stay (the tombstone, SPEC §6): a field that is part of one (a meta value naming a
     # record's own id, as the Mem0 mirror's does) is not erased text and is not checked
     ids = "\x00".join(sorted(found.events | found.records | found.sources_kept))
-    found.texts = [text for text in found.texts if not (text and text in ids)]
+    # a key another record still has is that record's text too: the erase keeps it (SPEC §6)
+    names = {rev.key for rid in found.records for rev in store.get_revisions(ns.name, rid)}
+    shared = {
+        name for name in names
+        if name and not set(store.records_with_key(ns.name, name)) <= found.records
+    }  # fmt: skip
+    found.texts = [
+        text for text in found.texts if not (text and text in ids) and text not in shared
+    ]
     vectors = store.vectors(ns.name, keys) if keys else {}
     gone = found.events | found.records
     repairs = [

@@ -25,6 +25,7 @@ from ..errors import CleanupPending
 from ..model import ERASED, Delivery, RepairItem
 from ..provenance import RevisionNode
 from ..questions import Facts, IndexTooLarge, Questions, TreeIndex
+from ..receipt import ResidueScope
 from ..resolution import RevisionKey
 from ..retraction import RetractionNode
 from ..rules import RankKey, rank_key
@@ -87,6 +88,8 @@ class Store(ABC):
     # the answers a read decides from are the same either way. In-process stores leave it
     # False: asking ahead there costs more Python than the reads it replaces.
     reads_ahead: ClassVar[bool] = False
+    # the name receipts give the backend, which says what a byte check reads there
+    backend: ClassVar[str] = "unknown"
 
     # -- lifecycle ---------------------------------------------------------------------
     @abstractmethod
@@ -410,6 +413,17 @@ class Store(ABC):
         None when nothing is left to clean; otherwise why the cleanup is still pending (it
         stays recorded in the store, so a later call or the next open resumes it).
         """
+
+    @abstractmethod
+    def residue_values(self, namespace: str, scope: ResidueScope) -> Iterator[tuple[str, object]]:
+        """Every value stored in the rows ``scope`` names, as ``(location, value)``, read the
+        way the store keeps them (a SQL backend's rows table by table, the index rows
+        included): what a forget receipt's check looks in. Only ``namespace``'s rows, and
+        none outside the scope, so the answer never depends on another tenant's data."""
+
+    def cleanup_due(self, namespace: str) -> bool:
+        """True while an erase of ``namespace`` waits for its cleanup of the files."""
+        return False
 
     def scrub(self) -> None:
         """After an erasure has committed: clean up now, and say plainly if that could not

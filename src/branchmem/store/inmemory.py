@@ -15,7 +15,8 @@ import threading
 from bisect import bisect_left, insort
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, is_dataclass, replace
+from dataclasses import fields as dataclass_fields
 from itertools import islice
 from operator import attrgetter
 from typing import Any
@@ -25,6 +26,7 @@ from ..errors import ConflictError
 from ..model import RETRACTION_KIND, Delivery, RepairItem
 from ..provenance import EVENT, Gate, RevisionNode, SourceRef
 from ..questions import IndexTooLarge, TreeIndex
+from ..receipt import ResidueScope
 from ..retraction import TREE, RetractionNode
 from ..rules import rank_key
 from ..topology import EventNode
@@ -56,6 +58,25 @@ def _rank_in(tree: str) -> Callable[[RevisionNode], Rank]:
         return (*rank_key(at, node.seq), node.record_id, node.revision)  # the rule's ranking
 
     return rank
+
+
+def _fields(location: str, value: object) -> Iterator[tuple[str, object]]:
+    """Every string, bytes and number list in ``value``: a stored object's fields, the
+    items of its containers (an index's keys included)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if item is None or isinstance(item, bool | int | float):
+            continue
+        if isinstance(item, str | bytes):
+            yield location, item
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple | set | frozenset):
+            stack.extend(item)
+        elif is_dataclass(item):
+            stack.extend(getattr(item, f.name) for f in dataclass_fields(item))
 
 
 def _latest_first(node: RevisionNode) -> tuple[int, str, int]:
@@ -151,6 +172,7 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
     """Process-local storage. Every mutation logs its inverse so a failed call rolls back."""
 
     process_local = True
+    backend = "memory"
 
     def __init__(self) -> None:
         self._spaces: dict[str, _Namespace] = {}
@@ -720,6 +742,32 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
     def delete_api_key(self, key_id: str) -> bool:
         with self._keys_lock:
             return self._api_keys.pop(key_id, None) is not None
+
+    def residue_values(self, namespace: str, scope: ResidueScope) -> Iterator[tuple[str, object]]:
+        """The objects that hold the scope's items, their every field."""
+        space = self._spaces.get(namespace)
+        if space is None:
+            return
+        gone = scope.events | scope.records
+        named = {rid for item in gone for rid in space.retractions_by_name.get(item, ())}
+        records = scope.records | named
+        for event_id in sorted(scope.events):
+            yield from _fields("events", space.events.get(event_id))
+        for record_id in sorted(records):
+            for revision in space.revisions_of(record_id):
+                yield from _fields("revisions", revision)
+                yield from _fields("vectors", space.vectors.get((record_id, revision.revision)))
+            yield from _fields("retractions", space.retractions.get(record_id))
+        for (record_id, cause), item in space.repairs.items():
+            if record_id in records or cause in gone:
+                yield from _fields("repairs", item)
+        for tree in sorted(scope.trees):
+            yield from _fields("tree keys", list(space.groups.get(tree, {})))
+        for session in sorted(scope.sessions):
+            yield from _fields("deliveries", space.deliveries.get(session))
+        for entry in space.audit:
+            if not gone.isdisjoint(entry.ids):
+                yield from _fields("audit", entry)
 
     def finish_cleanup(self) -> str | None:
         """Nothing outlives the objects here; erased text is garbage once unreferenced."""

@@ -32,8 +32,8 @@ from functools import lru_cache
 from typing import Any, Final
 
 from ..errors import ConflictError, InvalidInput, MissingExtra, StorageError
-from ..receipt import clear_postgres_stats_of_empty
 from . import codec
+from .residue import clear_postgres_stats_of_empty
 from .sql import SQLStore
 
 try:
@@ -252,6 +252,7 @@ class _Rows:
 class PostgresStore(SQLStore):
     """Storage in one PostgreSQL database (or a Citus cluster distributed by namespace)."""
 
+    backend = "postgresql"
     reads_ahead = True  # a round trip per statement: keyed reads ask in bulk ahead of need
     _SOURCES_WITH_STATUS = (
         ", (SELECT COUNT(*) FROM jsonb_array_elements_text(r.sources::jsonb) j(value) "
@@ -736,7 +737,7 @@ class PostgresStore(SQLStore):
     def _clear_stats_of_empty_tables(self) -> None:
         """ANALYZE keeps a table's statistics when an erase left it without rows, so the
         sample values of the rows it held would stay (a forget receipt's byte check found
-        them in ``tree_keys``): ``receipt.clear_postgres_stats_of_empty``. Store maintenance
+        them in ``tree_keys``): ``residue.clear_postgres_stats_of_empty``. Store maintenance
         over every namespace, like the VACUUM: run on the session's connection directly."""
         clear_postgres_stats_of_empty(self._connection(), TEXT_TABLES)
 

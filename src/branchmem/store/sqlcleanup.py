@@ -27,6 +27,11 @@ class SQLEraseCleanup(SQLSession):
         with self._session():
             return self._one("SELECT 1 FROM erase_cleanup LIMIT 1") is not None
 
+    def cleanup_due(self, namespace: str) -> bool:
+        with self._session():
+            row = self._one("SELECT 1 FROM erase_cleanup WHERE namespace = ? LIMIT 1", (namespace,))
+            return row is not None
+
     def finish_cleanup(self) -> str | None:
         if self._depth != 0:
             return "cleanup cannot run inside a transaction"

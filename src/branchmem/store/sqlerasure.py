@@ -3,8 +3,9 @@ cleanup of the database's files marked in the same transaction (sqlcleanup.py)."
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 
+from ..receipt import ResidueScope
 from . import codec
 from .base import TOMBSTONE
 from .sqlcleanup import SQLEraseCleanup
@@ -50,6 +51,48 @@ class SQLErasure(SQLEraseCleanup):
         self._mark_cleanup(namespace)
         self._forget()
         codec.forget()
+
+    def residue_values(self, namespace: str, scope: ResidueScope) -> Iterator[tuple[str, object]]:
+        """The scope's rows table by table, through the driver, a chunk of ids at a time."""
+        gone = scope.events | scope.records
+        named = {
+            row[0]
+            for chunk in self._chunks(sorted(gone))
+            for row in self._all(
+                "SELECT id FROM retraction_targets WHERE namespace = ? "
+                f"AND target IN ({self._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+        }
+        records = scope.records | named
+        seen: set[tuple[str, tuple[object, ...]]] = set()  # a row two lists both name
+        for table, column, ids, key in (
+            ("events", "id", scope.events, None),
+            ("revisions", "record_id", records, None),
+            ("retractions", "id", records, None),
+            ("vectors", "record_id", records, None),
+            ("key_frontiers", "record_id", records, None),
+            ("repairs", "record_id", records, (1, 2)),
+            ("repairs", "cause", gone, (1, 2)),
+            ("tree_keys", "tree", scope.trees, None),
+            ("deliveries", "session", scope.sessions, None),
+            ("audit", "seq IN (SELECT seq FROM audit_ids WHERE namespace = ? AND id", gone, (1,)),
+        ):
+            for chunk in self._chunks(sorted(ids)):
+                marks = self._marks(len(chunk))
+                if table == "audit":
+                    where, params = f"{column} IN ({marks}))", (namespace, namespace, *chunk)
+                else:
+                    where, params = f"{column} IN ({marks})", (namespace, *chunk)
+                rows = self._all(f"SELECT * FROM {table} WHERE namespace = ? AND {where}", params)
+                for row in rows:
+                    if key is not None:
+                        ident = (table, tuple(row[i] for i in key))
+                        if ident in seen:
+                            continue
+                        seen.add(ident)
+                    for value in row:
+                        yield table, value
 
     def _blank_records(
         self, namespace: str, record_ids: Collection[str], *, kind: str | None = None

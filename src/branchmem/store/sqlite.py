@@ -41,6 +41,7 @@ class SQLiteStore(ItemByItemAnswers, SQLStore):
     to save, and its per-item reads skip what a candidate's facts already said (a read
     snapshot's ``_CANDIDATE_FACTS``), which the bulk statements cannot."""
 
+    backend = "sqlite"
     without_rowid = "WITHOUT ROWID"
 
     def __init__(self, path: str | Path, *, migrate: bool = False) -> None:

@@ -32,12 +32,14 @@ from ...receipt import (
     ByteCheck,
     Receipt,
     StoreSection,
-    clear_postgres_stats_of_empty,
     count_hits,
+    verify_wrapped,
+)
+from ...store.residue import (
+    clear_postgres_stats_of_empty,
     postgres_row_hits,
     sqlite_file_hits,
     sqlite_row_hits,
-    verify_wrapped,
 )
 from .mapping import PREFIX
 
@@ -319,6 +321,10 @@ class _CursorOnLoop:
     def fetchone(self) -> Any:
         return self.on.run(self.cursor.fetchone())
 
+    def stream(self, query: str) -> list[Any]:
+        """The rows at once: an async cursor's stream cannot be driven from here."""
+        return self.execute(query).fetchall()
+
 
 def _check(
     saver: BaseCheckpointSaver[Any], key: str, fingerprints: frozenset[str]
@@ -345,7 +351,9 @@ def _check(
                         continue
                     locations[f"sqlite saver {table}"] = hits
         for main in files:
-            locations.update(sqlite_file_hits(main, key, fingerprints, "sqlite saver"))
+            locations.update(  # read by a child process: the saver holds the file open
+                sqlite_file_hits(str(main), key, fingerprints, unchecked, "sqlite saver ")
+            )
     elif kind == "postgres":
         import psycopg
 

@@ -28,11 +28,10 @@ from branchmem.receipt import (
     Receipt,
     StoreSection,
     WrappedReceiptCheck,
-    count_hits,
-    sqlite_file_hits,
-    sqlite_row_hits,
     verify_wrapped,
 )
+from branchmem.store.filescan import scan_files
+from branchmem.store.residue import sqlite_file_hits, sqlite_row_hits
 
 from .observe import is_memory_record
 
@@ -159,9 +158,10 @@ def _vector_path(memory: Any) -> Path | None:
 
 
 def _sqlite_files(root: Path) -> Iterator[Path]:
-    for file in sorted(root.rglob("*")):
-        if file.is_file() and file.read_bytes()[:16] == b"SQLite format 3\x00":
-            yield file
+    """The SQLite databases under ``root``, told by their header, which a child process
+    reads: local Qdrant holds them open in this process (``store/filescan.py`` says why)."""
+    for file in scan_files("", (), roots=[str(root)]).sqlite:
+        yield Path(file)
 
 
 def _vacuum_vector_files(memory: Any) -> None:
@@ -197,8 +197,8 @@ def _check(
                 locations["history (in-memory rows)"] = rows
         else:
             unchecked.append("history: Mem0 has no SQLite history database to read")
-    else:
-        locations.update(sqlite_file_hits(history_path, key, fingerprints, "history"))
+    else:  # Mem0 holds it open in this process: a child process reads the files
+        locations.update(sqlite_file_hits(history_path, key, fingerprints, unchecked, "history "))
     root = _vector_path(memory)
     if root is None:
         provider = getattr(
@@ -210,10 +210,10 @@ def _check(
             "snapshots, replicas): its points were deleted through Mem0, their bytes not checked"
         )
     else:
-        for file in sorted(root.rglob("*")):
-            if file.is_file():
-                name = f"vector store {file.relative_to(root.parent)}"
-                locations[name] = count_hits(key, fingerprints, file.read_bytes())
+        scanned = scan_files(key, fingerprints, roots=[str(root)])
+        for file, hits in sorted(scanned.hits.items()):
+            locations[f"vector store {Path(file).relative_to(root.parent)}"] = hits or 0
+        unchecked.extend(f"vector store {file}: {why}" for file, why in scanned.errors.items())
     clean = not unchecked and not any(locations.values())
     check = ByteCheck("mem0", locations, tuple(unchecked), clean, time.time())
     return check, tuple(cannot)
