@@ -62,6 +62,7 @@ bench: $(STAMP)
 	$(PY) bench/records.py
 	$(PY) bench/footprint.py --records 1000000
 	$(PY) bench/erase_soak.py --rounds 10000
+	$(PY) bench/forget_scale.py
 	$(PY) bench/deep_path.py
 	$(PY) bench/disk.py
 	$(PY) bench/service.py

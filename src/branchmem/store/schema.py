@@ -269,6 +269,9 @@ MIGRATIONS: Final[list[list[str]]] = [
     # prices its messages without counting them; NULL for events written before (counted
     # when read) and for erased ones
     ["ALTER TABLE events ADD COLUMN tokens INTEGER"],
+    # 9: a conversation's events by tree, so forgetting one reads that conversation, not
+    # every event of the namespace (bench/forget_scale.py)
+    ["CREATE INDEX events_by_tree ON events (namespace, tree, seq)"],
 ]
 
 # Not distributed by namespace in a sharded deployment, but copied to every node: the schema
