@@ -5,9 +5,10 @@ record built on them (SPEC §6 ``dependents``), what those occupy per table, the
 that showed any of it, and the text itself (held in this process only long enough to
 fingerprint it). The erase is ``corrections.erase`` on each, so every rule of SPEC §6 holds.
 
-The plan reads what it erases and what cites it, never the whole namespace (a subject, named
-by no index, is the exception): a promoted copy is found through its ``promote`` audit entry,
-a session that was shown a record through its ``deliver`` entry. The receipt, its check of
+The plan reads what it erases and what cites it: a promoted copy is found through its
+``promote`` audit entry, not by reading every revision. Two reads still cover the namespace:
+a subject (named by no index) and the deliveries (a delivery's anchor has no index). The
+receipt, its check of
 the rows (``store.residue.check_rows``) and its audit entries are made inside the erase's
 transaction and commit with it, so a crash leaves either nothing erased or the receipt kept:
 a forget run again returns it (redacted: the key never reaches the store).
