@@ -33,7 +33,7 @@ NO_COMMAND = {
     "api_keys": "branchmem keys create/list/delete",
 }
 OTHER_COMMANDS = [
-    "import", "tree", "namespaces", "migrate", "serve", "mcp", "demo", "keys create",
+    "import", "tree", "namespaces", "scan-store", "migrate", "serve", "mcp", "demo", "keys create",
     "keys list", "keys delete",
 ]  # fmt: skip
 COMMANDS = [name.replace("_", "-") for name in operations()] + OTHER_COMMANDS

@@ -37,6 +37,7 @@ EMBEDDED_ONLY = {
     "acting_as": "the server names the actor: the API key of each request",
     "mode": "an attribute: the decision mode of this Memory (Client(mode=...) likewise)",
     "finish_cleanup": "the store's own files: the server's next erase or restart finishes it",
+    "scan_store": "the operator's scan of every tenant's bytes: no tenant may ask for it",
     "write_generation": "an attribute: this process's write count, for in-process caches",
     "process_local": "an attribute: whether only this process writes the store",
     "schema_version": "the store's schema, what branchmem migrate reports",

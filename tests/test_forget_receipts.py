@@ -462,3 +462,20 @@ def test_the_file_scan_runs_in_a_child_and_leaves_this_process_locks(tmp_path: P
         mem.add_event("after", "s2", content="written after the other process closed")
     with Memory.open(path) as mem:
         assert mem.get_event("after").content.startswith("written after")
+
+
+def test_the_cli_scan_store_reads_a_local_store_and_says_what_it_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "scan.db")
+    with Memory.open(db) as mem:
+        write_marked(mem)
+    assert main(["forget", "branch", "s", "--dry-run", "--db", db, "--json"]) == 0
+    receipt = tmp_path / "dry.json"
+    receipt.write_text(capsys.readouterr().out, encoding="utf-8")
+    assert main(["scan-store", str(receipt), "--db", db]) == 1  # the text is still there
+    assert "NOT clean" in capsys.readouterr().out
+    assert main(["forget", "branch", "s", "--db", db, "--json"]) == 0
+    receipt.write_text(capsys.readouterr().out, encoding="utf-8")
+    assert main(["scan-store", str(receipt), "--db", db, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["clean"]

@@ -11,6 +11,7 @@ from rich.tree import Tree
 
 from ..api.codec import encode
 from ..errors import InvalidInput, StorageError, require
+from .api_commands import read_receipt
 from .render import emit_json, err, make_table, out
 from .target import Target, shared
 
@@ -301,6 +302,29 @@ def namespaces(target: Target) -> int:
     for name in [] if target.as_json else names:
         out.print(name, markup=False, highlight=False, soft_wrap=True)
     return 0
+
+
+@shared
+def scan_store(
+    target: Target,
+    receipt: Annotated[str, typer.Argument(help="the receipt: forget --json's output, or -")],
+) -> int:
+    """Memory.scan_store: the operator's scan of the whole store (every file, table and
+    statistic, every namespace's bytes) for a receipt's fingerprints; a local --db only,
+    since it reads every tenant's data. Exits 1 when anything was found."""
+    if target.url:
+        raise InvalidInput("scan-store reads the store's own files: give --db, not --url")
+    with target.open(reading=True) as memory:
+        check = memory.scan_store(read_receipt(receipt))
+    if target.as_json:
+        emit_json(check)
+    else:
+        found = {where: hits for where, hits in check.locations.items() if hits}
+        verdict = "clean" if check.clean else f"NOT clean: {found or 'see unchecked'}"
+        out.print(f"scanned {len(check.locations)} location(s): {verdict}", markup=False)
+        for line in check.unchecked:
+            err.print(f"note: {line}", markup=False)
+    return 0 if check.clean else 1
 
 
 # -- the tree ---------------------------------------------------------------------------------
