@@ -19,6 +19,7 @@ answer into the API's own types.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import json
@@ -38,8 +39,17 @@ except ImportError as missing:  # the core library has no dependencies; the clie
 from .api.codec import decode, encode_argument
 from .api.operations import Operation, binder, operations
 from .api.protocol import MemoryAPI, takes_declared_docs
-from .client import PAGE, loads, query_value, url_segment
-from .errors import BranchmemError, InvalidInput, Unavailable, problem_class
+from .client import (
+    PAGE,
+    SHAPE_ERRORS,
+    NotABranchmemService,
+    healthz_version,
+    is_problem,
+    loads,
+    query_value,
+    url_segment,
+)
+from .errors import BranchmemError, InvalidInput, ServiceError, Unavailable, problem_class
 from .model import MODES, Explanation
 from .validation import Keep, check_id
 
@@ -97,7 +107,9 @@ def remote(
     async def call(self: AsyncClient, /, *args: P.args, **kwargs: P.kwargs) -> R:
         arguments = bind(args, kwargs)
         op = operations()[name]
-        result: R = decode(op.result, await self._call(op, arguments))
+        data = await self._call(op, arguments)
+        async with self._reading():
+            result: R = decode(op.result, data)
         return result
 
     return call
@@ -132,6 +144,7 @@ class AsyncClient:
         self._next = itertools.cycle(range(len(self.urls)))
         self._preferred = 0
         self.failovers = 0  # requests answered by another worker than the one first tried
+        self._services: set[int] = set()  # workers whose /healthz named a version
 
     # -- lifecycle ---------------------------------------------------------------------
     async def close(self) -> None:
@@ -196,7 +209,7 @@ class AsyncClient:
             if attempt > 0:
                 self.failovers += 1
             self._preferred = index
-            return self._decode(status, answer)
+            return await self._decode(status, answer, index)
         raise Unavailable(f"{method} {path}: no worker answered ({last})") from last
 
     def _problem(self, status: int, answer: bytes) -> BranchmemError:
@@ -210,23 +223,57 @@ class AsyncClient:
         detail = str(data.get("detail") or f"HTTP {status}")
         return problem_class(code).from_problem(detail)
 
-    def _decode(self, status: int, answer: bytes) -> Any:
+    async def _decode(self, status: int, answer: bytes, index: int) -> Any:
         if status >= 400:
+            if not is_problem(answer):  # a page no worker writes: is this branchmem at all?
+                await self._check_service(index)
             raise self._problem(status, answer)
         if status == 204:
             return None
-        return loads(answer)
+        try:
+            return loads(answer)
+        except ValueError as error:
+            await self._check_service(index)
+            raise ServiceError(f"{self.urls[index]}: the answer is not JSON ({error})") from error
+
+    async def _check_service(self, index: int) -> None:
+        """``Client._check_service``: ``NotABranchmemService`` unless ``GET /healthz`` at
+        worker ``index`` names a version."""
+        if index in self._services:
+            return
+        try:
+            response = await self._http.get(self.urls[index] + "/healthz")
+        except httpx.TransportError:
+            return  # gone meanwhile: the answer's own error says more than a guess
+        said = healthz_version(response.status_code, response.content)
+        if said is not None:
+            raise NotABranchmemService(self.urls[index], said)
+        self._services.add(index)
+
+    @contextlib.asynccontextmanager
+    async def _reading(self) -> AsyncIterator[None]:
+        """Reading an answer into the API's values: a shape no worker writes asks whether
+        the worker that answered is branchmem at all."""
+        try:
+            yield
+        except BranchmemError:
+            raise
+        except SHAPE_ERRORS:
+            await self._check_service(self._preferred)
+            raise
 
     async def _pages(self, path: str, params: Mapping[str, Any]) -> AsyncIterator[Any]:
         query = dict(params)
         query["limit"] = PAGE
         while True:
             data = await self._request("GET", path, params=query)
-            for item in data["items"]:
+            async with self._reading():
+                items, cursor = data["items"], data.get("next_cursor")
+            for item in items:
                 yield item
-            if not data.get("next_cursor"):
+            if not cursor:
                 return
-            query["cursor"] = data["next_cursor"]
+            query["cursor"] = cursor
 
     async def _call(self, op: Operation, arguments: Mapping[str, Any]) -> Any:
         """One operation of the table, sent; its JSON answer (out of its envelope)."""
@@ -239,7 +286,8 @@ class AsyncClient:
                 request.verb, request.path, params=request.query, body=request.body,
                 repeatable=request.repeatable,
             )  # fmt: skip
-        return data[op.envelope] if op.envelope is not None else data
+        async with self._reading():
+            return data[op.envelope] if op.envelope is not None else data
 
     def _ns(self, namespace: str) -> str:
         return f"/v1/ns/{url_segment(check_id(namespace, 'namespace'))}"
@@ -289,7 +337,9 @@ class AsyncClient:
         return (await self.explain(record_id, anchor, **options)).visible
 
     async def namespaces(self) -> list[str]:
-        names: list[str] = (await self._request("GET", "/v1/namespaces"))["namespaces"]
+        answer = await self._request("GET", "/v1/namespaces")
+        async with self._reading():
+            names: list[str] = answer["namespaces"]
         return names
 
     # -- what only the clients have ----------------------------------------------------
@@ -329,8 +379,9 @@ class AsyncClient:
             content=content,
             headers={"Content-Type": "application/octet-stream"},
         )
-        data["source"] = str(source)
-        summary: ImportSummary = decode(ImportSummary, data)
+        async with self._reading():
+            data["source"] = str(source)
+            summary: ImportSummary = decode(ImportSummary, data)
         return summary
 
     async def explanations(

@@ -20,6 +20,7 @@ codec (``branchmem.api``); mypy reads each signature from ``MemoryAPI``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import json
@@ -88,6 +89,47 @@ def loads(answer: bytes) -> Any:
         except ValueError:  # orjson.JSONDecodeError is one
             pass
     return json.loads(answer)
+
+
+class NotABranchmemService(Unavailable):
+    """The URL answers HTTP, but not as a branchmem service does: an answer no worker writes
+    (an HTML page, text that is not JSON, JSON of another shape), and ``GET /healthz`` there
+    names no version. Raised instead of the decode error such an answer would cause; an
+    ``Unavailable``, since no branchmem answers at that URL."""
+
+    def __init__(self, url: str, healthz: str) -> None:
+        self.url = url
+        super().__init__(
+            f"{url}/ answered but is not a branchmem service (no /healthz version: {healthz})"
+        )
+
+
+def is_problem(answer: bytes) -> bool:
+    """Whether an error answer is a problem document a branchmem worker writes (JSON with a
+    ``code``), rather than, say, a web server's HTML page."""
+    try:
+        data = loads(answer)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and isinstance(data.get("code"), str)
+
+
+def healthz_version(status: int, answer: bytes) -> str | None:
+    """What ``GET /healthz`` answered: None when it names a branchmem version, else what it
+    answered instead (for the error's message)."""
+    if status != 200:
+        return f"GET /healthz answered HTTP {status}"
+    try:
+        data = loads(answer)
+    except ValueError:
+        return "GET /healthz answered text that is not JSON"
+    if isinstance(data, dict) and isinstance(data.get("version"), str):
+        return None
+    return "GET /healthz answered JSON without a version"
+
+
+# what reading an answer of an unexpected shape raises (a missing key, a list for an object)
+SHAPE_ERRORS: Final = (KeyError, TypeError, ValueError, AttributeError, IndexError)
 
 
 def url_segment(value: str) -> str:
@@ -166,6 +208,7 @@ class Client:
         self._preferred = 0
         self.failovers = 0  # requests answered by another worker than the one first tried
         self._lock = threading.Lock()
+        self._services: set[int] = set()  # workers whose /healthz named a version
 
     # -- lifecycle ---------------------------------------------------------------------
     def close(self) -> None:
@@ -228,7 +271,7 @@ class Client:
                     if attempt > 0:
                         self.failovers += 1
                     self._preferred = index
-                return self._decode(status, answer)
+                return self._decode(status, answer, index)
         raise Unavailable(f"{method} {path}: no worker answered ({last})") from last
 
     def _send(
@@ -263,12 +306,44 @@ class Client:
         detail = str(data.get("detail") or f"HTTP {status}")
         return problem_class(code).from_problem(detail)
 
-    def _decode(self, status: int, answer: bytes) -> Any:
+    def _decode(self, status: int, answer: bytes, index: int) -> Any:
         if status >= 400:
+            if not is_problem(answer):  # a page no worker writes: is this branchmem at all?
+                self._check_service(index)
             raise self._problem(status, answer)
         if status == 204:
             return None
-        return loads(answer)
+        try:
+            return loads(answer)
+        except ValueError as error:
+            self._check_service(index)
+            raise ServiceError(f"{self.urls[index]}: the answer is not JSON ({error})") from error
+
+    def _check_service(self, index: int) -> None:
+        """Raise ``NotABranchmemService`` unless ``GET /healthz`` at worker ``index`` names a
+        version. Asked only of an answer no worker writes, once per worker that passes."""
+        if index in self._services:
+            return
+        try:
+            status, answer = self._send(index, "GET", "/healthz", None, {})
+        except (Unsent, Broken):
+            return  # gone meanwhile: the answer's own error says more than a guess
+        said = healthz_version(status, answer)
+        if said is not None:
+            raise NotABranchmemService(self.urls[index], said)
+        self._services.add(index)
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Reading an answer into the API's values: a shape no worker writes (JSON from some
+        other service) asks whether the worker that answered is branchmem at all."""
+        try:
+            yield
+        except BranchmemError:
+            raise
+        except SHAPE_ERRORS:
+            self._check_service(self._preferred)
+            raise
 
     def _ns(self, namespace: str) -> str:
         return f"/v1/ns/{url_segment(check_id(namespace, 'namespace'))}"
@@ -281,10 +356,12 @@ class Client:
         query["limit"] = PAGE
         while True:
             data = self._request("GET", path, params=query)
-            yield from data["items"]
-            if not data.get("next_cursor"):
+            with self._reading():
+                items, cursor = data["items"], data.get("next_cursor")
+            yield from items
+            if not cursor:
                 return
-            query["cursor"] = data["next_cursor"]
+            query["cursor"] = cursor
 
     def _mode(self, mode: str | None) -> str | None:
         return self.mode if mode is None else mode
@@ -316,9 +393,10 @@ class Client:
             }
             repeatable = op.repeatable and not body.get("supersedes")
             data = self._request(op.verb, where, body=body, repeatable=repeatable)
-        if op.envelope is not None:
-            data = data[op.envelope]
-        return decode(op.result, data)
+        with self._reading():
+            if op.envelope is not None:
+                data = data[op.envelope]
+            return decode(op.result, data)
 
     # -- the API: one line per MemoryAPI method (mypy reads each signature from there) --
     add_event = remote(MemoryAPI.add_event)
@@ -365,7 +443,9 @@ class Client:
         return self.explain(record_id, anchor, **options).visible
 
     def namespaces(self) -> list[str]:
-        names: list[str] = self._request("GET", "/v1/namespaces")["namespaces"]
+        answer = self._request("GET", "/v1/namespaces")
+        with self._reading():
+            names: list[str] = answer["namespaces"]
         return names
 
     # -- what only the client has ------------------------------------------------------
@@ -398,8 +478,9 @@ class Client:
             content=source.read_bytes(),
             headers={"Content-Type": "application/octet-stream"},
         )
-        data["source"] = str(source)
-        summary: ImportSummary = decode(ImportSummary, data)
+        with self._reading():
+            data["source"] = str(source)
+            summary: ImportSummary = decode(ImportSummary, data)
         return summary
 
     def explanations(

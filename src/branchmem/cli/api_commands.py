@@ -257,6 +257,12 @@ CHECKS: dict[str, Callable[[Any, str, Any], None]] = {
 }
 
 
+def failed(result: Any) -> int:
+    """The exit status: 1 when the answer is a check that did not pass (``verify_receipt``'s
+    ``ok`` false), so a script can test it as it tests any command; else 0."""
+    return 1 if getattr(result, "ok", True) is False else 0
+
+
 def command(op: Operation) -> Callable[..., int]:
     """The command of ``op``: arguments and options from its signature, then the call."""
 
@@ -273,7 +279,7 @@ def command(op: Operation) -> Callable[..., int]:
         else:
             named = " ".join(a for a in args if isinstance(a, str))
             show(result, op.result, f"{op.name} {named}".strip())
-        return 0
+        return failed(result)
 
     params = [made for param in op.params for made in _parameter(param)]
     run.__signature__ = inspect.Signature([*params, *OPTIONS])  # type: ignore[attr-defined]

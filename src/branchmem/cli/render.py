@@ -14,8 +14,10 @@ from rich.console import Console
 from rich.table import Table
 
 from ..api.codec import encode
-from ..model import Conversation, Event, Explanation, Hit, Record
+from ..model import Blame, Conversation, Delivery, Diff, Event, Explanation, Hit, Record
+from ..receipt import Receipt, ReceiptCheck
 from ..search.context import Context
+from .lines import blame_line, diff_line, receipt_check_line, receipt_line, utc
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -56,6 +58,17 @@ def cell(value: Any) -> str:
     return str(value)
 
 
+def column_cell(item: Any, column: str) -> str:
+    """One cell of a table row: times (seconds since the epoch) as ISO 8601 in UTC, a
+    delivery's items as ``record@revision``."""
+    value = getattr(item, column)
+    if column == "time" and isinstance(value, int | float) and not isinstance(value, bool):
+        return utc(value)
+    if isinstance(item, Delivery) and column == "items":
+        return ", ".join(f"{record}@{revision}" for record, revision in value)
+    return cell(value)
+
+
 def table(items: Sequence[Any], item_type: Any, title: str) -> None:
     """Rows of dataclasses; plain values one per line."""
     if not (dataclasses.is_dataclass(item_type) and isinstance(item_type, type)):
@@ -66,9 +79,9 @@ def table(items: Sequence[Any], item_type: Any, title: str) -> None:
     shown = make_table(*columns, title=title)
     for item in items:
         if item_type is Record and item.sources is None:
-            row = [cell(getattr(item, c)) if c != "sources" else "(legacy)" for c in columns]
+            row = [column_cell(item, c) if c != "sources" else "(legacy)" for c in columns]
         else:
-            row = [cell(getattr(item, c)) for c in columns]
+            row = [column_cell(item, c) for c in columns]
         shown.add_row(*row)
     out.print(shown)
 
@@ -96,6 +109,14 @@ def show(value: Any, hint: Any, title: str) -> None:
         out.print(f"record {value.id} revision {value.revision}: {value.content}", markup=False)
     elif isinstance(value, Explanation):
         out.print(explanation_line(value), markup=False)
+    elif isinstance(value, Receipt):
+        out.print(receipt_line(value), markup=False)
+    elif isinstance(value, ReceiptCheck):
+        out.print(receipt_check_line(value), markup=False)
+    elif isinstance(value, Diff):
+        out.print(diff_line(value), markup=False)
+    elif isinstance(value, Blame):
+        out.print(blame_line(value), markup=False)
     elif isinstance(value, Context):
         out.print(value.text, markup=False)
         given = "" if value.delivery is None else f", delivery {value.delivery}"

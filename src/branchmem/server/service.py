@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Final
 
@@ -14,7 +15,7 @@ from pydantic import BaseModel
 
 from .. import __version__
 from ..api.codec import encode
-from ..errors import InvalidInput
+from ..errors import BranchmemError, InvalidInput
 from ..importers.limits import ImportLimits
 from ..importers.plan import ImportSummary
 from .auth import ApiKey, Caller, NamespaceParam
@@ -106,7 +107,7 @@ async def import_export(
     memory = request.app.state.memory
     limits = request.app.state.limits.for_imports()
     return await run_in_threadpool(
-        import_bytes, memory, body, suffix, format, namespace, grant, limits
+        import_bytes, memory, body, suffix, format, namespace, grant, limits, filename
     )
 
 
@@ -118,7 +119,11 @@ def import_bytes(
     namespace: str,
     grant: ApiKey | None,
     limits: ImportLimits,
+    filename: str = "export.json",
 ) -> Any:
+    """Import the uploaded bytes through a temporary file; what the import says (its
+    errors, its summary's ``source``) names the upload by ``filename``, the name the client
+    gave it, never the server's temporary path."""
     from ..importers import import_file
 
     if not body:
@@ -127,8 +132,29 @@ def import_bytes(
         path = os.path.join(folder, "export" + suffix)
         with open(path, "wb") as handle:
             handle.write(body)
-        with acting(memory, grant) if grant is not None else contextlib.nullcontext():
-            summary = import_file(path, memory, format=format, namespace=namespace, limits=limits)
+        try:
+            with acting(memory, grant) if grant is not None else contextlib.nullcontext():
+                summary = import_file(
+                    path, memory, format=format, namespace=namespace, limits=limits
+                )
+        except BranchmemError as error:
+            raise renamed(error, {path: filename, folder: "(upload)"}) from None
     out = encode(summary)
-    out["source"] = "upload" + suffix
+    out["source"] = filename
     return out
+
+
+def renamed(error: BranchmemError, names: Mapping[str, str]) -> BranchmemError:
+    """``error`` with each temporary path in its message (and in an ``ImportFormatError``'s
+    ``reason``) replaced by what it stands for."""
+
+    def swap(text: str) -> str:
+        for temporary, name in names.items():
+            text = text.replace(temporary, name)
+        return text
+
+    error.args = tuple(swap(arg) if isinstance(arg, str) else arg for arg in error.args)
+    reason = getattr(error, "reason", None)
+    if isinstance(reason, str):
+        error.reason = swap(reason)  # type: ignore[attr-defined]
+    return error

@@ -9,6 +9,9 @@ const state = {
   namespace: "default", names: [], tree: null, events: [], head: null, anchor: null, views: [],
   messages: new Map(),  // event id -> its text, for naming messages in sentences
   unknown: new Set(),  // event ids the store could not give (never received)
+  blameSession: null,  // the session the blame panel shows (it follows a namespace switch)
+  blameDelivery: null,  // the delivery opened there
+  comparing: false,  // a comparison is on screen (it follows a new anchor and namespace)
 };
 const $ = (id) => document.getElementById(id);
 const CLIP = 160;  // characters of a message or record shown before "more"
@@ -254,10 +257,18 @@ async function loadConversations(picked) {
     state.names = await namespaceList();
     const fallback = state.names.includes("default") || !state.names.length
       ? "default" : state.names[0];
+    const previous = state.namespace;
     state.namespace = picked || sessionStorage.getItem("branchmem.namespace") || fallback;
     sessionStorage.setItem("branchmem.namespace", state.namespace);
     fillPicker();
     clearConversation();
+    const comparing = state.comparing;
+    clearDiff();  // nothing of the namespace left stays on screen
+    state.comparing = comparing;  // a comparison goes on at the new anchor, once it is set
+    if (state.blameSession !== null) {
+      // the session's deliveries in this namespace: none of the other's stay on the page
+      loadDeliveries(state.blameSession, previous === state.namespace ? state.blameDelivery : null);
+    }
     const conversations = await conversationList();
     $("conversations").replaceChildren(...conversations.map((c) => {
       const item = el("li", "conversation");
@@ -360,13 +371,19 @@ function renderTree() {
 
 async function setAnchor(anchor) {
   state.anchor = anchor;
+  const namespace = state.namespace;
   try {
-    state.views = await allPages(nsPath("/explanations?anchor=" + encodeURIComponent(anchor) +
+    const views = await allPages(nsPath("/explanations?anchor=" + encodeURIComponent(anchor) +
       "&tree=" + encodeURIComponent(state.tree)));
+    if (state.anchor !== anchor || state.namespace !== namespace) return;  // moved on meanwhile
+    state.views = views;
     renderTree();
     renderRecords();
     document.body.dataset.anchor = anchor;  // the records shown are for this anchor
     nameOtherMessages();
+    markDeliveriesHere();
+    fillDiffChoices();
+    if (state.comparing) await runDiff();  // the comparison follows the anchor
   } catch (error) {
     renderTree();
     explainFailure(error);
@@ -470,7 +487,17 @@ function blamedMessage(message) {
     out.append(el("span", "erased", "(erased) "), message.id);
   } else {
     state.messages.set(message.id, message.text);
-    out.append(eventLink(message.id));
+    const link = eventLink(message.id);
+    if (message.tree) {  // in another conversation than the one shown: open it there
+      link.addEventListener("click", async (click) => {
+        if (message.tree === state.tree) return;
+        click.preventDefault();
+        click.stopImmediatePropagation();
+        await loadTree(message.tree);
+        focusEvent(message.id);
+      }, { capture: true });
+    }
+    out.append(link);
   }
   if (message.status && message.status !== "erased") out.append(el("span", "status", " " + message.status));
   if (!message.on_path) out.append(el("span", "off-path", " not on the delivery's branch"));
@@ -521,40 +548,76 @@ function renderBlame(blame) {
   $("blame").tBodies[0].replaceChildren(...rows);
 }
 
+// The blame panel shows one session of the namespace on screen: a namespace switch reloads
+// the session there, and an answer for a namespace or session left meanwhile is dropped.
+function blameIsFor(namespace, session) {
+  return state.namespace === namespace && state.blameSession === session;
+}
+
+function clearBlame() {
+  $("deliveries").replaceChildren();
+  $("blame").tBodies[0].replaceChildren();
+  $("blame-branch").textContent = "";
+  delete document.body.dataset.blame;
+}
+
+// The deliveries given at the anchor on screen are marked: "given here".
+function markDeliveriesHere() {
+  for (const item of $("deliveries").children) {
+    const here = state.anchor !== null && item.dataset.anchor === state.anchor;
+    item.classList.toggle("at-anchor", here);
+    item.querySelector(".here").textContent = here ? " · given here" : "";
+  }
+}
+
 async function showBlame(session, delivery) {
+  const namespace = state.namespace;
   try {
     const blame = await api(nsPath("/blame?session=" + encodeURIComponent(session) +
       "&delivery=" + encodeURIComponent(delivery)));
+    if (!blameIsFor(namespace, session)) return;
+    state.blameDelivery = delivery;
     for (const item of $("deliveries").children) {
       item.classList.toggle("selected", item.dataset.delivery === String(delivery));
     }
     renderBlame(blame);
+    document.body.dataset.blame = namespace + " " + session + " " + delivery;
   } catch (error) {
-    explainFailure(error);
+    if (blameIsFor(namespace, session)) explainFailure(error);
   }
 }
 
-async function loadDeliveries(session) {
-  $("blame").tBodies[0].replaceChildren();
-  $("blame-branch").textContent = "";
+// ``open``: the delivery to open when the session has it (else its latest).
+async function loadDeliveries(session, open) {
+  const namespace = state.namespace;
+  state.blameSession = session;
+  state.blameDelivery = null;
+  clearBlame();
   try {
     const given = await allPages(nsPath("/deliveries?session=" + encodeURIComponent(session)));
+    if (!blameIsFor(namespace, session)) return;
     $("deliveries").replaceChildren(...given.map((delivery) => {
       const item = el("li", "delivery", "delivery " + delivery.seq + " · " +
         delivery.items.length + " memory line(s) · at " + (delivery.anchor || "no anchor"));
+      item.append(el("span", "here"));
       item.dataset.delivery = String(delivery.seq);
+      item.dataset.anchor = delivery.anchor || "";
       item.tabIndex = 0;
       item.addEventListener("click", () => showBlame(session, delivery.seq));
       item.addEventListener("keydown", (key) => { if (key.key === "Enter") showBlame(session, delivery.seq); });
       return item;
     }));
+    markDeliveriesHere();
     if (!given.length) {
-      status("session " + session + " was given nothing in " + state.namespace);
+      $("blame-branch").textContent = "Session " + session + " was given nothing in namespace " +
+        namespace + ".";
+      document.body.dataset.blame = namespace + " " + session + " none";
       return;
     }
-    await showBlame(session, given[given.length - 1].seq);
+    const wanted = given.find((delivery) => delivery.seq === open) || given[given.length - 1];
+    await showBlame(session, wanted.seq);
   } catch (error) {
-    explainFailure(error);
+    if (blameIsFor(namespace, session)) explainFailure(error);
   }
 }
 
@@ -622,9 +685,20 @@ function diffValue(record) {
   return record ? record.id + ": " + record.content : "(none)";
 }
 
+function clearDiff() {
+  state.comparing = false;
+  for (const id of ["diff-a-title", "diff-b-title", "diff-note"]) $(id).textContent = "";
+  $("diff-a").replaceChildren();
+  $("diff-b").replaceChildren();
+  $("diff-keys").tBodies[0].replaceChildren();
+  delete document.body.dataset.diff;
+}
+
+// The other message: the one picked while it is in this conversation and is not the anchor;
+// else the head, or a leaf off the anchor's path.
 function fillDiffChoices() {
   const select = $("diff-other");
-  const previous = select.value;
+  const previous = select.value === state.anchor ? "" : select.value;
   const onPath = state.anchor ? pathTo(state.anchor) : new Set();
   const ids = state.events.map((e) => e.id);
   select.replaceChildren(...state.events.map((event) => {
@@ -640,10 +714,15 @@ function fillDiffChoices() {
 
 async function runDiff() {
   const other = $("diff-other").value;
-  if (!state.anchor || !other) return;
+  const anchor = state.anchor;
+  const namespace = state.namespace;
+  if (!anchor || !other) return;
+  state.comparing = true;
   try {
-    const found = await api(nsPath("/diff?anchor_a=" + encodeURIComponent(state.anchor) +
+    const found = await api(nsPath("/diff?anchor_a=" + encodeURIComponent(anchor) +
       "&anchor_b=" + encodeURIComponent(other)));
+    const current = state.anchor === anchor && state.namespace === namespace;
+    if (!current || $("diff-other").value !== other) return;  // the page moved on meanwhile
     $("diff-a-title").textContent = "only at the anchor " + messageName(found.anchor_a);
     $("diff-b-title").textContent = "only at " + messageName(found.anchor_b);
     $("diff-a").replaceChildren(...diffSide(found.only_a));
@@ -660,7 +739,7 @@ async function runDiff() {
       ? "" : "Both messages see the same records.";
     document.body.dataset.diff = found.anchor_a + " " + found.anchor_b;
   } catch (error) {
-    explainFailure(error);
+    if (state.anchor === anchor && state.namespace === namespace) explainFailure(error);
   }
 }
 
@@ -668,5 +747,6 @@ $("diff-form").addEventListener("submit", (event) => {
   event.preventDefault();
   runDiff();
 });
+$("diff-other").addEventListener("change", () => { if (state.comparing) runDiff(); });
 // the choices follow the tree: refreshed whenever the tree is drawn again
 new MutationObserver(fillDiffChoices).observe($("tree"), { childList: true });
