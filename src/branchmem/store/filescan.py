@@ -18,7 +18,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
+from ..errors import StorageError
+
 CHUNK: Final = 1 << 20
+# a safety net only: the child reads ~5 MB a second, so a file under a few GB is done first
+TIMEOUT_S: Final = 3600.0
 SQLITE_HEADER: Final = b"SQLite format 3\x00"
 
 
@@ -34,23 +38,28 @@ def scan_files(
     key: str, fingerprints: Iterable[str], paths: Iterable[str] = (), roots: Iterable[str] = ()
 ) -> FileScan:
     """Count the fingerprints in ``paths`` and in every file under ``roots``, in a child
-    process; a child that fails is a ``RuntimeError`` naming what it said."""
+    process; a child that fails, or runs past ``TIMEOUT_S``, is a ``StorageError`` naming
+    what it said."""
     request = {
         "key": key,
         "fingerprints": sorted(fingerprints),
         "paths": [str(path) for path in paths],
         "roots": [str(root) for root in roots],
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "branchmem.store.filescan"],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", "from branchmem.store.filescan import main; main()"],
+            input=json.dumps(request),
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+            timeout=TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        raise StorageError(f"the file scan ran past {TIMEOUT_S:.0f} s and was stopped") from None
     if done.returncode != 0:
-        raise RuntimeError(f"the file scan failed ({done.returncode}): {done.stderr.strip()}")
+        raise StorageError(f"the file scan failed ({done.returncode}): {done.stderr.strip()}")
     answer = json.loads(done.stdout)
     return FileScan(answer["hits"], answer["sqlite"], answer["errors"])
 
@@ -86,5 +95,6 @@ def _scan(request: dict[str, object]) -> dict[str, object]:
     return {"hits": hits, "sqlite": sqlite, "errors": errors}
 
 
-if __name__ == "__main__":
+def main() -> None:
+    """The child: a request on standard input, the counts on standard output."""
     json.dump(_scan(json.load(sys.stdin)), sys.stdout)
