@@ -205,3 +205,17 @@ def test_the_same_lines_and_status_through_the_service(
     finally:
         live.stop()
         memory.close()
+
+
+def test_the_forget_line_names_the_sources_it_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A subject forget kept the messages its records cited: ``check clean`` alone read as
+    if the subject were gone, while those messages may still name it."""
+    db = str(tmp_path / "kept.db")
+    with Memory.open(db) as mem:
+        mem.add_event("m1", content="Alice is allergic to peanuts, she told me")
+        mem.add_record("f-a", sources=["m1"], content="allergic to peanuts", key="alice:diet")
+    assert main(["forget", "subject", "alice", "--db", db]) == 0
+    said = capsys.readouterr().out
+    assert "check clean" in said and "kept 1 cited source (m1): not checked" in said, said

@@ -77,6 +77,9 @@ def receipt_line(receipt: Any) -> str:
         parts.append(f"{verb} {plural(len(sessions), 'session')} ({some(sessions)})")
     if not receipt.dry_run:
         parts.append(byte_check(receipt.check))
+    kept: Sequence[str] = getattr(receipt, "sources_kept", None) or ()
+    if kept:  # "clean" is about what went: what it cited and kept may say it too
+        parts.append(f"kept {plural(len(kept), 'cited source')} ({some(kept)}): not checked")
     pending = getattr(receipt, "cleanup_pending", None)
     if pending:
         parts.append(f"cleanup pending: {pending}")
