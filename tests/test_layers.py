@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).parent.parent / "src" / "branchmem"
 
 CORE = (
     "errors", "model", "topology", "provenance", "resolution", "visibility", "retraction",
-    "validation", "audit", "keyed", "receipt", "rules", "questions",
+    "validation", "audit", "keyed", "receipt", "bytescan", "rules", "questions",
 )  # fmt: skip
 
 # part -> the parts it may import (itself always). Mirrors the table in docs/architecture.md.

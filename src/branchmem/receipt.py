@@ -20,7 +20,7 @@ just before it, both part of the text.
 What a receipt's check reads is its own namespace's rows of what went (``ResidueScope``),
 through the store's driver: never another tenant's bytes, so a tenant cannot test guesses
 against them. A whole-store scan (files, every table) is the operator's
-(``Memory.scan_store``), and reads files in a child process (``store/filescan.py``).
+(``Memory.scan_store``), and reads files in a child process (``bytescan.py``).
 """
 
 from __future__ import annotations

@@ -248,7 +248,7 @@ print(json.dumps(found))
 def file_occurrences(path: Path, marker: str) -> dict[str, int]:
     """Byte occurrences of ``marker`` in a SQLite database, its -wal and its -shm, counted
     by a child process: this one may hold the database open, and closing a descriptor of
-    its files would drop its locks (``branchmem.store.filescan`` says why)."""
+    its files would drop its locks (``branchmem.bytescan`` says why)."""
     names = [str(path) + suffix for suffix in ("", "-wal", "-shm")]
     done = subprocess.run(
         [sys.executable, "-c", _COUNT_IN_FILES, marker, *names],

@@ -31,9 +31,9 @@ from contextlib import contextmanager, suppress
 from functools import lru_cache
 from typing import Any, Final
 
+from ..bytescan import clear_postgres_stats_of_empty
 from ..errors import ConflictError, InvalidInput, MissingExtra, StorageError
 from . import codec
-from .residue import clear_postgres_stats_of_empty
 from .sql import SQLStore
 
 try:
@@ -737,7 +737,7 @@ class PostgresStore(SQLStore):
     def _clear_stats_of_empty_tables(self) -> None:
         """ANALYZE keeps a table's statistics when an erase left it without rows, so the
         sample values of the rows it held would stay (a forget receipt's byte check found
-        them in ``tree_keys``): ``residue.clear_postgres_stats_of_empty``. Store maintenance
+        them in ``tree_keys``): ``bytescan.clear_postgres_stats_of_empty``. Store maintenance
         over every namespace, like the VACUUM: run on the session's connection directly."""
         clear_postgres_stats_of_empty(self._connection(), TEXT_TABLES)
 

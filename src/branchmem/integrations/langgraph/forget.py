@@ -27,6 +27,12 @@ from typing import TYPE_CHECKING, Any, Final
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
+from ...bytescan import (
+    clear_postgres_stats_of_empty,
+    postgres_row_hits,
+    sqlite_file_hits,
+    sqlite_row_hits,
+)
 from ...model import ERASED
 from ...receipt import (
     ByteCheck,
@@ -34,12 +40,6 @@ from ...receipt import (
     StoreSection,
     count_hits,
     verify_wrapped,
-)
-from ...store.residue import (
-    clear_postgres_stats_of_empty,
-    postgres_row_hits,
-    sqlite_file_hits,
-    sqlite_row_hits,
 )
 from .mapping import PREFIX
 

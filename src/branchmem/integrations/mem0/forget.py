@@ -22,6 +22,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from branchmem.bytescan import scan_files, sqlite_file_hits, sqlite_row_hits
 from branchmem.errors import ErasedError, NotFoundError
 from branchmem.receipt import (
     ByteCheck,
@@ -30,8 +31,6 @@ from branchmem.receipt import (
     WrappedReceiptCheck,
     verify_wrapped,
 )
-from branchmem.store.filescan import scan_files
-from branchmem.store.residue import sqlite_file_hits, sqlite_row_hits
 
 from .observe import is_memory_record
 
@@ -159,7 +158,7 @@ def _vector_path(memory: Any) -> Path | None:
 
 def _sqlite_files(root: Path) -> Iterator[Path]:
     """The SQLite databases under ``root``, told by their header, which a child process
-    reads: local Qdrant holds them open in this process (``store/filescan.py`` says why)."""
+    reads: local Qdrant holds them open in this process (``branchmem.bytescan`` says why)."""
     for file in scan_files("", (), roots=[str(root)]).sqlite:
         yield Path(file)
 
