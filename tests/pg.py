@@ -33,6 +33,8 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
+from timing import deadline, scaled
+
 DSN_VARIABLE = "BRANCHMEM_TEST_PG_DSN"
 REQUIRE_VARIABLE = "BRANCHMEM_REQUIRE_PG"
 START_TIMEOUT = 60.0
@@ -187,15 +189,17 @@ class ThrowawayServer:
                  *settings],
                 stdout=log, stderr=subprocess.STDOUT, cwd=self.root, **self._as_account(),
             )  # fmt: skip
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
+        until = deadline(START_TIMEOUT)
+        while time.monotonic() < until:
             if self.process.poll() is not None:
                 return False  # exited: most likely the port was taken meanwhile
             if self._accepts():
                 return True
             time.sleep(0.05)
         self.stop()
-        raise RuntimeError(f"PostgreSQL did not accept connections in {START_TIMEOUT:.0f} s")
+        raise RuntimeError(
+            f"PostgreSQL did not accept connections in {scaled(START_TIMEOUT):.0f} s"
+        )
 
     def _accepts(self) -> bool:
         import psycopg
@@ -203,7 +207,7 @@ class ThrowawayServer:
         try:
             psycopg.connect(
                 host="127.0.0.1", port=self.port, user="postgres", dbname="postgres",
-                connect_timeout=2,
+                connect_timeout=round(scaled(2)),
             ).close()  # fmt: skip
         except psycopg.OperationalError:
             return False
@@ -219,7 +223,7 @@ class ThrowawayServer:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)  # fast shutdown: end sessions, stop
             try:
-                self.process.wait(timeout=30)
+                self.process.wait(timeout=scaled(30))
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from timing import scaled
+
 TESTS = Path(__file__).parent
 
 SESSION = """
@@ -47,7 +49,7 @@ def run(folder: Path, *args: str, plugin: bool = True) -> subprocess.CompletedPr
     if plugin:
         command[3:3] = ["-p", "all_reported"]
     return subprocess.run(
-        command, cwd=folder, env=environment, capture_output=True, text=True, timeout=120
+        command, cwd=folder, env=environment, capture_output=True, text=True, timeout=scaled(120)
     )
 
 

@@ -27,6 +27,7 @@ from branchmem.api import MemoryAPI
 from branchmem.api.operations import Operation, Param, operations
 from branchmem.client import Client
 from branchmem.errors import Unavailable
+from timing import scaled
 
 FIXTURES = Path(__file__).parent / "fixtures" / "importers"
 
@@ -337,7 +338,7 @@ def test_without_httpx_async_memory_works_and_async_client_says_how_to_install_i
     )
     source = str(Path(__file__).parent.parent / "src")
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=scaled(60),
         env={**os.environ, "PYTHONPATH": source},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -24,6 +24,7 @@ from branchmem.errors import SchemaVersionError
 from branchmem.store.base import Store
 from branchmem.store.schema import SCHEMA_VERSION
 from branchmem.testing import SCALE, BackendConformance, StoreConformance, chengdu
+from timing import scaled
 
 pytest_plugins = ["pg"]  # the pg_dsn fixture (a no-op when conftest.py already loads it)
 
@@ -522,7 +523,7 @@ def test_concurrent_writer_processes_keep_every_acknowledged_write(fresh: Any) -
         for worker in range(WORKERS)
     ]
     try:
-        outputs = [worker.communicate(timeout=120) for worker in workers]
+        outputs = [worker.communicate(timeout=scaled(120)) for worker in workers]
     finally:
         for worker in workers:
             if worker.poll() is None:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from timing import scaled
+
 BENCH = Path(__file__).parent.parent / "bench"
 
 
@@ -18,7 +20,7 @@ def run(script: str, *args: str) -> str:
         cwd=BENCH,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout

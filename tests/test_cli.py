@@ -13,6 +13,7 @@ from branchmem import Memory
 from branchmem.api.operations import operations
 from branchmem.cli import app, main
 from branchmem.server.keys import split_key
+from timing import scaled
 
 # API methods without a command of their own, and what to use instead
 NO_COMMAND = {
@@ -343,7 +344,7 @@ def run_without(module: str, code: str) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter where importing ``module`` fails."""
     prelude = f"import sys; sys.modules[{module!r}] = None\n"
     return subprocess.run(
-        [sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=scaled(60)
     )
 
 
@@ -410,4 +411,4 @@ def test_serve_create_starts_a_new_store(tmp_path: Path) -> None:
         assert new.exists()
     finally:
         serve.terminate()
-        serve.wait(timeout=30)
+        serve.wait(timeout=scaled(30))

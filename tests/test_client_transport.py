@@ -23,6 +23,7 @@ import httpx
 from branchmem.client import Client
 from branchmem.errors import InvalidInput, Unavailable
 from branchmem.keepalive import Connections
+from timing import scaled
 
 HEADS = json.dumps({"heads": {"t1": "u1"}}).encode()
 
@@ -233,7 +234,7 @@ def test_answers_are_read_by_their_framing(servers: list[Scripted | Canned]) -> 
         b"HTTP/1.0 200 OK\r\n\r\nto the end",
     )
     servers.append(server)
-    connections = Connections(5.0, {"Authorization": "Bearer k"})
+    connections = Connections(scaled(5), {"Authorization": "Bearer k"})
     got = [connections.send(server.url, "GET", f"/r{i}", None, {}) for i in range(4)]
     assert got == [(200, b"hello"), (200, b"abcde"), (204, b""), (201, b"ok")]
     assert connections.send(server.url, "POST", "/w", b"{}", {"X-B": "2"}) == (200, b"to the end")
@@ -268,11 +269,11 @@ def test_an_answer_that_is_not_http_1_1_breaks_the_call(
     servers.append(server)
     good = Canned(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(HEADS), HEADS))
     servers.append(good)
-    connections = Connections(5.0, {})
+    connections = Connections(scaled(5), {})
     with pytest.raises(Exception) as failed:
         connections.send(server.url, "GET", "/r", None, {})
     assert type(failed.value).__name__ == "Broken"
-    with Client([server.url, good.url], "bm_k_s", retries=2, timeout=5) as client:
+    with Client([server.url, good.url], "bm_k_s", retries=2, timeout=scaled(5)) as client:
         assert client.heads() == {"t1": "u1"}  # the preferred worker twice, then the next
         assert client.failovers == 1
     connections.close()
@@ -287,7 +288,7 @@ def test_a_request_that_would_split_is_refused_before_sending(
 ) -> None:
     server = Canned(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
     servers.append(server)
-    connections = Connections(5.0, {})
+    connections = Connections(scaled(5), {})
     with pytest.raises(InvalidInput):
         connections.send(server.url, "GET", target, None, headers)
     assert connections.send(server.url, "GET", "/ok", None, {}) == (200, b"")
@@ -304,7 +305,7 @@ def test_a_large_answer_is_read_whole(servers: list[Scripted | Canned]) -> None:
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%s0\r\n\r\n" % chunks,
     )
     servers.append(server)
-    connections = Connections(5.0, {})
+    connections = Connections(scaled(5), {})
     assert connections.send(server.url, "GET", "/a", None, {}) == (200, body)
     assert connections.send(server.url, "GET", "/b", None, {}) == (200, body)
     assert server.connections == 1
@@ -331,7 +332,7 @@ def test_a_connection_its_answer_left_unusable_is_not_reused(
     """The next request opens another connection."""
     server = Canned(first, b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nyes")
     servers.append(server)
-    connections = Connections(5.0, {})
+    connections = Connections(scaled(5), {})
     assert connections.send(server.url, "GET", "/a", None, {}) == got
     assert connections.send(server.url, "GET", "/b", None, {}) == (200, b"yes")
     assert server.connections == 2

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from timing import deadline, scaled
+
 ROOT = Path(__file__).parent.parent
 README = ROOT / "README.md"
 SKIP = re.compile(r"<!-- docs-test: skip \((.+?)\) -->")
@@ -95,12 +97,12 @@ def free_port() -> int:
 
 
 def wait_for(port: int, server: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    until = deadline(60)
+    while time.monotonic() < until:
         if server.poll() is not None:
             raise AssertionError(f"branchmem serve exited with {server.returncode}")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=scaled(10)):
                 return
         except OSError:
             time.sleep(0.2)
@@ -134,7 +136,7 @@ class Reader:
             script = f'{line}\nprintf %s "${exported.group(1)}"' if exported else line
             done = subprocess.run(
                 ["bash", "-c", f"set -e -o pipefail\n{script}"], cwd=self.folder, env=self.env,
-                capture_output=True, text=True, timeout=120,
+                capture_output=True, text=True, timeout=scaled(120),
             )  # fmt: skip
             assert done.returncode == 0, (line, done.stdout, done.stderr)
             assert "Traceback" not in done.stderr, (line, done.stderr)
@@ -156,14 +158,14 @@ class Reader:
     def python(self, code: str) -> None:
         done = subprocess.run(
             [sys.executable, "-c", with_checks(code)], cwd=self.folder, env=self.env,
-            capture_output=True, text=True, timeout=120,
+            capture_output=True, text=True, timeout=scaled(120),
         )  # fmt: skip
         assert done.returncode == 0, (code, done.stdout, done.stderr)
 
     def close(self) -> None:
         for server in self.servers:
             os.killpg(server.pid, signal.SIGTERM)
-            server.wait(timeout=30)
+            server.wait(timeout=scaled(30))
 
 
 def test_the_checks_compare_what_the_comment_claims() -> None:

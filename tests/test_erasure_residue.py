@@ -22,6 +22,7 @@ import pytest
 from branchmem import Memory
 from branchmem.store import CleanupPending
 from branchmem.testing import chengdu
+from timing import scaled
 
 MARKER = "QX-erased-7c1d"
 
@@ -166,13 +167,13 @@ def test_the_service_empties_the_wal_once_a_reader_lets_go(tmp_path: Path) -> No
             assert answer.status_code == 200, answer.text
             assert file_hits(path, MARKER)["served.db-wal"] > 0  # what the reader pins
             cleanup = app.state.cleanup
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + scaled(5)
             while cleanup.pending is None and time.monotonic() < deadline:
                 time.sleep(0.02)
             assert "read transaction" in (cleanup.pending or ""), cleanup.pending  # retrying
             reader.execute("COMMIT")
             reader.close()
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + scaled(10)
             while cleanup.pending is not None and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert file_hits(path, MARKER) == {

@@ -22,6 +22,7 @@ from branchmem.server import KeyRing, create_app
 from branchmem.server.explorer import LocalSession
 from branchmem.testing.conformance import chengdu
 from test_server_harness import free_port
+from timing import deadline, scaled
 
 
 @pytest.fixture
@@ -134,18 +135,20 @@ def test_serve_prints_a_link_that_opens_the_explorer(tmp_path: Path) -> None:
         line = serve.stderr.readline()
         match = re.fullmatch(rf"explorer: (http://127\.0\.0\.1:{port}/ui)#token=(\S+)\n", line)
         assert match, line
-        deadline = time.monotonic() + 30
+        until = deadline(30)
         while True:
             try:
                 answer = httpx.get(
-                    f"http://127.0.0.1:{port}/v1/ns/default/trees", headers=bearer(match[2])
+                    f"http://127.0.0.1:{port}/v1/ns/default/trees",
+                    headers=bearer(match[2]),
+                    timeout=scaled(10),
                 )
                 break
             except httpx.TransportError:
-                assert time.monotonic() < deadline, "the server did not start"
+                assert time.monotonic() < until, "the server did not start"
                 time.sleep(0.2)
         assert answer.status_code == 200
-        assert httpx.get(match[1]).status_code == 200
+        assert httpx.get(match[1], timeout=scaled(10)).status_code == 200
     finally:
         serve.terminate()
-        serve.wait(timeout=20)
+        serve.wait(timeout=scaled(20))

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from timing import scaled
+
 CASES = [
     ("langgraph", "import branchmem.integrations.langgraph", "langgraph"),
     ("langchain_core", "import branchmem.integrations.langgraph", "langgraph"),
@@ -39,7 +41,7 @@ def import_without(module: str, code: str) -> subprocess.CompletedProcess[str]:
         "    print(type(error).__name__, error, sep='|')\n"
     )
     return subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=scaled(120)
     )
 
 

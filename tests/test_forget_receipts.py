@@ -26,6 +26,7 @@ from branchmem.receipt import WINDOW, Receipt
 from branchmem.store import CleanupPending
 from branchmem.testing import chengdu
 from test_erasure_residue import MARKER, file_hits, pg_hits
+from timing import scaled
 
 
 def write_marked(mem: Memory) -> None:
@@ -233,7 +234,7 @@ def test_the_service_finishes_a_forget_that_a_reader_held_up(tmp_path: Path) -> 
             assert held.status_code == 200 and not held.json()["ok"], held.text
             reader.execute("COMMIT")
             reader.close()
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + scaled(10)
             while sum(file_hits(path, MARKER).values()) and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert sum(file_hits(path, MARKER).values()) == 0

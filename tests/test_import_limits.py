@@ -25,6 +25,7 @@ import pytest
 from branchmem import InvalidInput, Memory, NotFoundError
 from branchmem.errors import TooLarge
 from branchmem.importers import ImportLimits, ImportTooLarge, load
+from timing import scaled
 
 MIB = 1 << 20
 T = TypeVar("T")
@@ -245,7 +246,7 @@ def run_measured(*args: str) -> tuple[int, int, str]:
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     done = subprocess.run(
         [sys.executable, "-c", MEASURE, sys.executable, "-m", "branchmem.cli", *args],
-        capture_output=True, text=True, env=env, timeout=300,
+        capture_output=True, text=True, env=env, timeout=scaled(300),
     )  # fmt: skip
     code, peak = done.stdout.split()
     return int(code), int(peak), done.stderr
@@ -360,7 +361,7 @@ def test_a_killed_import_leaves_each_conversation_whole_or_absent(
         if line.strip() == "done" or int(line) >= KILL_AFTER:
             break
     child.send_signal(signal.SIGKILL)
-    child.wait(timeout=60)
+    child.wait(timeout=scaled(60))
     assert child.returncode == -signal.SIGKILL, "the import ended before it could be killed"
 
     memory = Memory.open(db)

@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 
 from branchmem import Memory
 from branchmem.importers import ImportFormatError, ImportLimits, ImportTooLarge, load
+from timing import deadline, scaled
 
 MIB = 1 << 20
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -231,7 +232,7 @@ def test_load_refuses_the_empty_objects_payload_with_flat_memory(payload: Path) 
         pytest.skip("peak RSS is read from /proc")
     done = subprocess.run(
         [sys.executable, "-c", LOADER, str(payload)],
-        capture_output=True, text=True, env=ENV, timeout=300,
+        capture_output=True, text=True, env=ENV, timeout=scaled(300),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     outcome = json.loads(done.stdout)
@@ -257,7 +258,7 @@ def test_the_cli_refuses_it_in_one_line_and_writes_nothing(payload: Path, tmp_pa
     done = subprocess.run(
         [sys.executable, "-c", MEASURE, sys.executable, "-m", "branchmem.cli",
          "import", str(payload), "--db", str(db)],
-        capture_output=True, text=True, env=ENV, timeout=300,
+        capture_output=True, text=True, env=ENV, timeout=scaled(300),
     )  # fmt: skip
     code, peak = (int(part) for part in done.stdout.split())
     assert code == 1, done.stderr
@@ -302,20 +303,20 @@ def server(tmp_path: Path) -> Iterator[tuple[str, int]]:
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
+        until = deadline(60)
         while True:
             try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                with socket.create_connection(("127.0.0.1", port), timeout=scaled(10)):
                     break
             except OSError:
-                if child.poll() is not None or time.monotonic() > deadline:
+                if child.poll() is not None or time.monotonic() > until:
                     assert child.stderr is not None
                     raise AssertionError(f"no server: {child.stderr.read()}") from None
                 time.sleep(0.2)
         yield f"http://127.0.0.1:{port}", child.pid
     finally:
         child.terminate()
-        child.wait(timeout=30)
+        child.wait(timeout=scaled(30))
 
 
 def test_the_service_refuses_it_alone_and_six_at_once_with_bounded_memory(
@@ -332,7 +333,7 @@ def test_the_service_refuses_it_alone_and_six_at_once_with_bounded_memory(
             params={"filename": "export.zip"},
             content=body,
             headers={"Content-Type": "application/octet-stream"},
-            timeout=300,
+            timeout=scaled(300),
         )
 
     started = _peak_rss(pid)
@@ -351,7 +352,7 @@ def test_the_service_refuses_it_alone_and_six_at_once_with_bounded_memory(
         assert problem["code"] == "too_large", problem
         assert "max_conversation_values" in problem["detail"], problem
         assert "conversations.json" in problem["detail"] and "--max-import" in problem["detail"]
-    assert httpx.get(f"{url}/v1/ns/default/trees").json()["items"] == []
+    assert httpx.get(f"{url}/v1/ns/default/trees", timeout=scaled(10)).json()["items"] == []
     # before the cap: +414 MB for one upload, +1.24 GB for six
     assert alone - started < 64 * MIB, f"one upload: +{(alone - started) / MIB:.0f} MiB"
     assert together - started < 192 * MIB, f"six uploads: +{(together - started) / MIB:.0f} MiB"

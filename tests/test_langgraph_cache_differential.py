@@ -23,6 +23,7 @@ from langgraph.store.base import BaseStore
 
 from branchmem import ConflictError, Memory
 from branchmem.integrations.langgraph import BranchCheckpointer, BranchStore
+from branchmem.integrations.langgraph import store as langgraph_store
 from branchmem.integrations.langgraph.store import item_key
 
 KEYS = 12  # more candidates than 10: ids "10", "11" sort before "2"
@@ -175,12 +176,25 @@ def test_a_write_by_another_memory_on_the_same_database_is_seen(tmp_path: Path) 
     theirs.close()
 
 
+class Clock:
+    """The store's wall clock (``time.time`` in ``store.py``), moved by the test alone: a
+    60 ms TTL does not run out between two calls on a loaded machine."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def time(self) -> float:
+        return self.now
+
+
 @pytest.mark.parametrize("backend", ["memory", "sqlite"])
 def test_an_item_leaves_cached_search_when_it_expires_without_a_write(
-    backend: str, tmp_path: Path
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The cached candidates are kept until the earliest expiry among them, or until a TTL
     assignment may expire or revive one: no write is needed to drop an expired item."""
+    clock = Clock()
+    monkeypatch.setattr(langgraph_store, "time", clock)
     memory = open_memory(backend, tmp_path)
     store = BranchStore(memory)
     graph = StateGraph(Turn)
@@ -194,13 +208,13 @@ def test_an_item_leaves_cached_search_when_it_expires_without_a_write(
     view.put(("n",), "short", {"text": "cat"}, ttl=0.001)  # 60 ms
     view.put(("n",), "long", {"text": "cat dog"}, ttl=10.0)
     assert {i.key for i in view.search(("n",), query="cat")} == {"short", "long"}
-    time.sleep(0.1)
+    clock.now += 0.1
     assert [i.key for i in view.search(("n",), query="cat")] == ["long"]
     record = memory.current(item_key(("n",), "long"), view._place().anchor, cross_tree=True)
     assert record is not None
-    view._refreshed[(record.id, record.revision)] = time.time() - 60.0  # expired now
+    view._refreshed[(record.id, record.revision)] = clock.now - 60.0  # expired now
     assert view.search(("n",), query="cat") == []
-    view._refreshed[(record.id, record.revision)] = time.time() + 60.0  # revived
+    view._refreshed[(record.id, record.revision)] = clock.now + 60.0  # revived
     assert [i.key for i in view.search(("n",), query="cat")] == ["long"]
     memory.close()
 

@@ -24,9 +24,11 @@ from langgraph.store.base import BaseStore
 
 from branchmem import InvalidInput, Memory
 from branchmem.integrations.langgraph import BranchCheckpointer, BranchStore
+from branchmem.integrations.langgraph import store as langgraph_store
 from branchmem.integrations.langgraph.mapping import thread_event_id
 from branchmem.store.inmemory import InMemoryStore as InMemoryBackend
 from branchmem.testing.differential import index_reads
+from timing import deadline
 
 NS = ("agent", "u1")
 
@@ -295,13 +297,26 @@ def test_currents_is_current_of_every_key(
     assert shown > len(events)  # not a comparison of empty answers
 
 
-def test_uncached_reads_hide_expired_items(tmp_path: Path) -> None:
+class Clock:
+    """The store's wall clock (``time.time`` in ``store.py``), moved by the test alone: a
+    60 ms TTL does not run out between two calls on a loaded machine."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def time(self) -> float:
+        return self.now
+
+
+def test_uncached_reads_hide_expired_items(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Over SQLite (no read cache) an expired item was still found by search."""
+    clock = Clock()
+    monkeypatch.setattr(langgraph_store, "time", clock)
     memory = Memory.open(tmp_path / "m.db")
     store = BranchStore(memory).at(thread_head(memory, "a"))
     store.put(NS, "k", {"v": 1}, ttl=0.001)  # 60 ms
     assert len(store.search(NS)) == 1
-    time.sleep(0.1)
+    clock.now += 0.1
     assert store.search(NS) == [] and store.get(NS, "k") is None
     memory.close()
 
@@ -364,8 +379,8 @@ class HeldStore(BranchStore):
 
     def _batch(self, ops: list[Any]) -> list[Any]:
         if not self.sizes:
-            deadline = time.monotonic() + 10
-            while len(self._joining) < self.callers and time.monotonic() < deadline:
+            until = deadline(10)
+            while len(self._joining) < self.callers and time.monotonic() < until:
                 time.sleep(0.001)
         self.sizes.append(len(ops))
         return super()._batch(ops)

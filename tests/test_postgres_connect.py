@@ -21,10 +21,13 @@ import pytest
 
 from branchmem import Memory
 from branchmem.errors import MissingExtra, StorageError
+from timing import bound, deadline, scaled
 
 pytest_plugins = ["pg"]  # the pg_dsn fixture (a no-op when conftest.py already loads it)
 
-BOUND_S = 10.0  # generous for a shared CI machine; docs/scaling.md gives the measured figure
+# generous for a shared CI machine (docs/scaling.md gives the measured figure), more on a loaded
+# one, and under the 30 s a pool waits for a connection, which the tests tell apart
+BOUND_S = 10.0
 SRC = Path(__file__).resolve().parent.parent / "src"
 
 
@@ -72,8 +75,8 @@ def password_role(pg_dsn: str) -> Iterator[str]:
             str(params.get("dbname") or "postgres"),
         )
         try:
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:  # the postmaster reloads the file on a signal
+            until = deadline(10)
+            while time.monotonic() < until:  # the postmaster reloads the file on a signal
                 try:
                     psycopg.connect(url).close()
                 except psycopg.OperationalError as error:
@@ -115,7 +118,7 @@ def test_a_failed_connection_raises_its_cause_at_once(
     assert cause in message
     assert message.startswith("cannot connect to postgresql://")
     assert "\n" not in message and "wrong" not in message  # one line, no password
-    assert elapsed < BOUND_S, f"{case}: {elapsed:.1f} s"
+    assert elapsed < bound(BOUND_S, 25), f"{case}: {elapsed:.1f} s"
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -134,7 +137,7 @@ def test_the_cli_prints_one_line_naming_the_cause(
     assert len(lines) == 1, captured.err  # no pool warnings, no traceback
     assert lines[0].startswith("branchmem: cannot connect to postgresql://")
     assert cause in lines[0]
-    assert elapsed < BOUND_S, f"{case}: {elapsed:.1f} s"
+    assert elapsed < bound(BOUND_S, 25), f"{case}: {elapsed:.1f} s"
 
 
 def test_a_server_that_never_answers_is_given_up_after_the_connect_timeout() -> None:
@@ -147,7 +150,7 @@ def test_a_server_that_never_answers_is_given_up_after_the_connect_timeout() -> 
         with pytest.raises(StorageError, match="connection timeout expired"):
             Memory.open(f"postgresql://postgres@127.0.0.1:{port}/postgres")
         elapsed = time.monotonic() - started
-    assert elapsed < BOUND_S, f"{elapsed:.1f} s"  # the default connect_timeout: 5 s
+    assert elapsed < bound(BOUND_S, 25), f"{elapsed:.1f} s"  # the default connect_timeout: 5 s
 
 
 BASE_INSTALL = """
@@ -171,7 +174,7 @@ def test_the_base_install_names_the_postgres_extra() -> None:
         capture_output=True,
         text=True,
         env=environment,
-        timeout=120,
+        timeout=scaled(120),
     )
     assert done.returncode == 1, done.stderr
     assert done.stdout.split() == ["MissingExtra", "postgres", "True"]

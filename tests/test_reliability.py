@@ -35,6 +35,7 @@ from branchmem.engine import views
 from branchmem.testing import Oracle, apply, compare, random_history
 from branchmem.visibility import Decision
 from reliability_worker import Op, perform
+from timing import scaled
 
 SCALED = bool(os.environ.get("BRANCHMEM_BENCH_SCALE"))
 SCALE = int(os.environ.get("BRANCHMEM_BENCH_SCALE") or 1)
@@ -74,13 +75,14 @@ class Child:
         self.ready.set()  # the process ended: wake anyone waiting
 
     def wait_ready(self, timeout: float = 60.0) -> None:
-        assert self.ready.wait(timeout), "worker did not start"
+        assert self.ready.wait(scaled(timeout)), "worker did not start"
         if self.process.poll() is not None and b"ready" not in b"".join(self.chunks):
             raise AssertionError(f"worker failed to start: {self.stderr()}")
 
     def finish(self, timeout: float) -> str:
-        self.process.wait(timeout)
-        self.reader.join(timeout)
+        """The transcript, once the process has ended (``timeout``: as on an idle machine)."""
+        self.process.wait(scaled(timeout))
+        self.reader.join(scaled(timeout))
         return b"".join(self.chunks).decode()
 
     def stderr(self) -> str:
@@ -271,10 +273,13 @@ def assert_no_partial_write(path: Path) -> None:
             )
             == 0
         )
+        # every audit entry names its ids (NOT IN a list SQLite builds once: the same
+        # question as NOT EXISTS, which searched audit_ids by namespace alone for every entry,
+        # ~6 s a check on the 20th generation)
         assert (
             one(
-                "SELECT COUNT(*) FROM audit a WHERE NOT EXISTS (SELECT 1 FROM audit_ids i "
-                "WHERE i.namespace = a.namespace AND i.seq = a.seq)"
+                "SELECT COUNT(*) FROM audit a WHERE (a.namespace, a.seq) NOT IN "
+                "(SELECT namespace, seq FROM audit_ids)"
             )
             == 0
         )

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from timing import scaled
+
 pytest.importorskip("uvicorn", reason="the service needs the 'server' extra")
 pytest.importorskip("httpx", reason="the client needs the 'client' extra")
 
@@ -26,7 +28,7 @@ def small_run(out: Path, *options: str) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
         [sys.executable, str(BENCH), "--records", "150", "--rounds", "30", "--warmup", "5",
          *options, "--out", str(out)],
-        capture_output=True, text=True, timeout=300, env=env,
+        capture_output=True, text=True, timeout=scaled(300), env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     return done

@@ -25,6 +25,7 @@ from branchmem import Memory
 from branchmem.server import KeyRing, create_app, keys
 from branchmem.server.direct import reads, reads_by_last_segment
 from branchmem.testing.conformance import chengdu
+from timing import scaled
 
 NS = "/v1/ns/default"
 
@@ -189,7 +190,7 @@ def test_a_read_while_a_write_holds_the_store_waits_in_a_thread(pair: Pair) -> N
             time.sleep(0.2)
             assert answered == []  # it cannot be answered while the lock is held
             assert client.get("/healthz").status_code == 200  # and the loop still serves
-        reader.join(timeout=10)
+        reader.join(timeout=scaled(10))
     assert answered == [200]
 
 

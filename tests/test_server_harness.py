@@ -16,6 +16,8 @@ from typing import Any
 
 import uvicorn
 
+from timing import deadline, scaled
+
 Scope = MutableMapping[str, Any]
 App = Callable[[Scope, Any, Any], Awaitable[None]]
 
@@ -70,9 +72,9 @@ class LiveService:
 
     def start(self) -> LiveService:
         self.thread.start()
-        deadline = time.monotonic() + 20
+        until = deadline(20)
         while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
+            if time.monotonic() > until or not self.thread.is_alive():
                 raise RuntimeError("uvicorn did not start")
             time.sleep(0.01)
         return self
@@ -87,4 +89,4 @@ class LiveService:
 
     def stop(self) -> None:
         self.server.should_exit = True
-        self.thread.join(timeout=10)
+        self.thread.join(timeout=scaled(10))

@@ -21,6 +21,7 @@ from branchmem.server.keys import (
     ApiKey,
     KeyRing,
 )
+from timing import scaled
 
 
 class Clock:
@@ -51,7 +52,7 @@ def memory() -> Memory:
 
 def settle(ring: KeyRing) -> None:
     assert isinstance(ring.refresher, Refresher)
-    wait(ring.refresher.given, timeout=30)
+    wait(ring.refresher.given, timeout=scaled(30))
 
 
 def ring_on(memory: Memory, clock: Clock) -> KeyRing:
@@ -225,14 +226,14 @@ def test_while_a_write_holds_the_store_the_read_waits_in_a_thread_not_on_the_loo
         assert asyncio.run(request()) == []
     finally:
         release.set()
-        writer.join(30)
+        writer.join(scaled(30))
     assert len(readers) == 1 and readers[0] != threading.get_ident()
     refresher.shutdown()
 
 
 def test_asked_off_the_loop_the_read_runs_in_a_thread(memory: Memory) -> None:
     refresher = AfterTheAnswer(memory)
-    assert refresher.submit(threading.get_ident).result(timeout=30) != threading.get_ident()
+    assert refresher.submit(threading.get_ident).result(timeout=scaled(30)) != threading.get_ident()
     refresher.shutdown()
     with pytest.raises(RuntimeError):  # the ring then leaves the request to the store
         refresher.submit(threading.get_ident)

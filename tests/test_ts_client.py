@@ -28,6 +28,7 @@ import pytest
 
 from branchmem import Memory
 from branchmem.server.problems import STATUS
+from timing import deadline, scaled
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "clients" / "typescript"
@@ -135,7 +136,9 @@ def node_or_skip() -> str:
 
 
 def run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(argv, cwd=PACKAGE, capture_output=True, text=True, timeout=300, **kwargs)
+    done = subprocess.run(
+        argv, cwd=PACKAGE, capture_output=True, text=True, timeout=scaled(300), **kwargs
+    )
     assert done.returncode == 0, f"{shlex.join(argv)}\n{done.stdout[-4000:]}{done.stderr[-4000:]}"
     return done
 
@@ -172,21 +175,21 @@ def test_the_client_against_a_running_server_on_the_chengdu_story(tmp_path: Path
     try:
         import httpx
 
-        deadline = time.monotonic() + 30
+        until = deadline(30)
         while True:
             try:
-                if httpx.get(url + "/healthz").status_code == 200:
+                if httpx.get(url + "/healthz", timeout=scaled(10)).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
-            assert serve.poll() is None and time.monotonic() < deadline, "serve did not start"
+            assert serve.poll() is None and time.monotonic() < until, "serve did not start"
             time.sleep(0.2)
         env = {**os.environ, "BRANCHMEM_URL": url, "BRANCHMEM_API_KEY": key}
         env["BRANCHMEM_NAMESPACE"] = "story"
         done = run([node, "--test", "--test-reporter=tap", "test/"], env=env)
     finally:
         serve.terminate()
-        serve.wait(timeout=20)
+        serve.wait(timeout=scaled(20))
     summary = dict(re.findall(r"^# (pass|fail|skipped) (\d+)$", done.stdout, re.M))
     assert summary.get("fail") == "0" and summary.get("skipped") == "0", done.stdout[-2000:]
     written = "".join(p.read_text("utf-8") for p in (PACKAGE / "test").glob("*.test.mjs"))
