@@ -318,7 +318,7 @@ def test_a_store_migrated_from_before_the_key_index_reads_keys_the_same(tmp_path
         for table in ("key_frontiers", "tree_keys", "unkeyed_frontiers"):  # 5 and 6
             db.execute(f"DROP TABLE {table}")  # retraction_targets came before, with 4
         db.execute("ALTER TABLE events DROP COLUMN tokens")  # and 8
-        db.execute("DROP INDEX events_by_tree")  # and 9
+        db.execute("DROP INDEX events_tree_starts")  # and 9
         db.execute("DELETE FROM branchmem_schema WHERE version >= ?", (KEYED_READS_VERSION,))
     assert MIGRATIONS[KEYED_READS_VERSION - 1][0].lstrip().startswith("CREATE TABLE key_frontiers")
     with Memory.open(path, migrate=True) as mem:

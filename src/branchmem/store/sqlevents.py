@@ -210,11 +210,17 @@ class SQLEvents(SQLSession):
                 f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? ORDER BY seq",
                 (namespace,),
             )
-        else:
+        else:  # down from where the tree starts: a child is in its parent's tree
+            columns = ", ".join("e." + c for c in codec.EVENT_COLUMNS.split(", "))
             rows = self._all(
-                f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? AND tree = ? "
-                "ORDER BY seq",
-                (namespace, tree),
+                "WITH RECURSIVE below(id) AS ("
+                "SELECT id FROM events WHERE namespace = ? AND tree = ? "
+                "AND (parent IS NULL OR attached = 0) "
+                "UNION SELECT c.id FROM events c JOIN below b "
+                "ON c.namespace = ? AND c.parent = b.id) "
+                f"SELECT {columns} FROM below b JOIN events e ON e.namespace = ? "
+                "AND e.id = b.id WHERE e.tree = ? ORDER BY e.seq",
+                (namespace, tree, namespace, namespace, tree),
             )
         return (codec.event_node(row) for row in rows)
 

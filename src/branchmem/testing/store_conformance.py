@@ -318,6 +318,40 @@ class StoreConformance:
         finally:
             mem.close()
 
+    def test_a_trees_events_are_every_event_placed_in_it(self) -> None:
+        """``iter_events(namespace, tree)``: every event whose tree is ``tree`` and no other,
+        in arrival order: its root's descendants, a second root named into the same tree,
+        events waiting for a parent not written yet (and their children), an event whose
+        parent arrives later; a SQL store finds them by walking down from where the tree
+        starts, so each kind of start is here."""
+        store = self.make_store()
+        mem = Memory(store=store)
+        try:
+            mem.add_event("r1", tree="t", content="the first root")
+            mem.add_event("c1", "r1", content="a child")
+            mem.add_event("c2", "c1", content="a grandchild")
+            mem.add_event("r2", tree="t", content="a second root in the same tree")
+            mem.add_event("w1", "late", tree="t", content="waits for 'late'")
+            mem.add_event("w2", "w1", content="below the waiting one")
+            mem.add_event("o1", content="another tree")
+            mem.add_event("o2", "o1", content="below it")
+            mem.add_event("x1", "unknown", content="waiting, its tree unknown")
+            mem.add_event("v1", "never", tree="t", content="waits for good, in tree t")
+            mem.add_event("v2", "v1", content="below it, waiting too")
+            mem.add_event("late", "c2", content="arrives after its child")
+            for namespace in ("default", "other"):  # the same ids elsewhere change nothing
+                if namespace == "other":
+                    mem.add_event("r1", tree="t", content="x", namespace="other")
+                    mem.add_event("z", "r1", content="x", namespace="other")
+                found = [node.id for node in store.iter_events("default", "t")]
+                everything = list(store.iter_events("default"))
+                assert found == [n.id for n in everything if n.tree == "t"], found
+            assert set(found) == {"r1", "c1", "c2", "r2", "w1", "w2", "late", "v1", "v2"}
+            assert [n.id for n in store.iter_events("default", "o1")] == ["o1", "o2"]
+            assert list(store.iter_events("default", "nope")) == []
+        finally:
+            mem.close()
+
     def test_namespaces_do_not_answer_for_each_other(self) -> None:
         store = self.make_store()
         mem = Memory(store=store)
