@@ -13,6 +13,8 @@ from typing import Any, TypedDict
 
 import pytest
 
+from timing import Clock
+
 pytest.importorskip("langgraph")
 
 from langchain_core.runnables import RunnableConfig
@@ -174,17 +176,6 @@ def test_a_write_by_another_memory_on_the_same_database_is_seen(tmp_path: Path) 
     assert mine.get(("n",), "a") is None
     ours.close()
     theirs.close()
-
-
-class Clock:
-    """The store's wall clock (``time.time`` in ``store.py``), moved by the test alone: a
-    60 ms TTL does not run out between two calls on a loaded machine."""
-
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def time(self) -> float:
-        return self.now
 
 
 @pytest.mark.parametrize("backend", ["memory", "sqlite"])

@@ -28,7 +28,7 @@ from branchmem.integrations.langgraph import store as langgraph_store
 from branchmem.integrations.langgraph.mapping import thread_event_id
 from branchmem.store.inmemory import InMemoryStore as InMemoryBackend
 from branchmem.testing.differential import index_reads
-from timing import deadline
+from timing import Clock, deadline
 
 NS = ("agent", "u1")
 
@@ -295,17 +295,6 @@ def test_currents_is_current_of_every_key(
     assert memory._currents("r0", prefix="k", cross_tree=cross_tree) is None
     memory.close()
     assert shown > len(events)  # not a comparison of empty answers
-
-
-class Clock:
-    """The store's wall clock (``time.time`` in ``store.py``), moved by the test alone: a
-    60 ms TTL does not run out between two calls on a loaded machine."""
-
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def time(self) -> float:
-        return self.now
 
 
 def test_uncached_reads_hide_expired_items(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

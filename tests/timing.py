@@ -60,3 +60,14 @@ def wait_until(ready: Callable[[], object], seconds: float = FLOOR, what: str = 
         if time.monotonic() > limit:
             raise AssertionError(f"timed out after {budget:.0f} s waiting for {what}")
         time.sleep(POLL)
+
+
+class Clock:
+    """A store's wall clock (``time.time`` in ``store.py``), moved by the test alone: a
+    60 ms TTL does not run out between two calls on a loaded machine."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def time(self) -> float:
+        return self.now
