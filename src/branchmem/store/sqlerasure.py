@@ -66,25 +66,26 @@ class SQLErasure(SQLEraseCleanup):
         }
         records = scope.records | named
         seen: set[tuple[str, tuple[object, ...]]] = set()  # a row two lists both name
-        for table, column, ids, key in (
-            ("events", "id", scope.events, None),
-            ("revisions", "record_id", records, None),
-            ("retractions", "id", records, None),
-            ("vectors", "record_id", records, None),
-            ("key_frontiers", "record_id", records, None),
-            ("repairs", "record_id", records, (1, 2)),
-            ("repairs", "cause", gone, (1, 2)),
-            ("tree_keys", "tree", scope.trees, None),
-            ("deliveries", "session", scope.sessions, None),
-            ("audit", "seq IN (SELECT seq FROM audit_ids WHERE namespace = ? AND id", gone, (1,)),
+        audited = "seq IN (SELECT seq FROM audit_ids WHERE namespace = ? AND id IN ({}))"
+        for table, where, ids, key in (
+            ("events", "id IN ({})", scope.events, None),
+            ("revisions", "record_id IN ({})", records, None),
+            ("retractions", "id IN ({})", records, None),
+            ("vectors", "record_id IN ({})", records, None),
+            ("key_frontiers", "record_id IN ({})", records, None),
+            ("repairs", "record_id IN ({})", records, (1, 2)),
+            ("repairs", "cause IN ({})", gone, (1, 2)),
+            ("tree_keys", "tree IN ({})", scope.trees, None),
+            ("deliveries", "session IN ({})", scope.sessions, None),
+            ("audit", audited, gone, (1,)),
         ):
+            inner = (namespace,) * where.count("?")  # a subquery's own namespace
             for chunk in self._chunks(sorted(ids)):
-                marks = self._marks(len(chunk))
-                if table == "audit":
-                    where, params = f"{column} IN ({marks}))", (namespace, namespace, *chunk)
-                else:
-                    where, params = f"{column} IN ({marks})", (namespace, *chunk)
-                rows = self._all(f"SELECT * FROM {table} WHERE namespace = ? AND {where}", params)
+                rows = self._all(
+                    f"SELECT * FROM {table} WHERE namespace = ? AND "
+                    + where.format(self._marks(len(chunk))),
+                    (namespace, *inner, *chunk),
+                )
                 for row in rows:
                     if key is not None:
                         ident = (table, tuple(row[i] for i in key))
