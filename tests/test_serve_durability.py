@@ -20,7 +20,7 @@ import pytest
 
 from branchmem import Memory
 from test_ts_client import free_port
-from timing import bound, deadline, scaled
+from timing import bound, scaled, wait_until_serving
 
 pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
 httpx = pytest.importorskip("httpx")
@@ -49,15 +49,7 @@ def test_writes_acknowledged_after_a_forget_and_a_cli_command_survive_a_kill(
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}/v1/ns/default"
     try:
-        until = deadline(30)
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert server.poll() is None and time.monotonic() < until, "serve did not start"
-            time.sleep(0.05)
+        wait_until_serving(server, f"http://127.0.0.1:{port}")
         with httpx.Client(headers={"Authorization": f"Bearer {key}"}, timeout=scaled(30)) as http:
             dry = http.post(f"{url}/forget", json={"kind": "message", "id": "u1", "dry_run": True})
             assert dry.status_code == 200, dry.text

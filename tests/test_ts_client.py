@@ -20,7 +20,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ import pytest
 
 from branchmem import Memory
 from branchmem.server.problems import STATUS
-from timing import deadline, scaled
+from timing import scaled, wait_until_serving
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "clients" / "typescript"
@@ -173,17 +172,7 @@ def test_the_client_against_a_running_server_on_the_chengdu_story(tmp_path: Path
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        import httpx
-
-        until = deadline(30)
-        while True:
-            try:
-                if httpx.get(url + "/healthz", timeout=scaled(10)).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert serve.poll() is None and time.monotonic() < until, "serve did not start"
-            time.sleep(0.2)
+        wait_until_serving(serve, url)
         env = {**os.environ, "BRANCHMEM_URL": url, "BRANCHMEM_API_KEY": key}
         env["BRANCHMEM_NAMESPACE"] = "story"
         done = run([node, "--test", "--test-reporter=tap", "test/"], env=env)

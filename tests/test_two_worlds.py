@@ -18,7 +18,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ import pytest
 import two_worlds as tw
 from branchmem import Memory
 from branchmem.api.operations import operations
-from timing import scaled
+from timing import scaled, wait_until_serving
 
 pytest_plugins = ["pg"]  # the pg_dsn fixture
 
@@ -375,20 +374,6 @@ def start_world(
     return serve, {"url": f"http://127.0.0.1:{port}", "keys": keys, "key_ids": key_ids}
 
 
-def wait_until_up(serve: subprocess.Popen[bytes], url: str) -> None:
-    import httpx
-
-    deadline = time.monotonic() + scaled(30)
-    while True:
-        try:
-            if httpx.get(url + "/healthz").status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        assert serve.poll() is None and time.monotonic() < deadline, "serve did not start"
-        time.sleep(0.1)
-
-
 def compiled_client(node: str) -> Path:
     """``dist/index.js``, compiled when a source is newer (as test_ts_client.py compiles)."""
     index = PACKAGE / "dist" / "index.js"
@@ -415,7 +400,7 @@ def test_typescript_face(tmp_path: Path) -> None:
     try:
         running = []
         for n, ((serve, plan), steps) in enumerate(zip(worlds, (one, two), strict=True), 1):
-            wait_until_up(serve, plan["url"])
+            wait_until_serving(serve, plan["url"])
             file = tmp_path / f"plan{n}.json"
             body = {**plan, "steps": [ts_step(step, methods) for step in steps]}
             file.write_text(json.dumps(body), "utf-8")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from typing import Any
 
 FLOOR = 60.0  # seconds: no safety net is shorter than this
 POLL = 0.02  # seconds between two looks at a condition
@@ -71,3 +72,19 @@ class Clock:
 
     def time(self) -> float:
         return self.now
+
+
+def wait_until_serving(server: Any, url: str, seconds: float = 30) -> None:
+    """Wait until ``branchmem serve`` (``server``, a ``subprocess.Popen``) answers
+    ``url``/healthz; an ``AssertionError`` when it exits first or ``scaled(seconds)`` passes."""
+    import httpx
+
+    limit = deadline(seconds)
+    while True:
+        try:
+            if httpx.get(url + "/healthz", timeout=scaled(10)).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert server.poll() is None and time.monotonic() < limit, "serve did not start"
+        time.sleep(0.1)
