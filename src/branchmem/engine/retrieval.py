@@ -13,19 +13,32 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from ..errors import InvalidInput
-from ..model import Hit
+from ..model import RETRACTION_KIND, Hit
 from ..provenance import RevisionNode
+from ..questions import Questions
 from ..search.context import Context, Memo, assemble_context
-from ..search.embedding import hybrid_rank
-from ..search.lexical import rank
+from ..search.embedding import blend_rank, lexical_weight
+from ..search.lexical import query_terms, ranking
+from ..search.newest import WINDOW, lend, newest_first
 from ..search.tokens import TokenCounter
 from ..store.base import PathMessage
+from ..topology import EventNode
 from .asof import AsOfReader, transcript
 from .blame import citer
 from .deliveries import deliver
 from .events import PathMessages
 from .namespace import Namespace
-from .views import visible_revisions
+from .views import chosen, view, visible_revisions
+
+
+def path_depth(anchor: EventNode | None, node: RevisionNode) -> int | None:
+    """Where a visible revision's sources stand on the anchor's path: the depth of its
+    frontier in the anchor's tree (SPEC §5's path order), None with no attached anchor or
+    no frontier there (a record placed in another tree of a cross-tree view)."""
+    if anchor is None or not anchor.attached:
+        return None
+    frontier = node.gate.frontier_in(anchor.tree)
+    return None if frontier is None else frontier.depth
 
 
 def ranked(
@@ -34,17 +47,92 @@ def ranked(
     query_vector: list[float] | None,
     nodes: Mapping[str, RevisionNode],
     k: int,
+    anchor: EventNode | None = None,
+    superseded: Mapping[str, tuple[RevisionNode, str]] | None = None,
 ) -> list[tuple[str, float, str]]:
-    """(record id, score, why) of the ``k`` best of ``nodes`` for ``query``: BM25, fused
-    with cosine ranking by RRF when the query has a vector."""
+    """(record id, score, why) of the ``k`` best of ``nodes`` for ``query``: BM25 (blended
+    with cosine similarity when the query has a vector, ``embedding.blend_rank``), then
+    ``newest.newest_first``.
+    ``superseded``: superseded record id -> (its revision shown, its visible superseder):
+    scored with the candidates' statistics, each lends its lexical rank (``newest.lend``)."""
     documents = {record_id: node.content for record_id, node in nodes.items()}
+    lent = superseded or {}
+    lexical = ranking(query, documents, {old: node.content for old, (node, _) in lent.items()})
+    superseder = {old: new for old, (_, new) in lent.items()}
+    hits, matched = lend(lexical.hits, lexical.matched, superseder)
     if query_vector is None:
-        return [(h.doc_id, h.score, h.why) for h in rank(query, documents, k)]
-    keys = [(record_id, node.revision) for record_id, node in nodes.items()]
-    stored = ns.store.vectors(ns.name, keys)
-    vectors = {record_id: vector for (record_id, _), vector in stored.items()}
-    fused = hybrid_rank(query, documents, query_vector, vectors, k)
-    return [(h.doc_id, h.score, h.why) for h in fused]
+        found = [(h.doc_id, h.score, h.why) for h in hits]
+    else:
+        keys = [(record_id, node.revision) for record_id, node in nodes.items()]
+        stored = ns.store.vectors(ns.name, keys)
+        vectors = {record_id: vector for (record_id, _), vector in stored.items()}
+        fused = blend_rank(
+            query,
+            documents,
+            query_vector,
+            vectors,
+            len(documents),
+            weight=lexical_weight(ns.embedder),
+            lexical=hits,
+        )
+        found = [(h.doc_id, h.score, h.why) for h in fused]
+    depth = {doc_id: path_depth(anchor, nodes[doc_id]) for doc_id, _, _ in found[:WINDOW]}
+    order = newest_first([doc_id for doc_id, _, _ in found], depth, matched, lexical.weights)
+    by_id = {doc_id: (doc_id, score, why) for doc_id, score, why in found}
+    out: list[tuple[str, float, str]] = []
+    for placed in order[:k]:
+        doc_id, score, why = by_id[placed.record_id]
+        if placed.displaced:
+            why += f"; newest first: in the place of {placed.displaced}"
+        out.append((doc_id, score, why))
+    return out
+
+
+def supersession(
+    ns: Namespace,
+    anchor: str | None,
+    node: EventNode | None,
+    cross_tree: bool,
+    mode: str | None,
+    kind: str | None,
+    key: str | None,
+    scope: str | None,
+    as_of: int | None,
+    candidates: Mapping[str, RevisionNode],
+) -> dict[str, tuple[RevisionNode, str]]:
+    """The records superseded in this view (after the filters) that have a superseder
+    among ``candidates``: id -> (the revision shown, the superseder). An explicit supersede
+    names it (the deepest on the path when several are visible); else the key's current
+    value in the same scope. Nothing off the view's path is read as a candidate."""
+    keyed = any(n.key is not None and n.kind != RETRACTION_KIND for n in candidates.values())
+    if not keyed:  # then only an explicit supersede can lend: one bulk read says if any does
+        asked = Questions(superseded_by=frozenset(candidates))
+        if not any(ns.store.answer(ns.name, asked).superseded_by.values()):
+            return {}
+    shown = view(ns, anchor, cross_tree, mode, as_of=as_of, node=node)
+    old = {
+        d.record_id: d.revision
+        for d in chosen(shown, kind, key, scope, include_superseded=True, include_stale=False)
+        if d.superseded and d.revision is not None and d.record_id not in candidates
+    }
+    if not old:
+        return {}
+    reader = ns.store if as_of is None else AsOfReader(ns.store, ns.name, as_of)
+    explicit = reader.superseders(ns.name, list(old))
+    current = {
+        (n.scope, n.key): record_id
+        for record_id, n in candidates.items()
+        if n.key is not None and n.kind != RETRACTION_KIND
+    }
+    found: dict[str, tuple[RevisionNode, str]] = {}
+    for record_id, revision in old.items():
+        news = [new for new in explicit.get(record_id, ()) if new in candidates]
+        if news:
+            new = max(news, key=lambda n: (path_depth(node, candidates[n]) or -1, n))
+            found[record_id] = (revision, new)
+        elif revision.key is not None and (revision.scope, revision.key) in current:
+            found[record_id] = (revision, current[revision.scope, revision.key])
+    return found
 
 
 def search(
@@ -61,11 +149,19 @@ def search(
     as_of: int | None = None,
 ) -> list[Hit]:
     """The ``k`` best of the records shown at ``anchor`` (``as_of``: shown then)."""
-    nodes, _ = visible_revisions(ns, anchor, cross_tree, mode, kind, key, scope, as_of=as_of)
+    at = None if anchor is None else ns.event_node(anchor)
+    nodes, _ = visible_revisions(
+        ns, anchor, cross_tree, mode, kind, key, scope, as_of=as_of, node=at
+    )
     by_id = {node.record_id: node for node in nodes}
+    superseded = (
+        supersession(ns, anchor, at, cross_tree, mode, kind, key, scope, as_of, by_id)
+        if query_terms(query)
+        else {}
+    )
     return [
         Hit(ns.to_record(by_id[record_id]), score, why)
-        for record_id, score, why in ranked(ns, query, query_vector, by_id, k)
+        for record_id, score, why in ranked(ns, query, query_vector, by_id, k, at, superseded)
     ]
 
 
@@ -106,7 +202,12 @@ def context(
     ranking = None
     if query is not None:
         by_id = {node.record_id: node for node in nodes}
-        hits = ranked(ns, query, query_vector, by_id, max(1, len(by_id)))
+        superseded = (
+            supersession(ns, anchor, at, cross_tree, mode, None, None, None, as_of, by_id)
+            if query_terms(query)
+            else {}
+        )
+        hits = ranked(ns, query, query_vector, by_id, max(1, len(by_id)), at, superseded)
         ranking = [record_id for record_id, _, _ in hits]
     built = assemble_context(
         anchor=anchor,

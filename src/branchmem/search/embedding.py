@@ -19,9 +19,12 @@ from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
 from ..errors import EmbedderUnavailable as EmbedderUnavailable  # declared there; kept here
 from ..errors import InvalidInput
-from .lexical import check_k, rank, segments
+from .lexical import LexicalHit, check_k, rank, segments
 
 RRF_K: Final = 60
+# The lexical side's share in ``blend_rank``, fitted on the tuning split of the public corpora
+# (docs/retrieval.md "Blending"); an embedder may carry its own as ``lexical_weight``.
+LEXICAL_WEIGHT: Final = 0.7
 
 
 @runtime_checkable
@@ -215,15 +218,19 @@ def hybrid_rank(
     k: int = 10,
     *,
     rrf_k: int = RRF_K,
+    lexical: Sequence[LexicalHit] | None = None,
 ) -> list[FusedHit]:
     """Brute-force reference of hybrid search over one candidate set: the full lexical
     ranking and the full vector ranking of the candidates, fused by ``rrf``, top ``k``.
 
     Candidates without a vector (not embedded yet) take part through the lexical ranking
     only; vectors of ids outside ``documents`` are ignored (they are not candidates).
+    ``lexical``: the full lexical ranking when the caller has it (``Memory.search`` passes
+    ``lexical.ranking``'s hits after superseded records lent their rank, ``newest.lend``).
     """
     check_k(k)
-    lexical = rank(query, documents, k=len(documents))
+    if lexical is None:
+        lexical = rank(query, documents, k=len(documents))
     candidates = {doc_id: vectors[doc_id] for doc_id in documents if doc_id in vectors}
     similar = vector_rank(query_vector, candidates, k=len(candidates))
     where = {
@@ -243,3 +250,66 @@ def hybrid_rank(
         )
         for doc_id, score in fused[:k]
     ]
+
+
+def lexical_weight(embedder: object) -> float:
+    """The blend weight of the lexical side for ``embedder``: its own ``lexical_weight``
+    when it has one (fitted for it), else ``LEXICAL_WEIGHT``."""
+    weight = getattr(embedder, "lexical_weight", LEXICAL_WEIGHT)
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight <= 1:
+        raise InvalidInput(f"an embedder's lexical_weight must be in [0, 1], got {weight!r}")
+    return float(weight)
+
+
+def blend_rank(
+    query: str,
+    documents: Mapping[str, str],
+    query_vector: Sequence[float],
+    vectors: Mapping[str, Sequence[float]],
+    k: int = 10,
+    *,
+    weight: float = LEXICAL_WEIGHT,
+    lexical: Sequence[LexicalHit] | None = None,
+) -> list[FusedHit]:
+    """Hybrid search as ``Memory.search`` ranks it: a convex blend of the two scores.
+
+    lexical(d) = BM25(d) / the best BM25 among the candidates (0 for a non-match);
+    semantic(d) = max(0, (cos(d) - median) / (best - median)) over the candidates with a
+    vector (0 without one), so only the better half of the cosines counts and a query the
+    embedder cannot tell apart adds little; score = weight * lexical + (1 - weight) * semantic;
+    ties by cosine, then id (every candidate is ranked). Unlike RRF, a lexical hit is never
+    pushed below a document that only sits in the middle of the cosine ranking, so where the
+    embedder is weak lexical recall holds (docs/retrieval.md "Blending").
+    """
+    check_k(k)
+    if lexical is None:
+        lexical = rank(query, documents, k=len(documents))
+    best = max((hit.score for hit in lexical), default=0.0)
+    lexical_part = {hit.doc_id: (hit.score / best if best > 0 else 0.0, hit.why) for hit in lexical}
+    similar = {
+        doc_id: cosine(query_vector, vectors[doc_id]) for doc_id in documents if doc_id in vectors
+    }
+    semantic_part: dict[str, float] = {}
+    if similar:
+        ordered = sorted(similar.values())
+        middle = len(ordered) // 2
+        median = (
+            ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+        )
+        spread = ordered[-1] - median
+        semantic_part = {
+            doc_id: max(0.0, (value - median) / spread) if spread > 0 else 0.0
+            for doc_id, value in similar.items()
+        }
+    scored = []
+    for doc_id in documents:
+        lexical_score, why = lexical_part.get(doc_id, (0.0, ""))
+        semantic = semantic_part.get(doc_id, 0.0)
+        score = weight * lexical_score + (1.0 - weight) * semantic
+        parts = [f"lexical {lexical_score:.3f} ({why})"] if why else []
+        if doc_id in similar:
+            parts.append(f"cosine {similar[doc_id]:.4f}")
+        scored.append(FusedHit(doc_id, score, "; ".join(parts)))
+    # every candidate is ranked, as by ``vector_rank``: the rest by cosine, then id
+    scored.sort(key=lambda hit: (-hit.score, -similar.get(hit.doc_id, -2.0), hit.doc_id))
+    return scored[:k]

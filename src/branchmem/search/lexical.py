@@ -169,17 +169,26 @@ def describe(terms: Iterable[str], frequencies: Mapping[str, int]) -> str:
     return ", ".join(f"{term}×{frequencies[term]}" for term in terms if term in frequencies)
 
 
-def rank(query: str, documents: Mapping[str, str], k: int = 10) -> list[LexicalHit]:
-    """Brute-force reference ranking: the top ``k`` matching documents, best first.
+class Ranking(NamedTuple):
+    """Every matching document of one query, best first, with what the newest-first rule
+    (``newest.newest_first``) needs: the terms each matching document matches and each
+    query term's idf over the candidates."""
 
-    ``documents`` maps id to raw text and is the whole candidate set (it fixes N, the mean
-    length and the document frequencies). Returns ``min(k, number of matching documents)``
-    hits ordered by score descending, then id ascending; the input order never matters.
-    """
-    check_k(k)
+    hits: list[LexicalHit]
+    matched: dict[str, frozenset[str]]
+    weights: dict[str, float]
+
+
+def ranking(
+    query: str, documents: Mapping[str, str], also: Mapping[str, str] | None = None
+) -> Ranking:
+    """The full ranking ``rank`` cuts (same hits, same order). ``also``: more documents
+    scored with the statistics of ``documents`` (N, mean length, document frequencies), so
+    they can take part in the ranking without moving any candidate's score (a superseded
+    record lending its rank, ``newest.newest_first``); ids in both count as ``documents``."""
     terms = query_terms(query)
-    if not terms or not k:
-        return []
+    if not terms:
+        return Ranking([], {}, {})
     normalized = {doc_id: normalize(text) for doc_id, text in documents.items()}
     stats = corpus_stats(normalized.values())
     found = {doc_id: term_frequencies(terms, text) for doc_id, text in normalized.items()}
@@ -187,6 +196,11 @@ def rank(query: str, documents: Mapping[str, str], k: int = 10) -> list[LexicalH
     for frequencies in found.values():
         for term in frequencies:
             document_frequencies[term] += 1
+    extra = {
+        doc_id: normalize(text) for doc_id, text in (also or {}).items() if doc_id not in found
+    }
+    normalized.update(extra)
+    found.update((doc_id, term_frequencies(terms, text)) for doc_id, text in extra.items())
     hits = [
         LexicalHit(
             doc_id,
@@ -197,7 +211,24 @@ def rank(query: str, documents: Mapping[str, str], k: int = 10) -> list[LexicalH
         if frequencies
     ]
     hits.sort(key=lambda hit: (-hit.score, hit.doc_id))
-    return hits[:k]
+    return Ranking(
+        hits,
+        {hit.doc_id: frozenset(found[hit.doc_id]) for hit in hits},
+        {term: idf(document_frequencies[term], stats) for term in terms},
+    )
+
+
+def rank(query: str, documents: Mapping[str, str], k: int = 10) -> list[LexicalHit]:
+    """Brute-force reference ranking: the top ``k`` matching documents, best first.
+
+    ``documents`` maps id to raw text and is the whole candidate set (it fixes N, the mean
+    length and the document frequencies). Returns ``min(k, number of matching documents)``
+    hits ordered by score descending, then id ascending; the input order never matters.
+    """
+    check_k(k)
+    if not k:
+        return []
+    return ranking(query, documents).hits[:k]
 
 
 def matches(query: str, text: str) -> bool:
