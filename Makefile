@@ -57,6 +57,7 @@ bench: $(STAMP)
 	$(PY) bench/visibility.py
 	$(PY) bench/storage.py
 	$(PY) bench/search.py
+	$(PY) bench/search_visible.py
 	$(PY) bench/load.py
 	$(PY) bench/agent_history.py
 	$(PY) bench/records.py

@@ -1,0 +1,139 @@
+"""Gated search over 10k and 100k *visible* records against an ungated bm25s query over the
+same texts, side by side in one run (docs/retrieval.md "Speed").
+
+One conversation of N turns, each with one record citing it (chat-like text from
+bench/search.py's Zipf vocabulary), so every record is visible at the last turn: the worst
+case for a gated search, which ranks what the anchor sees. At each size the same queries go,
+in interleaved rounds, to ``Memory.search(query, anchor, k=10)`` (in memory, then on SQLite)
+and to a ``bm25s`` index built once over the same texts (tokenise the query, score, top 10).
+Nothing is asserted: the table prints median and p95 latency and the ratio gated / bm25s.
+
+    python bench/search_visible.py [--sizes 10000,100000] [--queries 50] [--history 0]
+
+``--history H`` first writes H more turns on an abandoned branch (not visible): the gated
+cost should not move with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from branchmem import Memory
+from search import Vocabulary
+from storage import percentile
+
+
+def grow(
+    mem: Memory, texts: list[str], history: int, rng: random.Random, vocabulary: Vocabulary
+) -> str:
+    """The main line (one record per turn) after ``history`` abandoned turns; returns the anchor."""
+    batch = 2000
+    if history:
+        mem.add_event("root")
+        side = [
+            {"id": f"x{i}", "parent": "root" if i == 0 else f"x{i - 1}", "content": "x"}
+            for i in range(history)
+        ]
+        for start in range(0, history, batch):
+            mem.add_events(side[start : start + batch])
+            mem.add_records(
+                {"id": f"xr{i}", "sources": [f"x{i}"], "content": vocabulary.text(rng)}
+                for i in range(start, min(history, start + batch))
+            )
+    first_parent = "root" if history else None
+    for start in range(0, len(texts), batch):
+        mem.add_events(
+            {"id": f"e{i}", "parent": first_parent if i == 0 else f"e{i - 1}", "content": "turn"}
+            for i in range(start, min(len(texts), start + batch))
+        )
+        mem.add_records(
+            {"id": f"r{i}", "sources": [f"e{i}"], "content": texts[i]}
+            for i in range(start, min(len(texts), start + batch))
+        )
+    return f"e{len(texts) - 1}"
+
+
+def bm25s_index(texts: list[str]) -> Any:
+    import bm25s  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+    index = bm25s.BM25()
+    index.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+    return index
+
+
+def bm25s_query(index: Any, query: str, k: int) -> list[int]:
+    import bm25s  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+    tokens = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
+    if not tokens:
+        return []
+    scores = index.get_scores(tokens)
+    top = scores.argsort()[::-1][:k]
+    return [int(i) for i in top if scores[i] > 0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--history", type=int, default=0)
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--out", type=Path, default=Path("bench/results/search_visible.json"))
+    args = parser.parse_args()
+    vocabulary = Vocabulary.make()
+    rows = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        rng = random.Random(size)
+        texts = [vocabulary.text(rng) for _ in range(size)]
+        queries = [vocabulary.query(rng) for _ in range(args.queries)]
+        index = bm25s_index(texts)
+        with tempfile.TemporaryDirectory() as folder:
+            stores = {"memory": Memory(), "sqlite": Memory.open(Path(folder) / "v.db")}
+            anchors = {
+                name: grow(mem, texts, args.history, rng, vocabulary)
+                for name, mem in stores.items()
+            }
+            times: dict[str, list[float]] = {name: [] for name in [*stores, "bm25s"]}
+            for query in queries:  # interleaved: load weighs on every side alike
+                for name, mem in stores.items():
+                    started = time.perf_counter()
+                    mem.search(query, anchors[name], k=args.k)
+                    times[name].append(time.perf_counter() - started)
+                started = time.perf_counter()
+                bm25s_query(index, query, args.k)
+                times["bm25s"].append(time.perf_counter() - started)
+            for mem in stores.values():
+                mem.close()
+        base = statistics.median(times["bm25s"])
+        for name, values in times.items():
+            row = {
+                "visible": size,
+                "history": args.history,
+                "path": name,
+                "median_ms": 1000 * statistics.median(values),
+                "p95_ms": 1000 * percentile(values, 95),
+                "ratio_to_bm25s": statistics.median(values) / base,
+            }
+            rows.append(row)
+            print(
+                f"{size:>7} visible  history {args.history:>6}  {name:<7} median"
+                f" {row['median_ms']:8.2f} ms  p95 {row['p95_ms']:8.2f} ms"
+                f"  ×{row['ratio_to_bm25s']:.1f} bm25s",
+                flush=True,
+            )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(rows, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
