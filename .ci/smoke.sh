@@ -14,7 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 JOBS=${SMOKE_JOBS:-2}
-ALL_FLAVOURS=(mem0 langgraph bench server mcp postgres client base)  # slowest installs first
+ALL_FLAVOURS=(mem0 langgraph bench server mcp postgres wordllama client base)  # slowest installs first
 if (($#)); then FLAVOURS=("$@"); else FLAVOURS=("${ALL_FLAVOURS[@]}"); fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/branchmem-smoke.XXXXXX")
@@ -63,6 +63,29 @@ except BranchmemError as error:
     print(f"{type(error).__name__}: {error}")
 else:
     print("Client constructed without httpx")
+EOF
+
+# The recommended embedder from its extra alone: weights from the wheel, no download, blended.
+cat >"$WORK/snippets/smoke_wordllama.py" <<'EOF'
+import os
+from branchmem import Memory
+from branchmem.search.embedding import WordLlamaEmbedder
+os.environ["HF_HUB_OFFLINE"] = "1"
+mem = Memory(embedder=WordLlamaEmbedder())
+mem.add_event("u1", content="I'm moving to Hangzhou next month")
+mem.add_record("f1", sources=["u1"], content="user is relocating to Hangzhou")
+mem.add_event("u2", "u1", content="I also like green tea")
+mem.add_record("f2", sources=["u2"], content="likes green tea")
+hits = mem.search("where will the user live?", "u2", k=2)
+print("best", hits[0].record.id, hits[0].why)
+EOF
+
+cat >"$WORK/snippets/smoke_wordllama_missing.py" <<'EOF'
+from branchmem.search.embedding import EmbedderUnavailable, WordLlamaEmbedder
+try:
+    WordLlamaEmbedder()
+except EmbedderUnavailable as error:
+    print(error)
 EOF
 
 cat >"$WORK/snippets/smoke_postgres.py" <<'EOF'
@@ -232,6 +255,8 @@ smoke() {
       expect "mcp names the extra" 'pip install "branchmem[mcp]"'
       check "Client without [client]" 0 "$PY" "$WORK/snippets/smoke_client_missing.py"
       expect "Client names the extra" 'pip install "branchmem[client]"'
+      check "WordLlamaEmbedder without [wordllama]" 0 "$PY" "$WORK/snippets/smoke_wordllama_missing.py"
+      expect "WordLlamaEmbedder names the extra" "pip install 'branchmem[wordllama]'"
       check "branchbench run without [bench]" 0 "$BIN/branchbench" run --split test --out "$data/bench"
       expect "branchbench prints its table" "branchmem"
       expect "branchbench table has the leak column" "leak"
@@ -267,6 +292,12 @@ smoke() {
       check "mcp: initialize, remember, recall over stdio" 0 "$PY" "$WORK/snippets/smoke_mcp_session.py" "$BIN/branchmem" "$data/agent.db"
       expect "mcp reports version $VERSION" "server branchmem $VERSION"
       expect "mcp recall finds the fact" "moving to Chengdu"
+      ;;
+    wordllama)
+      check "search blends WordLlama offline" 0 "$PY" "$WORK/snippets/smoke_wordllama.py"
+      expect "the move ranks first" "best f1"
+      OUT="$log/installed.txt"
+      if grep -qi "^torch==" "$OUT"; then record FAIL "[wordllama] does not pull torch" "$(grep -i "^torch==" "$OUT")"; else record PASS "[wordllama] does not pull torch"; fi
       ;;
     postgres)
       check "import the PostgreSQL store" 0 "$PY" "$WORK/snippets/smoke_postgres.py"

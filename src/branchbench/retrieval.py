@@ -26,7 +26,6 @@ dense embedder alone (WordLlama's static embeddings, whose weights ship inside t
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -380,6 +379,33 @@ class MemoryContext:
 
 
 @dataclass
+class PlainRank:
+    """The turns ranked as search ranked them before newest first and the blend: branchmem's
+    BM25 alone (``lexical.rank``), or with an embedder fused by RRF (``embedding.hybrid_rank``);
+    no path order, no store. What those two parts buy is this row against ``search``."""
+
+    embedder: Embedder | None = None
+    label: str = "branchmem BM25 (no newest first)"
+
+    @property
+    def name(self) -> str:
+        return self.label
+
+    def rank(self, haystack: Haystack, questions: Sequence[str], depth: int) -> list[list[str]]:
+        from branchmem.search.embedding import hybrid_rank
+        from branchmem.search.lexical import rank
+
+        documents = {d.id: d.text for d in haystack.documents}
+        if self.embedder is None:
+            return [[h.doc_id for h in rank(q, documents, depth)] for q in questions]
+        vectors = dict(zip(documents, self.embedder.embed(list(documents.values())), strict=True))
+        return [
+            [h.doc_id for h in hybrid_rank(q, documents, vector, vectors, depth)]
+            for q, vector in zip(questions, self.embedder.embed(list(questions)), strict=True)
+        ]
+
+
+@dataclass
 class Dense:
     """Every turn ranked by cosine similarity to the question (``embedding.vector_rank``,
     ties by id): an embedder with no lexical part."""
@@ -439,41 +465,15 @@ class Bm25s:
         return rankings
 
 
-class WordLlamaEmbedder:
-    """WordLlama ``l2_supercat`` static embeddings (256 dimensions), unit vectors.
+def WordLlamaEmbedder() -> Embedder:
+    """branchmem's ``WordLlamaEmbedder``, or ``RetrieverUnavailable`` naming the extra."""
+    from branchmem.search.embedding import EmbedderUnavailable
+    from branchmem.search.embedding import WordLlamaEmbedder as Packaged
 
-    The weights and the tokenizer ship inside the ``wordllama`` wheel and are loaded from
-    it with downloads disabled (its default lookup misses the shipped tokenizer and would go
-    to the hub). A text with no known token embeds to the zero vector. It is a bag of token
-    embeddings, not a transformer encoder: a cheap dense baseline, not a strong one.
-    """
-
-    model_id = "wordllama-l2-supercat-256"
-
-    def __init__(self) -> None:
-        try:
-            import wordllama  # type: ignore[import-untyped, import-not-found, unused-ignore]
-        except ImportError as error:
-            raise RetrieverUnavailable(
-                f"the dense baseline needs wordllama (pip install 'branchmem[retrieval]'): {error}"
-            ) from error
-        package = Path(wordllama.__file__).parent
-        self._model: Any = wordllama.WordLlama.load(cache_dir=package, disable_download=True)
-
-    @property
-    def dimensions(self) -> int:
-        return 256
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if not texts:
-            return []
-        rows = self._model.embed(list(texts), norm=False).tolist()
-        return [_unit(row) for row in rows]
-
-
-def _unit(vector: list[float]) -> list[float]:
-    norm = math.sqrt(math.fsum(x * x for x in vector))
-    return [x / norm for x in vector] if norm > 0 else [0.0] * len(vector)
+    try:
+        return Packaged()
+    except EmbedderUnavailable as error:
+        raise RetrieverUnavailable(str(error)) from error
 
 
 def _minilm() -> Embedder:
@@ -496,10 +496,17 @@ def _registry() -> dict[str, RetrieverFactory]:
             HashingEmbedder(), "branchmem search + HashingEmbedder"
         ),
         "search-wordllama": lambda budget: MemorySearch(
-            WordLlamaEmbedder(), "branchmem search + WordLlama"
+            WordLlamaEmbedder(), "branchmem search + WordLlama (blend; recommended)"
         ),
         "context": lambda budget: MemoryContext(
             budget, label=f"branchmem context ({budget} tokens)"
+        ),
+        "context-wordllama": lambda budget: MemoryContext(
+            budget, WordLlamaEmbedder(), f"branchmem context ({budget} tokens) + WordLlama"
+        ),
+        "bm25-plain": lambda budget: PlainRank(),
+        "rrf-wordllama": lambda budget: PlainRank(
+            WordLlamaEmbedder(), "RRF: branchmem BM25 + WordLlama (no newest first)"
         ),
         "bm25s": lambda budget: Bm25s(),
         "dense-wordllama": lambda budget: Dense(WordLlamaEmbedder(), "dense: WordLlama"),

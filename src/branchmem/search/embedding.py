@@ -143,6 +143,44 @@ class MiniLMEmbedder:
         return [[float(x) for x in row] for row in vectors]
 
 
+class WordLlamaEmbedder:
+    """WordLlama ``l2_supercat`` (256 dimensions, MIT), the ``[wordllama]`` extra: the
+    recommended embedder for ``Memory(embedder=...)``.
+
+    A static embedder trained by distillation from an LLM's token embeddings: an average of
+    token vectors, no transformer at query time, so a query costs well under a millisecond
+    on one core. The weights and the tokenizer ship inside the ``wordllama`` wheel (numpy,
+    safetensors and tokenizers; no PyTorch) and are loaded from it with downloads disabled
+    (its default lookup misses the shipped tokenizer and would go to the hub). A text with
+    no known token embeds to the zero vector. Blended with BM25 at ``lexical_weight`` 0.7,
+    fitted on the tuning split of the public corpora (docs/retrieval.md "Blending").
+    """
+
+    model_id = "wordllama-l2-supercat-256"
+    lexical_weight = LEXICAL_WEIGHT
+
+    def __init__(self) -> None:
+        try:
+            wordllama = importlib.import_module("wordllama")
+        except ImportError as error:
+            raise EmbedderUnavailable(
+                f"WordLlamaEmbedder needs wordllama (pip install 'branchmem[wordllama]'): {error}"
+            ) from error
+        package = os.path.dirname(str(wordllama.__file__))
+        self._model: Any = wordllama.WordLlama.load(cache_dir=package, disable_download=True)
+
+    @property
+    def dimensions(self) -> int:
+        return 256
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        checked = _check_texts(texts)
+        if not checked:
+            return []
+        rows = self._model.embed(checked, norm=False).tolist()
+        return [_unit([float(x) for x in row]) for row in rows]
+
+
 def _check_texts(texts: Sequence[str]) -> list[str]:
     if isinstance(texts, str):
         raise InvalidInput("embed() takes a sequence of texts, not one string")
