@@ -184,3 +184,52 @@ def test_minilm_loads_offline_and_ranks_a_paraphrase_first() -> None:
     hits = vector_rank(query, {"paraphrase": paraphrase, "unrelated": unrelated}, k=2)
     assert [hit.doc_id for hit in hits] == ["paraphrase", "unrelated"]
     assert embedder.embed([]) == []
+
+
+# -- the blend (docs/retrieval.md "Blending") ----------------------------------------------
+def test_blend_keeps_a_lexical_hit_above_a_document_only_the_embedder_half_likes() -> None:
+    from branchmem.search.embedding import blend_rank
+
+    documents = {"exact": "moving to Hangzhou", "near": "relocation", "far": "green tea"}
+    vectors = {"exact": [1.0, 0.0], "near": [0.8, 0.6], "far": [0.0, 1.0]}
+    # the query vector prefers "near"; BM25 only "exact" matches
+    hits = blend_rank("Hangzhou", documents, [0.8, 0.6], vectors, 3)
+    assert [h.doc_id for h in hits] == ["exact", "near", "far"]
+    assert hits[0].score == pytest.approx(0.7 * 1.0 + 0.3 * 0.0)  # exact's cosine is the median
+    assert hits[1].score == pytest.approx(0.3 * 1.0)
+    assert hits[2].score == 0.0  # below the median: nothing from the embedder, still ranked
+    # all weight on the embedder: the cosine order
+    assert (
+        next(
+            h.doc_id for h in blend_rank("Hangzhou", documents, [0.8, 0.6], vectors, 3, weight=0.0)
+        )
+        == "near"
+    )
+
+
+def test_an_embedder_carries_its_own_weight_and_a_bad_one_is_refused() -> None:
+    from branchmem.search.embedding import LEXICAL_WEIGHT, lexical_weight
+
+    class Tuned(HashingEmbedder):
+        lexical_weight = 0.4
+
+    class Broken(HashingEmbedder):
+        lexical_weight = 1.5
+
+    assert lexical_weight(HashingEmbedder(8)) == LEXICAL_WEIGHT
+    assert lexical_weight(Tuned(8)) == 0.4
+    with pytest.raises(InvalidInput, match="lexical_weight must be in"):
+        lexical_weight(Broken(8))
+
+
+def test_wordllama_embeds_from_the_wheel_with_downloads_off() -> None:
+    pytest.importorskip("wordllama")
+    from branchmem.search.embedding import WordLlamaEmbedder
+
+    embedder = WordLlamaEmbedder()
+    moving, relocating, tea = embedder.embed(
+        ["I'm moving to Hangzhou", "relocating to a new city", "green tea"]
+    )
+    assert len(moving) == embedder.dimensions == 256
+    assert math.isclose(math.fsum(x * x for x in moving), 1.0, rel_tol=1e-9)
+    assert cosine(moving, relocating) > cosine(moving, tea)
