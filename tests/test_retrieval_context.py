@@ -181,6 +181,10 @@ WORDS = st.sampled_from(
 )
 TEXT = st.lists(WORDS, max_size=12).map(lambda ws: " ".join(ws))
 MESSAGE_TEXT = st.one_of(TEXT, st.text(max_size=40))
+# long records of sentences, lines and fenced code, which a query-relevant record is cut from
+SENTENCE = st.tuples(TEXT, st.sampled_from([". ", "。", "！", "? ", "\n", "\n```\n", " "]))
+LONG_TEXT = st.lists(SENTENCE, max_size=16).map(lambda parts: "".join(a + b for a, b in parts))
+RECORD_TEXT = st.one_of(MESSAGE_TEXT, LONG_TEXT)
 
 
 @st.composite
@@ -192,7 +196,7 @@ def inputs(draw: st.DrawFn) -> tuple[list[Event], list[Record], str | None, int,
     records = [
         record(
             f"r{index}",  # visible() gives one revision per record
-            draw(MESSAGE_TEXT),
+            draw(RECORD_TEXT),
             key=draw(st.sampled_from([None, "city", "food"])),
             scope=draw(st.sampled_from([None, "work"])),
             kind=draw(st.sampled_from(["fact", "summary", "retraction"])),
