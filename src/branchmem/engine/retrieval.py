@@ -41,6 +41,11 @@ def path_depth(anchor: EventNode | None, node: RevisionNode) -> int | None:
     return None if frontier is None else frontier.depth
 
 
+def _place(depth: int | None) -> int:
+    """A path depth for ordering: a record with none ranks below the root (depth 0)."""
+    return -1 if depth is None else depth
+
+
 def ranked(
     ns: Namespace,
     query: str,
@@ -128,7 +133,7 @@ def supersession(
     for record_id, revision in old.items():
         news = [new for new in explicit.get(record_id, ()) if new in candidates]
         if news:
-            new = max(news, key=lambda n: (path_depth(node, candidates[n]) or -1, n))
+            new = max(news, key=lambda n: (_place(path_depth(node, candidates[n])), n))
             found[record_id] = (revision, new)
         elif revision.key is not None and (revision.scope, revision.key) in current:
             found[record_id] = (revision, current[revision.scope, revision.key])
