@@ -8,6 +8,7 @@ import math
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -233,3 +234,24 @@ def test_wordllama_embeds_from_the_wheel_with_downloads_off() -> None:
     assert len(moving) == embedder.dimensions == 256
     assert math.isclose(math.fsum(x * x for x in moving), 1.0, rel_tol=1e-9)
     assert cosine(moving, relocating) > cosine(moving, tea)
+
+
+def test_a_batch_of_records_is_embedded_in_one_call() -> None:
+    from branchmem import Memory
+
+    calls: list[int] = []
+
+    class Counting(HashingEmbedder):
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            calls.append(len(texts))
+            return super().embed(texts)
+
+    embedder = Counting(16)
+    mem = Memory(embedder=embedder)
+    mem.add_event("u1", content="hello")
+    mem.add_records(
+        [{"id": f"r{i}", "sources": ["u1"], "content": f"fact number {i}"} for i in range(6)]
+        + [{"id": "empty", "sources": ["u1"], "content": ""}]  # no text: no vector
+    )
+    assert calls == [6]
+    assert [h.record.id for h in mem.search("number 3", "u1", k=1)] == ["r3"]

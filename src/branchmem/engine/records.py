@@ -134,8 +134,7 @@ class RecordBatch:
         nodes = list(self.held.values())
         self.held.clear()
         self.ns.store.put_revisions(self.ns.name, nodes)
-        for node in nodes:
-            index(self.ns, node)
+        index(self.ns, *nodes)
 
 
 RECORD_FIELDS = frozenset(
@@ -292,10 +291,16 @@ def put_new_revision(ns: Namespace, node: RevisionNode, op: str) -> None:
     mark_stale(ns, node.record_id, REVISED)
 
 
-def index(ns: Namespace, node: RevisionNode) -> None:
-    """Store a revision's vector when an embedder is set (its text is searched where it is)."""
-    if ns.embedder is not None and node.content:
-        vector = ns.embedder.embed([node.content])[0]
+def index(ns: Namespace, *nodes: RevisionNode) -> None:
+    """Store the revisions' vectors when an embedder is set (their text is searched where it
+    is), embedded in one call: a batch of records costs the embedder one batch."""
+    written = [node for node in nodes if node.content]
+    if ns.embedder is None or not written:
+        return
+    vectors = ns.embedder.embed([node.content for node in written])
+    if len(vectors) != len(written):
+        raise InvalidInput(f"the embedder returned {len(vectors)} vectors for {len(written)} texts")
+    for node, vector in zip(written, vectors, strict=True):
         ns.store.put_vector(ns.name, (node.record_id, node.revision), vector)
 
 
