@@ -299,6 +299,14 @@ def test_cli_writes_json_and_markdown(tmp_path: Path, capsys: pytest.CaptureFixt
     assert set(metric) == {"value", "ci", "n"} and len(metric["ci"]) == 2
     # the first conversation of each corpus is a tuning one: the only split shown
     assert (tmp_path / "retrieval.md").read_text().startswith("### Tuning questions")
+    # --split held-out: the first held-out conversation of each corpus, and only its table
+    held = tmp_path / "held"
+    assert main([*argv[:2], str(held), *argv[3:], "--split", "held-out"]) == 0
+    assert (held / "retrieval.md").read_text().startswith("### Held-out questions")
+    haystacks = [
+        t["conversations"] for t in json.loads((held / "retrieval.json").read_text())["tasks"]
+    ]
+    assert haystacks == [1, 2]  # LoCoMo 47; BEAM 100K 15 and 500K 9 (each folder limited apart)
 
 
 def test_the_tuning_and_held_out_splits_partition_the_corpora() -> None:

@@ -151,9 +151,10 @@ def _parser() -> argparse.ArgumentParser:
         "retrieval",
         help="retrieval recall on the LoCoMo and BEAM corpora, every retriever side by side",
         description=(
-            "Rank the raw turns of the public corpora with branchmem search and context, BM25 "
-            "and a dense embedder; print LoCoMo evidence Recall@5/@10 and BEAM updated@k / "
-            "stale-above-update, and write retrieval.json and retrieval.md to --out."
+            "Rank the raw turns of the public corpora with branchmem search and context, BM25, "
+            "RRF and a dense embedder; print LoCoMo evidence Recall@5/@10 and BEAM updated@k, "
+            "stale-above-update and contradiction-both, held-out questions first, with "
+            "bootstrap intervals, and write retrieval.json and retrieval.md to --out."
         ),
     )
     p_ret.add_argument("--out", required=True, type=Path, help="results directory")
@@ -166,8 +167,14 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="NAME",
         help="retrievers to run, in order (default: all but dense-minilm; "
-        "known: search, search-hashing, search-wordllama, context, bm25s, dense-wordllama, "
-        "dense-minilm)",
+        "known: search, search-hashing, search-wordllama, context, context-wordllama, "
+        "bm25-plain, rrf-wordllama, bm25s, dense-wordllama, dense-minilm)",
+    )
+    p_ret.add_argument(
+        "--split",
+        choices=("all", "tuning", "held-out"),
+        default="all",
+        help="only the tuning or the held-out conversations (default: all, both reported)",
     )
     p_ret.add_argument("--budget", type=int, default=2000, help="token budget of context()")
     p_ret.add_argument("--conversations", type=int, help="only the first N of each corpus")
@@ -350,7 +357,10 @@ def cmd_retrieval(args: argparse.Namespace, console: Console) -> int:
             raise BenchError(f"--{name} must be at least 1, got {value}")
     retrievers = make_retrievers(args.retrievers or DEFAULT_RETRIEVERS, args.budget)
     tasks, skipped = load_tasks(
-        args.corpora, conversations_limit=args.conversations, questions_limit=args.questions
+        args.corpora,
+        conversations_limit=args.conversations,
+        questions_limit=args.questions,
+        split=args.split,
     )
     status = Console(stderr=True)
     report = run_retrieval(
