@@ -467,20 +467,23 @@ class Bm25s:
 
 def WordLlamaEmbedder() -> Embedder:
     """branchmem's ``WordLlamaEmbedder``, or ``RetrieverUnavailable`` naming the extra."""
-    from branchmem.search.embedding import EmbedderUnavailable
     from branchmem.search.embedding import WordLlamaEmbedder as Packaged
 
-    try:
-        return Packaged()
-    except EmbedderUnavailable as error:
-        raise RetrieverUnavailable(str(error)) from error
+    return _packaged(Packaged)
 
 
 def _minilm() -> Embedder:
-    from branchmem.search.embedding import EmbedderUnavailable, MiniLMEmbedder
+    from branchmem.search.embedding import MiniLMEmbedder
+
+    return _packaged(MiniLMEmbedder)
+
+
+def _packaged(make: Callable[[], Embedder]) -> Embedder:
+    """An embedder from its extra; a missing extra is ``RetrieverUnavailable``, named."""
+    from branchmem.search.embedding import EmbedderUnavailable
 
     try:
-        return MiniLMEmbedder()
+        return make()
     except EmbedderUnavailable as error:
         raise RetrieverUnavailable(str(error)) from error
 
