@@ -80,9 +80,19 @@ def normalize(text: str) -> str:
 def segments(text: str) -> Iterator[tuple[str, bool]]:
     """The normalised text's word-character runs, cut into CJK and other segments:
     ``(segment, is_cjk)`` in text order."""
-    for run in _WORD_RUN.findall(normalize(text)):
+    return normalized_segments(normalize(text))
+
+
+def normalized_segments(normalized_text: str) -> Iterator[tuple[str, bool]]:
+    """``segments`` of a text already normalised (not normalised again)."""
+    for run in _WORD_RUN.findall(normalized_text):
         for cjk, other in _SEGMENT.findall(run):
             yield (cjk, True) if cjk else (other, False)
+
+
+def is_cjk(term: str) -> bool:
+    """Whether a term is made of CJK letters (else of other word characters)."""
+    return _CJK_RUN.fullmatch(term) is not None
 
 
 @lru_cache(maxsize=4096)

@@ -1,0 +1,182 @@
+"""A term index over one fixed candidate set: ``lexical.ranking`` for many queries, without
+reading every candidate's text per query.
+
+``lexical`` matches a term as a substring of the normalised text. A term's characters are word
+characters of one class (CJK or not, ``lexical.query_terms``), so each occurrence lies inside
+one segment of that class (``lexical.segments``) and the count over the text is the sum of the
+counts over its segments. The index therefore keeps, per candidate:
+
+- every non-CJK segment (a "word") with how often it occurs, and a trigram map over the
+  distinct words, so a term of three or more characters finds the words containing it;
+- every CJK unigram and bigram with its non-overlapping count (``str.count``), the only CJK
+  terms a query makes.
+
+Scores are the same floats as ``lexical.bm25`` (same statistics, same operations in the same
+order), ties broken by id, so ``TermIndex.ranking`` returns ``lexical.ranking``'s hits
+(tests/test_search_terms.py compares them on random texts).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Collection, Mapping
+from typing import Final
+
+from .lexical import (
+    K1,
+    B,
+    CorpusStats,
+    LexicalHit,
+    Ranking,
+    bm25,
+    describe,
+    idf,
+    is_cjk,
+    normalize,
+    normalized_segments,
+    query_terms,
+    term_frequencies,
+)
+
+_GRAM: Final = 3  # the trigram map's gram length: the shortest non-CJK term
+_K1_PLUS_1: Final = K1 + 1.0
+
+
+class TermIndex:
+    """Postings of one candidate set (id -> text), built once and read by many queries."""
+
+    __slots__ = ("_grams", "_ids", "_norms", "_numbers", "_stats", "_trigrams", "_words")
+
+    def __init__(self, documents: Mapping[str, str]) -> None:
+        ids: list[str] = []
+        lengths: list[int] = []
+        words: dict[str, dict[int, int]] = {}
+        grams: dict[str, dict[int, int]] = {}
+        for number, (doc_id, text) in enumerate(documents.items()):
+            ids.append(doc_id)
+            normalized = normalize(text)
+            lengths.append(len(normalized))
+            for segment, cjk in normalized_segments(normalized):
+                if not cjk:
+                    postings = words.setdefault(segment, {})
+                    postings[number] = postings.get(number, 0) + 1
+                    continue
+                pairs = (segment[i : i + 2] for i in range(len(segment) - 1))
+                for gram in {*segment, *pairs}:
+                    postings = grams.setdefault(gram, {})
+                    postings[number] = postings.get(number, 0) + segment.count(gram)
+        total = sum(lengths)
+        # as ``lexical.corpus_stats`` computes them, so every float below is the same
+        self._stats = CorpusStats(len(ids), total / len(ids) if ids else 0.0)
+        average = self._stats.average_length
+        self._norms = [1.0 - B + B * (length / average if average else 0.0) for length in lengths]
+        self._ids = ids
+        self._numbers = {doc_id: number for number, doc_id in enumerate(ids)}
+        self._words = words
+        self._grams = grams
+        trigrams: dict[str, list[str]] = {}
+        for word in words:
+            for gram in {word[i : i + _GRAM] for i in range(len(word) - _GRAM + 1)}:
+                trigrams.setdefault(gram, []).append(word)
+        self._trigrams = trigrams
+
+    @property
+    def stats(self) -> CorpusStats:
+        return self._stats
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def postings(self, term: str) -> dict[int, int]:
+        """Candidate number -> occurrences of ``term`` (a query term), for those it occurs in."""
+        if is_cjk(term):
+            return self._grams.get(term, {}) if len(term) <= 2 else self._scan(term)
+        if len(term) < _GRAM:
+            return self._scan(term)
+        rarest = min(
+            (self._trigrams.get(term[i : i + _GRAM], ()) for i in range(len(term) - _GRAM + 1)),
+            key=len,
+        )
+        found: dict[int, int] = {}
+        for word in rarest:
+            times = word.count(term)
+            if times:
+                for number, count in self._words[word].items():
+                    found[number] = found.get(number, 0) + times * count
+        return found
+
+    def _scan(self, term: str) -> dict[int, int]:
+        """A term the index has no entry shape for (query_terms makes none): every word."""
+        found: dict[int, int] = {}
+        for word, postings in self._words.items():
+            times = word.count(term)
+            if times:
+                for number, count in postings.items():
+                    found[number] = found.get(number, 0) + times * count
+        return found
+
+    def ranking(
+        self,
+        query: str,
+        also: Mapping[str, str] | None = None,
+        *,
+        top: int | None = None,
+        matched_for: Collection[str] = (),
+    ) -> Ranking:
+        """``lexical.ranking(query, documents, also)`` over the indexed documents. ``top``:
+        only the best ``top`` candidates' hits (every hit of ``also`` is kept), as the first
+        ``top`` of the full ranking's candidates; ``matched`` then covers those hits and the
+        ids in ``matched_for``."""
+        terms = query_terms(query)
+        if not terms:
+            return Ranking([], {}, {})
+        stats = self._stats
+        postings = {term: self.postings(term) for term in terms}
+        frequencies = {term: len(found) for term, found in postings.items()}
+        weights = {term: idf(frequencies[term], stats) for term in terms}
+        norms = self._norms
+        scores: dict[int, float] = {}
+        for term in sorted(terms):  # bm25's order of addition, per document
+            weight = weights[term]
+            for number, tf in postings[term].items():
+                scores[number] = scores.get(number, 0.0) + weight * tf * _K1_PLUS_1 / (
+                    tf + K1 * norms[number]
+                )
+        ids = self._ids
+        if top is None or top >= len(scores):
+            best = sorted(scores.items(), key=lambda item: (-item[1], ids[item[0]]))
+        else:
+            best = heapq.nsmallest(top, scores.items(), key=lambda item: (-item[1], ids[item[0]]))
+        numbers = self._numbers
+
+        def found_in(number: int) -> dict[str, int]:
+            return {term: postings[term][number] for term in terms if number in postings[term]}
+
+        hits: list[LexicalHit] = []
+        matched: dict[str, frozenset[str]] = {}
+        for number, score in best:
+            found = found_in(number)
+            hits.append(LexicalHit(ids[number], score, describe(terms, found)))
+            matched[ids[number]] = frozenset(found)
+        for doc_id in matched_for:
+            number_of = numbers.get(doc_id)
+            if number_of is not None and doc_id not in matched:
+                found = found_in(number_of)
+                if found:
+                    matched[doc_id] = frozenset(found)
+        extra = False
+        for doc_id, text in (also or {}).items():
+            if doc_id in numbers:  # a candidate counts as one (``lexical.ranking``)
+                continue
+            normalized = normalize(text)
+            found = term_frequencies(terms, normalized)
+            if found:
+                hits.append(
+                    LexicalHit(doc_id, bm25(found, len(normalized), frequencies, stats),
+                               describe(terms, found))
+                )  # fmt: skip
+                matched[doc_id] = frozenset(found)
+                extra = True
+        if extra:
+            hits.sort(key=lambda hit: (-hit.score, hit.doc_id))
+        return Ranking(hits, matched, weights)
