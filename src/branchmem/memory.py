@@ -39,6 +39,7 @@ from .engine.namespace import Namespace
 from .engine.records import add_records as write_records
 from .engine.records import record_spec
 from .engine.telemetry import traced
+from .engine.viewcache import SearchViews
 from .errors import BranchmemError, ConflictError, InvalidInput, StorageError
 from .model import (
     ERASED,
@@ -169,6 +170,19 @@ class _Reading:
             self._lock.release()
 
 
+class _Writing:
+    """Whether a Memory has a write transaction open: an object, not a closure, so what a
+    Memory keeps leads to no module's globals (an in-memory store's residue check walks it)."""
+
+    __slots__ = ("_memory",)
+
+    def __init__(self, memory: Memory) -> None:
+        self._memory = memory
+
+    def __call__(self) -> bool:
+        return self._memory._writes > 0
+
+
 @takes_declared_docs
 class Memory:
     """Branch-aware memory over one store. Thread-safe; every public call is atomic."""
@@ -203,6 +217,8 @@ class Memory:
             None if self._store.process_local else SettledPlaces(lambda: self._writes > 0)
         )
         self._namespaces: dict[tuple[str, str | None], Namespace] = {}
+        # what searches decided, kept while nothing is committed (engine/viewcache.py)
+        self._views = SearchViews(_Writing(self))
 
     @classmethod
     def open(
@@ -347,6 +363,7 @@ class Memory:
                 self.embedder,
                 path_events_per_entry=self.path_events_per_entry,
                 places=self._places,
+                views=self._views,
             )
             if len(self._namespaces) >= NAMESPACES_KEPT:
                 self._namespaces.clear()
@@ -373,6 +390,7 @@ class Memory:
                 # bumped under the lock, after the commit: concurrent writers never lose a
                 # bump, and a reader that saw the old count re-reads at its next call
                 self._generation += 1
+                self._views.clear()  # no text a forget erased outlives the call
 
     def _read(self, namespace: str | Namespace) -> AbstractContextManager[Namespace]:
         """One consistent read snapshot."""

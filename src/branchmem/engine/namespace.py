@@ -23,6 +23,7 @@ from ..search.embedding import Embedder
 from ..store.base import Store
 from ..topology import AnchorPath, EventNode, Lookup, SettledPlaces
 from ..validation import check_id
+from .viewcache import SearchViews
 
 
 class _EventLookup:
@@ -55,6 +56,8 @@ class Namespace:
     # where attached events sit, kept across the Memory's calls (None: a process-local store,
     # whose own lookups cost no statement)
     places: SettledPlaces | None = field(default=None, kw_only=True)
+    # search views kept across the Memory's calls while nothing is committed (None: keep none)
+    views: SearchViews | None = field(default=None, kw_only=True)
     # the lookups every call reads events through, made once: a Memory keeps its Namespace
     # across calls, and a keyed read asks for them on every call
     _lookup: Lookup = field(init=False, repr=False, compare=False)

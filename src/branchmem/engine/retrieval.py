@@ -9,6 +9,7 @@ anchor back, only as far as the budget reaches.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -23,11 +24,13 @@ from ..search.newest import WINDOW, lend, newest_first
 from ..search.tokens import TokenCounter
 from ..store.base import PathMessage
 from ..topology import EventNode
+from ..validation import check_mode
 from .asof import AsOfReader, transcript
 from .blame import citer
 from .deliveries import deliver
 from .events import PathMessages
 from .namespace import Namespace
+from .viewcache import SearchView
 from .views import chosen, view, visible_revisions
 
 
@@ -54,23 +57,40 @@ def ranked(
     k: int,
     anchor: EventNode | None = None,
     superseded: Mapping[str, tuple[RevisionNode, str]] | None = None,
+    kept: SearchView | None = None,
 ) -> list[tuple[str, float, str]]:
     """(record id, score, why) of the ``k`` best of ``nodes`` for ``query``: BM25 (blended
     with cosine similarity when the query has a vector, ``embedding.blend_rank``), then
     ``newest.newest_first``.
     ``superseded``: superseded record id -> (its revision shown, its visible superseder):
-    scored with the candidates' statistics, each lends its lexical rank (``newest.lend``)."""
-    documents = {record_id: node.content for record_id, node in nodes.items()}
+    scored with the candidates' statistics, each lends its lexical rank (``newest.lend``).
+    ``kept``: the view ``nodes`` came from, when kept between calls: its term index ranks
+    (the same hits, ``search.terms``) and its vectors are read once."""
     lent = superseded or {}
-    lexical = ranking(query, documents, {old: node.content for old, (node, _) in lent.items()})
     superseder = {old: new for old, (_, new) in lent.items()}
+    also = {old: node.content for old, (node, _) in lent.items()}
+    index = None if kept is None else kept.term_index(ns.views.index_after if ns.views else 1)
+    documents: Mapping[str, str] = {}
+    if index is None or query_vector is not None:
+        documents = {record_id: node.content for record_id, node in nodes.items()}
+    if index is None:
+        lexical = ranking(query, documents, also)
+    else:
+        # only the best the answer can reach: lending merges at most one hit per superseded
+        # record, and newest first reorders the first WINDOW (a blend ranks every candidate)
+        top = None if query_vector is not None else max(k, WINDOW) + len(lent)
+        lexical = index.ranking(query, also, top=top, matched_for=set(superseder.values()))
     hits, matched = lend(lexical.hits, lexical.matched, superseder)
     if query_vector is None:
         found = [(h.doc_id, h.score, h.why) for h in hits]
     else:
-        keys = [(record_id, node.revision) for record_id, node in nodes.items()]
-        stored = ns.store.vectors(ns.name, keys)
-        vectors = {record_id: vector for (record_id, _), vector in stored.items()}
+        vectors = None if kept is None else kept.vectors
+        if vectors is None:
+            keys = [(record_id, node.revision) for record_id, node in nodes.items()]
+            stored = ns.store.vectors(ns.name, keys)
+            vectors = {record_id: vector for (record_id, _), vector in stored.items()}
+            if kept is not None:
+                kept.vectors = vectors
         fused = blend_rank(
             query,
             documents,
@@ -154,20 +174,57 @@ def search(
     as_of: int | None = None,
 ) -> list[Hit]:
     """The ``k`` best of the records shown at ``anchor`` (``as_of``: shown then)."""
+    shown = searched(ns, anchor, cross_tree, mode, kind, key, scope, as_of)
+    at, by_id = shown.anchor, shown.by_id
+    superseded: Mapping[str, tuple[RevisionNode, str]] = {}
+    if query_terms(query):
+        if shown.superseded is None:
+            shown.superseded = supersession(
+                ns, anchor, at, cross_tree, mode, kind, key, scope, as_of, by_id
+            )
+        superseded = shown.superseded
+    kept = shown if shown.uses else None
+    return [
+        Hit(ns.to_record(by_id[record_id]), score, why)
+        for record_id, score, why in ranked(ns, query, query_vector, by_id, k, at, superseded, kept)
+    ]
+
+
+def searched(
+    ns: Namespace,
+    anchor: str | None,
+    cross_tree: bool,
+    mode: str | None,
+    kind: str | None,
+    key: str | None,
+    scope: str | None,
+    as_of: int | None,
+) -> SearchView:
+    """The records a search at ``anchor`` ranks: a view kept since an earlier call when no
+    commit came in between (``engine.viewcache``), else decided now (and kept, ``uses`` 1;
+    a view neither kept nor taken from the kept ones has ``uses`` 0)."""
+    views = ns.views
+    stamp = None
+    if views is not None and as_of is None and views.usable():
+        stamp = ns.store.commit_stamp()
+    chosen_mode = ns.mode if mode is None else check_mode(mode)
+    view_key = (ns.name, anchor, bool(cross_tree), chosen_mode, kind, key, scope)
+    if stamp is not None:
+        assert views is not None
+        kept = views.get(view_key, stamp)
+        if kept is not None:
+            ns.counts.update(kept.counts)
+            return kept
     at = None if anchor is None else ns.event_node(anchor)
+    before = Counter(ns.counts)
     nodes, _ = visible_revisions(
         ns, anchor, cross_tree, mode, kind, key, scope, as_of=as_of, node=at
     )
-    by_id = {node.record_id: node for node in nodes}
-    superseded = (
-        supersession(ns, anchor, at, cross_tree, mode, kind, key, scope, as_of, by_id)
-        if query_terms(query)
-        else {}
-    )
-    return [
-        Hit(ns.to_record(by_id[record_id]), score, why)
-        for record_id, score, why in ranked(ns, query, query_vector, by_id, k, at, superseded)
-    ]
+    decided = SearchView(at, nodes, {node.record_id: node for node in nodes}, ns.counts - before)
+    if stamp is not None:
+        assert views is not None
+        views.keep(view_key, stamp, decided)
+    return decided
 
 
 def context(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import ClassVar, Final, NamedTuple, Protocol
@@ -111,6 +111,14 @@ class Store(ABC):
     @abstractmethod
     def next_seq(self, namespace: str) -> int:
         """The next arrival number in the namespace (strictly increasing)."""
+
+    def commit_stamp(self) -> Hashable | None:
+        """Read inside a snapshot: a value that two reads give alike only when nothing was
+        committed to the store between their snapshots, by this process or any other, so a
+        reader may keep what it derived from one snapshot while the stamp holds (the search
+        views of ``engine.viewcache``). None: the backend cannot tell, keep nothing. Inside
+        a write transaction the value says nothing of the writes not yet committed."""
+        return None
 
     @abstractmethod
     def prefetch(

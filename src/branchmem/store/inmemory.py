@@ -179,6 +179,7 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
         self._api_keys: dict[str, ApiKeyRow] = {}
         self._keys_lock = threading.Lock()  # a key's check and insert are one step
         self._journal: list[Callable[[], None]] | None = None
+        self._changes = 0  # moved by every change and every transaction's end
 
     # -- journal -----------------------------------------------------------------------
     @contextmanager
@@ -200,11 +201,17 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
                 journal.pop()()
             if outermost:
                 self._journal = None
+            self._changes += 1
             raise
         if outermost:
             self._journal = None
+        self._changes += 1
+
+    def commit_stamp(self) -> int:
+        return self._changes
 
     def _undo(self, action: Callable[[], None]) -> None:
+        self._changes += 1
         if self._journal is not None:
             self._journal.append(action)
 

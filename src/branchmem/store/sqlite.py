@@ -115,6 +115,14 @@ class SQLiteStore(ItemByItemAnswers, SQLStore):
         except sqlite3.Error as error:
             raise StorageError(f"SQLite error on {self.path!r}: {error}") from error
 
+    def commit_stamp(self) -> tuple[int, int]:
+        """This store's own write transactions, and ``PRAGMA data_version``, which moves when
+        any other connection to the file (another process, another store) has committed and
+        holds still inside a snapshot, whose state it names."""
+        row = self._one("PRAGMA data_version")
+        assert row is not None
+        return self._commits, int(row[0])
+
     def _translate(self, error: Exception) -> Exception | None:
         if isinstance(error, sqlite3.IntegrityError):
             return ConflictError(f"the store refused a duplicate: {error}")

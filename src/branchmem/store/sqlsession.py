@@ -36,6 +36,7 @@ class SQLSession(ABC):
         self._seqs_read: dict[str, int] = {}  # as read at BEGIN (PostgreSQL), unchanged
         self._held: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = {}
         self._snapshot = False  # inside an outermost read snapshot: nothing writes
+        self._commits = 0  # outermost write transactions ended, committed or not
         self._new_caches()
         self._new_facts()
 
@@ -209,6 +210,8 @@ class SQLSession(ABC):
                 self._seqs, self._seqs_read = {}, {}  # numbers drawn by the rolled-back writes
                 self._rollback()
                 raise
+            finally:
+                self._commits += 1
             self._after_commit()
 
     def _after_commit(self) -> None:  # noqa: B027 - SQLite has nothing to do

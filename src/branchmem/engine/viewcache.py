@@ -1,0 +1,100 @@
+"""Search views kept between calls, for as long as nothing was committed.
+
+Deciding which records an anchor sees is most of a search's cost once a view holds thousands
+of records (docs/retrieval.md "Speed"); an agent asks many questions of one view between
+writes. A ``SearchView`` keeps what a search decided (the records, what lends its rank) and,
+once the view is asked again, a term index over it (``search.terms``). It is kept under the
+store's commit stamp (``Store.commit_stamp``), which moves with every commit of any process,
+and is used only while the stamp is unchanged. Nothing is kept or used inside a write
+transaction (its writes may still roll back) or for a read ``as_of`` an earlier point, and
+the owner drops every view after each of its own writes, so text a forget erased is not held
+here past the call that erased it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from ..provenance import RevisionNode
+from ..search.terms import TermIndex
+from ..topology import EventNode
+
+VIEWS_KEPT: Final = 8  # views kept per Memory, least recently used dropped first
+RECORDS_KEPT: Final = 1 << 18  # ... and no more records than this across them
+INDEX_AFTER: Final = 1  # searches of a view before it gets a term index (1: at the second)
+
+ViewKey = tuple[str, str | None, bool, str, str | None, str | None, str | None]
+Superseded = dict[str, tuple[RevisionNode, str]]
+
+
+@dataclass(slots=True)
+class SearchView:
+    """The records one search view shows (``visible_revisions``) and what was derived from
+    them. ``counts``: what deciding it added to the namespace's report counts, added again at
+    every use, so ``report`` counts a search the same whether its view was kept or not."""
+
+    anchor: EventNode | None
+    nodes: Sequence[RevisionNode]
+    by_id: dict[str, RevisionNode]
+    counts: Counter[str]
+    uses: int = 0
+    superseded: Superseded | None = None
+    index: TermIndex | None = field(default=None, repr=False)
+    vectors: Mapping[str, Sequence[float]] | None = field(default=None, repr=False)
+
+    def term_index(self, after: int) -> TermIndex | None:
+        """The view's term index, built at its ``after``-th use or later (None before)."""
+        if self.index is None and self.uses > after:
+            self.index = TermIndex({rid: node.content for rid, node in self.by_id.items()})
+        return self.index
+
+
+class SearchViews:
+    """One Memory's kept views, by (namespace, anchor, cross_tree, mode, kind, key, scope),
+    each with the commit stamp it was decided under. Callers hold the Memory's lock."""
+
+    def __init__(self, writing: Callable[[], bool], *, index_after: int = INDEX_AFTER) -> None:
+        self.writing = writing
+        self.index_after = index_after
+        self._views: OrderedDict[ViewKey, tuple[Hashable, SearchView]] = OrderedDict()
+        self._records = 0
+
+    def usable(self) -> bool:
+        """False inside a write transaction: nothing kept is used, nothing decided is kept."""
+        return not self.writing()
+
+    def get(self, key: ViewKey, stamp: Hashable) -> SearchView | None:
+        kept = self._views.get(key)
+        if kept is None:
+            return None
+        if kept[0] != stamp:
+            self._drop(key)
+            return None
+        self._views.move_to_end(key)
+        kept[1].uses += 1
+        return kept[1]
+
+    def keep(self, key: ViewKey, stamp: Hashable, view: SearchView) -> None:
+        if key in self._views:
+            self._drop(key)
+        if len(view.nodes) > RECORDS_KEPT:
+            return
+        view.uses = max(view.uses, 1)
+        self._views[key] = (stamp, view)
+        self._records += len(view.nodes)
+        while len(self._views) > VIEWS_KEPT or self._records > RECORDS_KEPT:
+            self._drop(next(iter(self._views)))
+
+    def clear(self) -> None:
+        self._views.clear()
+        self._records = 0
+
+    def __len__(self) -> int:
+        return len(self._views)
+
+    def _drop(self, key: ViewKey) -> None:
+        _, view = self._views.pop(key)
+        self._records -= len(view.nodes)

@@ -1,0 +1,102 @@
+"""Search views kept between calls (``engine.viewcache``) never outlive what they were decided
+on: a rolled-back write, another Memory's or connection's commit, a forget. Another process's
+commits are the cross-process suite's (tests/test_readers_across_processes.py); that every
+kept answer equals the reference is the differential suite's (tests/test_search.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from branchmem import Memory
+from branchmem.store.inmemory import InMemoryStore
+
+
+class Boom(Exception):
+    pass
+
+
+def ids(mem: Memory, query: str = "apple", anchor: str = "e2", **options: object) -> list[str]:
+    return [hit.record.id for hit in mem.search(query, anchor, k=10, **options)]  # type: ignore[arg-type]
+
+
+def seeded(mem: Memory) -> Memory:
+    mem.add_events([{"id": "e1", "content": "hi"}, {"id": "e2", "parent": "e1", "content": "x"}])
+    mem.add_records(
+        [
+            {"id": "r1", "sources": ["e1"], "content": "apple pie for dessert"},
+            {"id": "r2", "sources": ["e2"], "content": "pear and apple crumble"},
+        ]
+    )
+    return mem
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def mem(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
+    memory = Memory() if request.param == "memory" else Memory.open(tmp_path / "m.db")
+    with memory:
+        yield seeded(memory)
+
+
+def test_a_write_rolled_back_is_not_kept(mem: Memory) -> None:
+    before = ids(mem)
+    assert ids(mem) == before  # kept, and indexed
+    with pytest.raises(Boom), mem.transaction():
+        mem.add_record("r3", sources=["e2"], content="apple tart")
+        assert "r3" in ids(mem)  # the transaction sees its own write
+        assert "r3" in ids(mem)
+        raise Boom
+    assert ids(mem) == before
+    assert ids(mem) == before
+
+
+def test_a_commit_of_another_memory_on_the_same_store_is_seen() -> None:
+    store = InMemoryStore()
+    reader, writer = Memory(store=store), Memory(store=store)
+    seeded(writer)
+    first = ids(reader)
+    assert ids(reader) == first and len(first) == 2
+    writer.add_record("r3", sources=["e2"], content="apple apple apple")
+    assert ids(reader)[0] == "r3"
+    writer.withdraw("r3", reason="test")
+    assert "r3" not in ids(reader)
+
+
+def test_a_commit_of_another_connection_to_the_file_is_seen(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "f.db") as reader, Memory.open(tmp_path / "f.db") as writer:
+        seeded(writer)
+        first = ids(reader)
+        assert ids(reader) == first and len(first) == 2
+        writer.add_record("r3", sources=["e2"], content="apple apple apple")
+        assert ids(reader)[0] == "r3"
+        writer.revise("r3", content="no fruit here")
+        assert "r3" not in ids(reader)
+
+
+def test_a_kept_view_counts_in_the_report_as_a_decided_one(mem: Memory) -> None:
+    def decisions() -> dict[str, int]:
+        return dict(mem.report()["decisions"])
+
+    start = decisions()
+    ids(mem)
+    once = {k: v - start.get(k, 0) for k, v in decisions().items()}
+    ids(mem)
+    twice = {k: v - start.get(k, 0) for k, v in decisions().items()}
+    assert once and twice == {k: 2 * v for k, v in once.items()}
+
+
+def test_a_forget_leaves_no_kept_view_behind(mem: Memory) -> None:
+    ids(mem)
+    ids(mem)
+    assert len(mem._views) == 1
+    mem.forget("message", "e2")
+    assert len(mem._views) == 0
+    assert ids(mem, anchor="e1") == ["r1"]
+
+
+def test_a_search_as_of_an_earlier_point_is_not_kept(mem: Memory) -> None:
+    mem.search("apple", "e2", as_of=3)
+    mem.search("apple", "e2", as_of=3)
+    assert len(mem._views) == 0
