@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
+from branchbench.charts import PALETTE
 from branchbench.cli import main
 from branchbench.errors import ResultsError
 from branchbench.manifest import code_sha256, scored_files
-from branchbench.report import PALETTE, console_tables, markdown
+from branchbench.report import console_tables, markdown
 from branchbench.score import context_rates, scenario_bootstrap, summarize, wilson
 
 LONG_NAME = "extract_retrieve_rawfilter_lineage_labels"
@@ -214,7 +215,7 @@ def test_chart_palette_is_qualitative() -> None:
 
 def test_charts_are_small_multiples_with_error_bars(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    from branchbench.report import charts
+    from branchbench.charts import charts
 
     summary = summarize(results(tmp_path, pipeline_rows()))
     written = charts(summary, tmp_path)

@@ -15,20 +15,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from branchbench.charts import CHART_FILES, charts, has_matplotlib
 from branchbench.context import DEFAULT_BUDGET
 from branchbench.curve import CURVE_BUDGETS, curve_charts, curves_markdown, run_curve
 from branchbench.errors import BenchError, ManifestError
 from branchbench.manifest import FROZEN_SPLIT, file_sha256, verify_manifest, write_manifest
 from branchbench.pipeline import PIPELINES
-from branchbench.report import (
-    CHART_FILES,
-    charts,
-    console_tables,
-    has_matplotlib,
-    model_table,
-    print_table,
-    write_outputs,
-)
+from branchbench.report import console_tables, model_table, print_table, write_outputs
 from branchbench.runner import DEFAULT_RUNS, EXTRACTORS, RunConfig, progress_steps, run
 from branchbench.scenario import CORPUS_SPLITS, SPLITS, load_file, load_split, split_files
 from branchbench.score import summarize

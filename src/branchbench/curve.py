@@ -15,7 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from branchbench.report import cell, has_matplotlib, write_outputs
+from branchbench.charts import has_matplotlib
+from branchbench.report import cell, write_outputs
 from branchbench.runner import Progress, RunConfig, run, write_atomic
 from branchbench.score import summarize
 
