@@ -9,11 +9,17 @@ import pytest
 from branchbench.errors import ScenarioError
 from branchbench.keywords import contains, normalize
 from branchbench.scenario import SPLITS, load_split, scenario_from_dict
-from branchbench.validate import keyword_warnings, validate_scenario, validate_split
+from branchbench.validate import (
+    IDS_WARN_ONLY,
+    keyword_warnings,
+    validate_scenario,
+    validate_split,
+)
 
 
 def base() -> dict[str, Any]:
-    """A small valid edit scenario: Chengdu edited into Hangzhou, budget corrected."""
+    """A small valid edit scenario: Chengdu edited into Hangzhou, budget corrected.
+    Every retain answer is stated by a fact on the kept path (``provenance``)."""
     return {
         "id": "t-1",
         "language": "zh",
@@ -21,7 +27,8 @@ def base() -> dict[str, Any]:
         "split": "dev",
         "title": "t",
         "events": [
-            {"id": "u1", "parent": None, "role": "user", "content": "帮我规划搬家"},
+            {"id": "u1", "parent": None, "role": "user", "content": "帮我规划搬家",
+             "facts": [{"key": "task", "value": "规划搬家"}]},
             {"id": "a1", "parent": "u1", "role": "assistant", "content": "好的"},
             {"id": "u2", "parent": "a1", "role": "user", "content": "下个月搬去成都",
              "facts": [{"key": "city", "value": "搬去成都"}]},
@@ -420,3 +427,130 @@ def test_same_fact_at_another_anchor_is_not_a_duplicate() -> None:
     raw["probes"].append({"id": "p9", "type": "leak", "question": "新家在哪个城市？",
                           "answer": ["杭州"], "forbidden": ["成都"], "anchor": "u3b"})  # fmt: skip
     assert checks(raw) == set()
+
+
+# Classes a second audit found passing the validator: each crafted scenario fails only
+# the new check (every older check passes it) and the message names scenario, probe and
+# word.
+def _paraphrased_sibling_fact(raw: dict[str, Any]) -> None:
+    # the abandoned message says 成都 but its fact, what a memory stores, says 蓉城
+    raw["events"][2]["facts"][0]["value"] = "搬去蓉城"
+
+
+def _sibling_fact_restated_in_other_words(raw: dict[str, Any]) -> None:
+    raw["events"].append({"id": "u3", "parent": "u2", "role": "user", "content": "对，蓉城",
+                          "facts": [{"key": "city", "value": "搬去蓉城"}]})  # fmt: skip
+
+
+def _abandoned_value_in_no_fact(raw: dict[str, Any]) -> None:
+    raw["events"][2]["content"] = "下个月搬去成都，先看看房"
+    raw["events"][2]["facts"] = [{"key": "todo", "value": "先看房"}]
+
+
+def _answer_only_in_the_dialogue_text(raw: dict[str, Any]) -> None:
+    # 北京 is on the path in words only: world knowledge answers the question
+    raw["events"][0]["content"] = "帮我规划搬家，我现在在北京出差"
+    raw["probes"][1].update(question="中国的首都是哪座城市？", answer=["北京"])
+
+
+def _answer_said_but_not_derived(raw: dict[str, Any]) -> None:
+    del raw["events"][0]["facts"]  # 搬家 is said in u1, never derived
+
+
+def _number_in_an_event_id(raw: dict[str, Any]) -> None:
+    raw["events"][5]["id"] = raw["anchor"] = "u4000"  # p3 answers 4000
+
+
+@pytest.mark.parametrize(
+    ("craft", "check", "probe", "word"),
+    [
+        (_paraphrased_sibling_fact, "sibling-fact", "p1", "成都"),
+        (_sibling_fact_restated_in_other_words, "sibling-fact", "p1", "搬去蓉城"),
+        (_abandoned_value_in_no_fact, "sibling-fact", "p1", "成都"),
+        (_answer_only_in_the_dialogue_text, "provenance", "p2", "北京"),
+        (_answer_said_but_not_derived, "provenance", "p2", "搬家"),
+        (_number_in_an_event_id, "ids", "p3", "4000"),
+    ],
+)
+def test_each_new_audited_class_fails_only_its_new_check(
+    craft: Any, check: str, probe: str, word: str
+) -> None:
+    raw = base()
+    craft(raw)
+    problems = validate_scenario(scenario_from_dict(raw))
+    assert {p.check for p in problems} == {check}
+    text = str(problems[0])
+    assert "t-1" in text and repr(probe) in text and repr(word) in text
+
+
+def test_paraphrased_sibling_fact_passes_with_an_alias() -> None:
+    raw = base()
+    _paraphrased_sibling_fact(raw)
+    message = str(validate_scenario(scenario_from_dict(raw))[0])
+    assert "'u2'" in message and "'搬去蓉城'" in message
+    raw["probes"][0]["aliases"] = {"成都": ["蓉城"]}
+    assert checks(raw) == set()
+    raw = base()
+    _sibling_fact_restated_in_other_words(raw)
+    raw["probes"][0]["aliases"] = {"成都": ["蓉城"]}
+    assert checks(raw) == set()
+
+
+def test_sibling_fact_forbidden_by_another_probe_is_measured_there() -> None:
+    raw = base()
+    raw["events"][2]["content"] = "下个月搬去成都，住锦江区"
+    raw["events"][2]["facts"].append({"key": "city", "value": "住在锦江区"})
+    assert checks(raw) == {"sibling-fact"}
+    raw["probes"].append({"id": "p4", "type": "leak", "question": "我住哪个区？",
+                          "answer": ["杭州"], "forbidden": ["锦江"]})  # fmt: skip
+    assert checks(raw) == set()
+
+
+def test_a_scenario_without_facts_is_scored_on_text_and_skips_sibling_facts() -> None:
+    raw = base()
+    for event in raw["events"]:
+        event.pop("facts", None)
+    raw["probes"] = [raw["probes"][0]]
+    assert checks(raw) == set()
+
+
+@pytest.mark.parametrize(
+    ("where", "edit"),
+    [
+        ("an event id", lambda raw: raw["events"][4].update(id="m3000")),
+        ("the scenario id", lambda raw: raw.update(id="t-3000")),
+        ("the fact id", lambda raw: raw["events"][4]["facts"][0].update(id="f3000")),
+        ("the fact scope", lambda raw: [e["facts"][0].update(scope="2026-01-01 00:30:00")
+                                        for e in raw["events"][4:6]]),
+    ],
+)  # fmt: skip
+def test_bare_number_the_scenario_ids_carry_fails(where: str, edit: Any) -> None:
+    raw = base()
+    raw["probes"][2].update(answer=["4000"], forbidden=["3000"])
+    if where == "an event id":
+        raw["events"][5]["parent"] = "m3000"
+    if where == "the fact scope":
+        raw["probes"][2]["forbidden"] = ["30"]
+        raw["events"][4]["content"] = raw["events"][4]["facts"][0]["value"] = "预算30"
+    edit(raw)
+    problems = [p for p in validate_scenario(scenario_from_dict(raw)) if p.check == "ids"]
+    assert problems and "'p3'" in str(problems[0]) and where in str(problems[0])
+
+
+def test_bare_number_in_an_id_only_warns_on_a_pinned_generated_split() -> None:
+    assert IDS_WARN_ONLY == ("beam",)
+    raw = base()
+    _number_in_an_event_id(raw)
+    raw["split"] = "beam"
+    scenario = scenario_from_dict(raw)
+    assert "ids" not in {p.check for p in validate_scenario(scenario)}
+    assert "ids" in {p.check for p in keyword_warnings(scenario)}
+
+
+def test_a_bare_number_glued_into_a_path_fact_key_still_fails_metadata() -> None:
+    # the scorer no longer reads 3000 inside "budget_3000", but a system may render it
+    raw = base()
+    for event in raw["events"][4:6]:
+        event["facts"][0]["key"] = "budget_3000"
+    assert contains("budget_3000", "3000") is False
+    assert {"metadata", "ids"} <= checks(raw)

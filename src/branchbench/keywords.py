@@ -14,6 +14,13 @@ contain "4500"), so matching is boundary-aware:
 - a keyword that starts (ends) with a Latin letter must not be preceded (followed) by
   one: word boundaries, with a plural "s"/"es" allowed after it;
 - a keyword that starts (ends) with a digit must not touch another digit;
+- a keyword that is a bare number ("12", "4.5", "$12" once normalised) must also not be
+  part of a machine-written time or date ("00:00:12", "12:30", "2026-01-12T00:00:12",
+  "01/12/2026") nor of an identifier, a token in which a letter or underscore is glued
+  to a digit ("m12", "msg_12", "e12-3", "a1b2"): memory systems render timestamps and
+  ids next to what they store, and the figure 12 of a probe is not the second of a
+  timestamp. Prose figures still match ("$12", "12 apples", "12kg", "12-15 people",
+  "12。", "（12）", "US$12", "12,000" is 12000);
 - per probe, ``aliases`` name other spellings of a keyword and ``unless`` names longer
   words that contain it without meaning it ("虾饺" is not "虾").
 """
@@ -29,6 +36,8 @@ _SPACE = re.compile(r"\s+")
 # "4,500", "4，500", "4 500" (NFKC has turned no-break and thin spaces into spaces)
 _DIGIT_GROUP = re.compile(r"(?<=\d)[,， ](?=\d{3}(?!\d))")
 _CURRENCY = re.compile(r"[$¥￥€£](?=\s?\d)")
+# "US$12": the sign parts a word from a figure, so it leaves a space, not an identifier
+_CURRENCY_AFTER_WORD = re.compile(r"(?<=[^\W\d_])[$¥￥€£](?=\d)")
 # "4500.00" is 4500 and "4.50" is 4.5; a version "1.0.3" is left alone
 _DECIMAL = re.compile(r"(?<![\d.])(\d+)\.(\d+)(?!\.?\d)")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
@@ -44,6 +53,23 @@ _MULTIPLIED = re.compile(
     r"(?<![\d.])(\d+(?:\.\d+)?)(?:( ?k|w)(?![a-z])|(千|万|亿))(\d{1,4}(?![\d.]))?"
 )
 _SCALE = {"k": 1000, "千": 1000, "w": 10000, "万": 10000, "亿": 100_000_000}
+# a keyword that is a figure and nothing else, once normalised
+_BARE = re.compile(r"\d+(?:\.\d+)?")
+# machine-written times and dates (normalised text): "00:00:12", "12:30", "2026-01-12",
+# "2026/1/12", "01-12-2026"; the "t" of an ISO datetime parts the two
+_STAMP = re.compile(
+    r"(?<![\d.])(?:\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?"
+    r"|\d{4}([-/.])\d{1,2}\1\d{1,2}|\d{1,2}([-/.])\d{1,2}\2\d{4})(?!\d)"
+)
+# in an identifier a letter or underscore is glued to a digit: "m12", "msg_12", "e12-3"
+_ID_GLUE = re.compile(r"(?:[^\W\d_]|_)[-_]?\d")
+# currency codes glued to a figure are money, not an identifier ("RMB12", "USD12")
+_MONEY_CODES = frozenset(
+    {
+        "usd", "rmb", "cny", "hkd", "twd", "ntd", "eur", "gbp",
+        "jpy", "aud", "cad", "sgd", "nzd", "chf", "krw", "inr",
+    }
+)  # fmt: skip
 
 Aliases = Mapping[str, Sequence[str]]
 
@@ -140,6 +166,7 @@ def _collapse_space(text: str) -> str:
 def normalize(text: str) -> str:
     """Fold width, script, case, separators, numerals and whitespace (see module doc)."""
     folded = simplified(unicodedata.normalize("NFKC", text)).casefold()
+    folded = _CURRENCY_AFTER_WORD.sub(" ", folded)
     folded = _CURRENCY.sub("", folded)
     folded = _DIGIT_GROUP.sub("", folded)
     folded = _DECIMAL.sub(_decimal, folded)
@@ -183,13 +210,50 @@ def _spans(text: str, needle: str) -> Iterable[tuple[int, int]]:
         start = text.find(needle, start + 1)
 
 
+def figure(keyword: str) -> str | None:
+    """The keyword as a bare number once normalised ("$4,500" is "4500"), else None."""
+    word = normalize(keyword)
+    return word if _BARE.fullmatch(word) else None
+
+
+@lru_cache(maxsize=4096)
+def _stamps(text: str) -> tuple[tuple[int, int], ...]:
+    return tuple(m.span() for m in _STAMP.finditer(text))
+
+
+def _id_char(ch: str) -> bool:
+    return _is_wordish(ch) or ch in "_-"
+
+
+def _in_identifier(text: str, i: int, j: int) -> bool:
+    """Whether text[i:j] (a figure) is part of an id-like token (see module doc)."""
+    start, end = i, j
+    while start and _id_char(text[start - 1]):
+        start -= 1
+    while end < len(text) and _id_char(text[end]):
+        end += 1
+    if text[start:i] in _MONEY_CODES:
+        start = i
+    return _ID_GLUE.search(text, start, end) is not None
+
+
+def _in_machine_text(text: str, i: int, j: int) -> bool:
+    """A figure inside a timestamp, date or id is not the figure a probe names."""
+    if any(a <= i and j <= b for a, b in _stamps(text)):
+        return True
+    return _in_identifier(text, i, j)
+
+
 @lru_cache(maxsize=65536)
 def _matches(text: str, needle: str, unless: tuple[str, ...]) -> bool:
     masks = [span for u in unless if u for span in _spans(text, u)]
+    bare = _BARE.fullmatch(needle) is not None
     for i, j in _spans(text, needle):
         if not (_left_ok(text, i, needle[0]) and _right_ok(text, j, needle[-1])):
             continue
         if any(a <= i and j <= b for a, b in masks):
+            continue
+        if bare and _in_machine_text(text, i, j):
             continue
         return True
     return False
@@ -226,6 +290,10 @@ def risk(keyword: str) -> str | None:
         return "a single CJK character also matches inside longer words"
     if word.isascii() and word.isalpha() and len(word) <= 4:
         return "a Latin word of 4 letters or fewer is easy to hit by accident"
-    if word.isdigit():
-        return "a bare number without a unit matches any figure that happens to equal it"
+    if _BARE.fullmatch(word):
+        why = "a bare number without a unit matches any figure that happens to equal it"
+        if len(word.replace(".", "")) <= 2:
+            # hours, minutes, days and message numbers: prose about times and ids
+            why += "; one or two digits also name an hour, a day or a message number"
+        return why
     return None

@@ -3,15 +3,20 @@
 The original benchmark's validator only checked that forbidden words live on a sibling
 branch; two probes then had the forbidden word in the question, so a correct "no" was
 scored as a leak. Each check below has a test with a scenario built to fail it.
+
+Checks read keywords with the scorer's ``contains``; a forbidden keyword must also be
+stated by the abandoned branch's facts (what a memory stores of it), a retain answer by
+a fact on the kept path, and a bare number must not be one the scenario's own ids carry.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from branchbench.context import DEFAULT_BUDGET, HEADINGS, Turn, fit
-from branchbench.keywords import contains, normalize, risk
+from branchbench.keywords import contains, figure, normalize, risk
 from branchbench.scenario import Fact, Message, Probe, Scenario, Tree
 
 
@@ -145,6 +150,70 @@ def _metadata(f: Fact) -> str:
     return " ".join(x for x in (f.key, f.scope or "", f.id or "", *f.supersedes) if x)
 
 
+def _number_in(text: str, number: str) -> bool:
+    """The figure at digit boundaries, even inside an id or a time ("u12", "budget_12"),
+    where the scorer no longer reads it but a system may render the id as prose."""
+    pattern = rf"(?<![\d.]){re.escape(number)}(?!\d|\.\d)"
+    return re.search(pattern, normalize(text)) is not None
+
+
+def _numbers(probe: Probe, keyword: str) -> list[str]:
+    """The bare-number spellings of a keyword (itself and its aliases)."""
+    spellings = (keyword, *probe.aliases.get(keyword, ()))
+    return [n for n in (figure(w) for w in spellings) if n is not None]
+
+
+def _in_metadata(probe: Probe, text: str, keyword: str) -> bool:
+    """Whether a keyword is in a fact's key, scope or ids, a bare number counted even
+    where it is glued into an id (see ``_number_in``)."""
+    return probe.hit(text, keyword) or any(_number_in(text, n) for n in _numbers(probe, keyword))
+
+
+def _machine_names(s: Scenario) -> list[tuple[str, str]]:
+    """Every id, key and scope of a scenario, with where it is: what a system may show
+    next to a memory (Mem0 renders ids and timestamps) besides the text itself."""
+    out = [("the scenario id", s.id)]
+    for m in s.messages:
+        out.append(("an event id", m.id))
+        for f in m.facts:
+            named = (("key", f.key), ("scope", f.scope or ""), ("id", f.id or ""))
+            out += [(f"the fact {what} in {m.id!r}", text) for what, text in named if text]
+            out += [(f"a superseded id in {m.id!r}", text) for text in f.supersedes]
+    return out
+
+
+# Splits where ``ids`` only warns: ``beam`` is generated with this validator choosing the
+# forks and pinned by digest (corpusgen), and its event ids are bare turn numbers; one
+# pinned fork (beam-1-u1) has the answer 165 and an event "165". Rejecting it changes the
+# split, so it waits for a generator change and a re-pin.
+IDS_WARN_ONLY = ("beam",)
+
+
+def _id_number_problems(s: Scenario) -> list[Problem]:
+    """A keyword that is a bare number the scenario's own ids or keys carry ("12" and
+    event "u12"): the matcher does not read a figure inside an id or a time, but a
+    system that renders them its own way ("message 12", "00:12") scores nonsense."""
+    names = _machine_names(s)
+    out: list[Problem] = []
+    for probe in s.probes:
+        for role, keywords in (("answer", probe.answer), ("forbidden", probe.forbidden)):
+            for kw in keywords:
+                for number in _numbers(probe, kw):
+                    hits = [(where, text) for where, text in names if _number_in(text, number)]
+                    if hits:
+                        where, text = hits[0]
+                        out.append(
+                            Problem(
+                                s.id,
+                                "ids",
+                                f"probe {probe.id!r}: {role} keyword {kw!r} is a bare number"
+                                f" that {where} carries ({text!r}); give it a unit or a word",
+                            )
+                        )
+                        break
+    return out
+
+
 # Words that carry no fact: an alias or keyword made of one of them is satisfied by any
 # text in the language, so it scores nonsense (a retain probe answered by "的").
 _STOP_TEXT = (
@@ -252,6 +321,8 @@ def _probe_problems(s: Scenario, tree: Tree, probe: Probe) -> list[Problem]:
             fail("leak", "a leak probe needs forbidden keywords")
         path_facts = [(m.id, f.value) for m in path for f in m.facts if f.op == "assert"]
         path_metadata = [(m.id, _metadata(f)) for m in path for f in m.facts]
+        path_set = set(path_ids)
+        off_arrived = [m for m in arrived if m.id not in path_set]
         for kw in probe.forbidden:
             if hits := _where(probe, kw, on_path):
                 fail("leak", f"forbidden keyword {kw!r} is on the anchor path (in {hits[0]!r})")
@@ -261,7 +332,7 @@ def _probe_problems(s: Scenario, tree: Tree, probe: Probe) -> list[Problem]:
                     f"forbidden keyword {kw!r} is in a fact derived on the anchor path"
                     f" (from {hits[0]!r})",
                 )
-            elif hits := _where(probe, kw, path_metadata):
+            elif hits := [mid for mid, text in path_metadata if _in_metadata(probe, text, kw)]:
                 fail(
                     "metadata",
                     f"forbidden keyword {kw!r} is in the key, scope or id of a fact derived on"
@@ -273,20 +344,22 @@ def _probe_problems(s: Scenario, tree: Tree, probe: Probe) -> list[Problem]:
                     f"forbidden keyword {kw!r} occurs in no off-path event arriving"
                     " before the question",
                 )
-        path_set = set(path_ids)
-        off_facts = [(m.id, f) for m in arrived if m.id not in path_set for f in m.facts]
+        off_facts = [(m.id, f) for m in off_arrived for f in m.facts]
         _mask_problems(probe, off_facts, fail)
+        if any(m.facts for m in s.messages):
+            _sibling_fact_problems(s, probe, path, off_arrived, fail)
     elif probe.type == "stale":
         out.extend(_stale_problems(s, probe, path))
     elif probe.type == "retracted":
         out.extend(_retracted_problems(s, probe, path, arrived))
     elif probe.type == "retain":
+        _provenance_problems(probe, path, fail)
         _superseded_answer_problems(probe, path, fail)
     if probe.type in ("stale", "retracted"):
         current = _current_facts(path)
         for kw in probe.forbidden:
             for f in current:
-                if probe.hit(_metadata(f), kw):
+                if _in_metadata(probe, _metadata(f), kw):
                     fail(
                         "metadata",
                         f"forbidden keyword {kw!r} is in the key, scope or id of the current fact"
@@ -297,6 +370,66 @@ def _probe_problems(s: Scenario, tree: Tree, probe: Probe) -> list[Problem]:
         ]
         _mask_problems(probe, stated, fail)
     return out
+
+
+def _sibling_fact_problems(
+    s: Scenario,
+    probe: Probe,
+    path: list[Message],
+    off_path: list[Message],
+    fail: Callable[[str, str], None],
+) -> None:
+    """A leak is what a memory stores of the abandoned branch: its facts. A forbidden
+    keyword that no off-path fact states, or an off-path fact of the answer's key that
+    states its value in other words ("搬去蓉城" where "成都" is forbidden, no alias),
+    lets a system store the abandoned value and score 0%; a fact that another probe
+    forbids is measured there. (A scenario that declares no facts at all is scored on
+    text alone and skips this check.)"""
+    off_facts = [(m.id, f) for m in off_path for f in m.facts if f.op == "assert"]
+    for kw in probe.forbidden:
+        if any(probe.hit(f.value, kw) for _, f in off_facts):
+            continue
+        told = [m for m in off_path if probe.hit(m.content, kw) and m.facts]
+        derived = ", ".join(repr(f.value) for f in told[0].facts if f.value) if told else ""
+        where = (
+            f"; {told[0].id!r} says it but derives only {derived}: the value in other words"
+            " or not at all (add an alias, or state it in a fact)"
+            if told
+            else "; the events that say it derive no fact a memory could store"
+        )
+        fail("sibling-fact", f"forbidden keyword {kw!r} is stated by no off-path fact{where}")
+    keys = {
+        (f.key, f.scope)
+        for m in path
+        for f in m.facts
+        if f.op == "assert" and any(probe.hit(f.value, a) for a in probe.answer)
+    }
+    for mid, f in off_facts:
+        if (f.key, f.scope) not in keys or any(probe.hit(f.value, k) for k in probe.answer):
+            continue
+        if not any(p.hit(f.value, k) for p in s.probes for k in p.forbidden):
+            fail(
+                "sibling-fact",
+                f"the off-path fact {f.value!r} of {mid!r} (key {f.key!r}) states the"
+                f" abandoned value in words no forbidden keyword or alias matches (this"
+                f" probe forbids {', '.join(repr(k) for k in probe.forbidden)})",
+            )
+
+
+def _provenance_problems(
+    probe: Probe, path: list[Message], fail: Callable[[str, str], None]
+) -> None:
+    """A retain answer must come from a fact on the kept path: a word found only in the
+    dialogue text, or not at all, may be answerable from world knowledge or the question,
+    so a system that remembers nothing would score as retaining it."""
+    stated = [f.value for m in path for f in m.facts if f.op == "assert"]
+    for kw in probe.answer:
+        if not any(probe.hit(value, kw) for value in stated):
+            fail(
+                "provenance",
+                f"answer keyword {kw!r} is stated by no fact on the anchor path: only the"
+                " dialogue text or world knowledge supplies it",
+            )
 
 
 def _superseded_answer_problems(
@@ -469,6 +602,8 @@ def validate_scenario(s: Scenario, budget: int = DEFAULT_BUDGET) -> list[Problem
     for dup in sorted({i for i in ids if ids.count(i) > 1}):
         problems.append(Problem(s.id, "probes", f"probe id {dup!r} appears twice"))
     problems.extend(_duplicate_probes(s))
+    if s.split not in IDS_WARN_ONLY:
+        problems.extend(_id_number_problems(s))
     if not s.probes:
         problems.append(Problem(s.id, "probes", "no probes"))
     for probe in s.probes:
@@ -481,7 +616,8 @@ def validate_scenario(s: Scenario, budget: int = DEFAULT_BUDGET) -> list[Problem
 def keyword_warnings(s: Scenario) -> list[Problem]:
     """Keywords likely to match where they should not: a single CJK character, a Latin
     word of four letters or fewer, a bare number. Warnings, not failures: the matcher's
-    boundaries and a probe's ``unless`` words may make them safe."""
+    boundaries and a probe's ``unless`` words may make them safe. On the splits of
+    ``IDS_WARN_ONLY`` the ``ids`` check is reported here too, as a warning."""
     out: list[Problem] = []
     for probe in s.probes:
         for role, keywords in (("answer", probe.answer), ("forbidden", probe.forbidden)):
@@ -491,6 +627,8 @@ def keyword_warnings(s: Scenario) -> list[Problem]:
                     out.append(
                         Problem(s.id, "risky", f"probe {probe.id!r}: {role} keyword {kw!r}: {why}")
                     )
+    if s.split in IDS_WARN_ONLY:
+        out.extend(_id_number_problems(s))
     return out
 
 
