@@ -213,16 +213,6 @@ def test_chart_palette_is_qualitative() -> None:
     assert len(set(PALETTE)) == len(PALETTE) >= 12
 
 
-def test_charts_are_small_multiples_with_error_bars(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
-    from branchbench.charts import charts
-
-    summary = summarize(results(tmp_path, pipeline_rows()))
-    written = charts(summary, tmp_path)
-    assert [p.name for p in written] == ["leak_by_operation.png", "measured_by_pipeline.png"]
-    assert all(p.stat().st_size > 0 for p in written)
-
-
 def test_a_limit_above_the_split_size_does_not_truncate() -> None:
     from branchbench.manifest import results_record
     from branchbench.scenario import load_split

@@ -1,131 +1,374 @@
-"""The charts of a results directory (``[bench]`` extra: matplotlib), apart from the tables
-of ``report``."""
+"""The charts of a results directory and of a budget curve (``[bench]`` extra: matplotlib),
+apart from the tables of ``report``.
+
+A chart answers one question: how does one system (branchmem when it ran) compare with the
+best of the rest? So that system gets one strong colour, the strongest competitor on the
+chart's metric a second one, every other system grey, and the legend says which is which.
+Each figure carries its 95% interval and its printed value, so 0% is drawn (a dot on the
+axis) and told apart from a missing figure, which reads "n/a".
+
+The ``*_figure`` functions return the Figure (tests inspect it); ``charts`` and
+``curve.curve_charts`` write the PNGs.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from branchbench.report import interval
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
 CHART_FILES = ("leak_by_operation.png", "measured_by_pipeline.png")
 
-
-# A qualitative palette (matplotlib's tab10, then Dark2): one distinct hue per system, never
-# shades of one colour, which read as an order that the systems do not have.
+HIGHLIGHTED = "branchmem"  # the system every chart is about, when it ran
+# Okabe-Ito blue and orange: distinct from each other and from grey for colour-blind readers.
+HIGHLIGHT, COMPETITOR, OTHER = "#0072B2", "#E69F00", "#BDBDBD"
+INK = "#333333"  # error bars, outlines, printed values
+# One hue per system; the charts no longer colour systems one by one (fourteen hues hid the
+# one bar that matters), kept because tests/test_branchbench_score.py imports it.
 PALETTE = (
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
     "#bcbd22", "#17becf", "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02",
     "#a6761d", "#666666",
 )  # fmt: skip
+
+
+class Metric(NamedTuple):
+    """A charted rate. ``is_memory``: read from the memory section, so n/a for a system
+    without one (as report's columns); it says nothing about which way is better."""
+
+    key: str
+    label: str
+    is_memory: bool
+
+
 CHART_METRICS = (
-    ("context_leak_rate", "context leak", False),
-    ("memory_leak_rate", "memory leak", True),
-    ("memory_retain_rate", "memory retain", True),
-    ("context_stale_rate", "stale", True),
+    Metric("context_leak_rate", "context leak", False),
+    Metric("memory_leak_rate", "memory leak", True),
+    Metric("memory_retain_rate", "memory retain", True),
+    Metric("context_stale_rate", "stale", True),
+)
+# Rates where more is better; every other rate (leak, stale, retracted) is better lower.
+HIGHER_IS_BETTER = frozenset(
+    {
+        "context_retain_rate",
+        "memory_retain_rate",
+        "transcript_retain_rate",
+        "retain_beyond_window_rate",
+        "retain_rate",
+        "correct_rate",
+    }
 )
 
-
-def _colours(names: list[str]) -> dict[str, str]:
-    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
+Figures = Sequence[tuple[float | None, Sequence[float] | None]]  # (rate, 95% interval) each
 
 
-def _panel(
-    ax: Any, entries: list[tuple[str, dict[str, Any] | None]], key: str, colours: dict[str, str]
-) -> None:
-    """Bars of one rate, one per system, with their 95% intervals as error bars."""
-    xs, heights, lows, highs, colour = [], [], [], [], []
-    for x, (name, entry) in enumerate(entries):
-        value = None if entry is None else entry.get(key)
-        if value is None:
+def lower_is_better(key: str) -> bool:
+    """Which way a rate is better: it picks the competitor and is printed on the axis."""
+    return key not in HIGHER_IS_BETTER
+
+
+def axis_label(label: str, key: str) -> str:
+    """The metric's axis: percent and its direction, e.g. 'memory leak % (lower is better)'."""
+    return f"{label} % ({'lower' if lower_is_better(key) else 'higher'} is better)"
+
+
+def competes(name: str, chosen: str) -> bool:
+    """Whether ``name`` can be the strongest competitor: not the highlighted system, nor a
+    variant of it (``branchmem_unattributed``, ``mem0_branchmem``: the same store)."""
+    return chosen not in name
+
+
+def highlighted(names: Iterable[str]) -> str:
+    """The system a chart is about: branchmem when it ran, else the first system."""
+    names = list(names)
+    return HIGHLIGHTED if HIGHLIGHTED in names else names[0]
+
+
+def strongest(candidates: Mapping[str, Figures], lower: bool) -> tuple[str | None, int]:
+    """The best of ``candidates`` on one rate and how many others tie with it on the value.
+
+    A candidate's score is the mean of its figures (one per bar; one per budget on a
+    curve), n/a ones left out; a candidate with no figure cannot win. Ties go to the
+    surer figure (the interval end on the bad side, mean of it), then to the first listed,
+    so the same data always picks the same system.
+    """
+    sign = 1 if lower else -1
+    scored = []
+    for order, (name, figures) in enumerate(candidates.items()):
+        known = [(v, ci) for v, ci in figures if v is not None]
+        if not known:
             continue
-        ci = interval(entry, key) if entry is not None else None
-        xs.append(x)
-        heights.append(100 * value)
-        lows.append(100 * (value - ci[0]) if ci else 0.0)
-        highs.append(100 * (ci[1] - value) if ci else 0.0)
-        colour.append(colours[name])
-    ax.bar(xs, heights, color=colour, yerr=[lows, highs], capsize=2, ecolor="#333333")
-    ax.set_xticks(range(len(entries)), [""] * len(entries))
-    ax.set_ylim(0, 100)
-    ax.grid(axis="y", alpha=0.3)
+        mean = round(sum(v for v, _ in known) / len(known), 6)
+        ends = [ci[1] if lower else ci[0] for _, ci in known if ci]
+        end = round(sum(ends) / len(ends), 6) if ends else mean
+        scored.append((sign * mean, sign * end, order, name))
+    if not scored:
+        return None, 0
+    scored.sort()
+    best = scored[0]
+    return best[3], sum(1 for s in scored[1:] if s[0] == best[0])
 
 
-def _draw(
-    panels: list[list[tuple[str, list[tuple[str, dict[str, Any] | None]], str]]],
+def colours(names: Iterable[str], chosen: str, competitor: str | None) -> dict[str, str]:
+    """One strong colour, one second colour, grey for the rest."""
+    return {
+        n: HIGHLIGHT if n == chosen else COMPETITOR if n == competitor else OTHER for n in names
+    }
+
+
+def value_text(pct: float) -> str:
+    """A printed percentage that never rounds a small figure to a false 0% (or 100%)."""
+    if 0 < pct < 1:
+        return "<1%"
+    if 99 < pct < 100:
+        return ">99%"
+    return f"{pct:.0f}%"
+
+
+def _competitor_text(name: str | None, ties: int) -> str:
+    if name is None:
+        return "no competitor with a figure"
+    return name + (f" (+{ties} tied)" if ties else "")
+
+
+Entries = list[tuple[str, dict[str, Any] | None]]  # (system, its rates or None), in order
+
+
+class Panel(NamedTuple):
+    """One small multiple: a title, one bar per system of one metric."""
+
+    title: str
+    entries: Entries
+    metric: Metric
+
+
+def _na_text(entry: dict[str, Any] | None, metric: Metric) -> str:
+    if metric.is_memory and entry is not None and not entry.get("has_memory", True):
+        return "n/a (no memory)"
+    return "n/a"
+
+
+def _bars(ax: Axes, panel: Panel, colour: dict[str, str], name_competitor: bool) -> None:
+    """Horizontal bars (long system names stay readable), first system on top: each rate
+    with its 95% interval as a whisker, a dot at its end so 0% shows, its value printed;
+    "n/a" where a system has no figure. The highlighted name is bold in its colour, the
+    competitor's too when ``name_competitor`` (one competitor for the whole chart)."""
+    key = panel.metric.key
+    ys, pcts, lows, highs, fills = [], [], [], [], []
+    for y, (name, entry) in enumerate(panel.entries):
+        value = None if entry is None else entry.get(key)
+        if entry is None or value is None:
+            ax.text(
+                2,
+                y,
+                _na_text(entry, panel.metric),
+                va="center",
+                ha="left",
+                fontsize=6,
+                style="italic",
+                color=INK,
+                gid=f"n/a:{name}",
+            )
+            continue
+        pct = 100 * value
+        ci = interval(entry, key)
+        lo, hi = (100 * ci[0], 100 * ci[1]) if ci else (pct, pct)
+        ys.append(y)
+        pcts.append(pct)
+        lows.append(max(0.0, pct - lo))
+        highs.append(max(0.0, hi - pct))
+        fills.append(colour[name])
+        ax.text(
+            max(pct, hi) + 2,
+            y,
+            value_text(pct),
+            va="center",
+            ha="left",
+            fontsize=6,
+            color=INK,
+            gid=f"value:{name}",
+        )
+    if ys:
+        bars = ax.barh(ys, pcts, height=0.7, color=fills, edgecolor=fills, linewidth=0.5)
+        for patch, y in zip(bars.patches, ys, strict=True):
+            patch.set_gid(f"bar:{panel.entries[y][0]}")
+        ax.errorbar(
+            pcts,
+            ys,
+            xerr=[lows, highs],
+            fmt="none",
+            ecolor=INK,
+            elinewidth=0.8,
+            capsize=2,
+            gid="interval",
+        )
+        # the dot: a 0% bar has no width, its dot on the axis still shows the figure
+        ax.scatter(
+            pcts,
+            ys,
+            s=18,
+            c=fills,
+            edgecolors=INK,
+            linewidths=0.5,
+            zorder=3,
+            clip_on=False,
+            gid="value",
+        )
+    names = [n for n, _ in panel.entries]
+    for y, name in enumerate(names):  # a band behind the highlighted row: found at a glance
+        if colour.get(name) == HIGHLIGHT:
+            ax.axhspan(y - 0.5, y + 0.5, color=HIGHLIGHT, alpha=0.08, linewidth=0, zorder=0)
+    ax.set_yticks(range(len(names)), names, fontsize=7)
+    strong = (HIGHLIGHT, COMPETITOR) if name_competitor else (HIGHLIGHT,)
+    for tick in ax.get_yticklabels():
+        if colour.get(tick.get_text()) in strong:
+            tick.set_color(colour[tick.get_text()])
+            tick.set_fontweight("bold")
+    ax.set_ylim(len(names) - 0.5, -0.5)
+    ax.set_xlim(-5, 125)  # a dot at 0% clear of the frame; a printed 100% past its whisker
+    ax.set_xticks([0, 25, 50, 75, 100])
+    ax.tick_params(axis="x", labelsize=7)
+    ax.axvline(0, color=INK, linewidth=0.8)
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_xlabel(axis_label(panel.metric.label, key), fontsize=7)
+    ax.set_title(panel.title, fontsize=8)
+
+
+def _figure(
+    rows: list[list[Panel]],
+    colour_of: list[dict[str, str]],
     names: list[str],
+    legend: list[tuple[str, str]],
     title: str,
-    path: Path,
-) -> Path:
-    """A grid of small multiples sharing one legend (one colour per system)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+) -> Figure:
+    """A grid of small multiples, system names on the first column, one legend below.
+    ``colour_of`` holds one colour map per panel, row by row."""
+    from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
-    colours = _colours(names)
-    rows, cols = len(panels), max(len(r) for r in panels)
-    fig, axes = plt.subplots(
-        rows, cols, figsize=(2.6 * cols + 2.4, 2.3 * rows + 0.9), squeeze=False, sharey=True
-    )
-    for r, row in enumerate(panels):
+    cols = max((len(r) for r in rows), default=1) or 1
+    name_width = 0.07 * max((len(n) for n in names), default=6) + 0.5
+    height = len(rows) * (0.2 * len(names) + 1.5) + 1.3
+    fig = Figure(figsize=(name_width + 2.6 * cols, height), layout="constrained")
+    axes = fig.subplots(max(len(rows), 1), cols, squeeze=False)
+    maps, one_competitor = iter(colour_of), all(m == colour_of[0] for m in colour_of)
+    for r, row in enumerate(rows):
         for c in range(cols):
             ax = axes[r][c]
             if c >= len(row):
                 ax.set_visible(False)
                 continue
-            label, entries, key = row[c]
-            _panel(ax, entries, key, colours)
-            ax.set_title(label, fontsize=8)
+            _bars(ax, row[c], next(maps), one_competitor)
             if c == 0:
-                ax.set_ylabel("%", fontsize=8)
-    handles = [Patch(color=colours[n], label=n) for n in names]
-    fig.legend(handles=handles, fontsize=7, loc="center right", frameon=False)
+                ax.set_ylabel("system", fontsize=7)
+            else:
+                ax.tick_params(axis="y", labelleft=False)
+    handles = [Patch(facecolor=c, edgecolor=INK, linewidth=0.5, label=t) for c, t in legend]
+    fig.legend(
+        handles=handles, loc="outside lower center", ncols=len(handles), fontsize=7, frameon=False
+    )
     fig.suptitle(title, fontsize=9)
-    fig.tight_layout(rect=(0, 0, 1 - 2.2 / (2.6 * cols + 2.4), 0.95))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return fig
 
 
 def _title(summary: dict[str, Any], what: str) -> str:
     note = " (TRUNCATED run)" if summary.get("truncated") else ""
-    return f"branchbench {summary['split']}{note}: {what}; bars 95% intervals"
+    return (
+        f"branchbench {summary['split']}{note}: {what}\n"
+        "bar and value: the rate; whisker: its 95% interval; n/a: no figure"
+    )
 
 
-def chart(summary: dict[str, Any], path: Path) -> Path:
-    """Context leak by operation: one panel per operation, one bar per system (needs
-    matplotlib)."""
+def leak_figure(summary: dict[str, Any]) -> Figure:
+    """Context leak by operation: one panel per operation, one bar per system. The
+    competitor is the best of the rest on context leak over all operations (the figure the
+    tables lead with), so it is one system for the whole chart."""
     systems = summary["systems"]
     names = list(systems)
+    chosen = highlighted(names)
+    metric = CHART_METRICS[0]
+    lower = lower_is_better(metric.key)
+    candidates = {
+        n: [(s.get(metric.key), interval(s, metric.key))]
+        for n, s in systems.items()
+        if competes(n, chosen)
+    }
+    rival, ties = strongest(candidates, lower)
+    colour = colours(names, chosen, rival)
     row = [
-        (op, [(n, systems[n]["per_operation"].get(op)) for n in names], "context_leak_rate")
+        Panel(op, [(n, systems[n].get("per_operation", {}).get(op)) for n in names], metric)
         for op in summary["operations"]
     ]
-    per_row = 4
-    panels = [row[i : i + per_row] for i in range(0, len(row), per_row)] or [[]]
-    return _draw(panels, names, _title(summary, "context leak by operation"), path)
+    count = max(1, -(-len(row) // 4))  # at most four panels a row, rows evenly filled
+    per_row = max(1, -(-len(row) // count))
+    rows = [row[i : i + per_row] for i in range(0, len(row), per_row)]
+    legend = [(HIGHLIGHT, f"{chosen} (highlighted)"), (OTHER, "other systems")]
+    if rival is not None:
+        best = systems[rival].get(metric.key)
+        legend.insert(
+            1,
+            (
+                COMPETITOR,
+                f"{_competitor_text(rival, ties)}: strongest competitor, "
+                f"{'lowest' if lower else 'highest'} {metric.label} overall "
+                f"({value_text(100 * best)})",
+            ),
+        )
+    title = _title(summary, f"{metric.label} by operation, {chosen} vs strongest competitor")
+    return _figure(rows, [colour] * len(row), names, legend, title)
 
 
-def pipeline_chart(summary: dict[str, Any], path: Path) -> Path:
+def pipeline_figure(summary: dict[str, Any]) -> Figure:
     """The measured rates: one row of panels per pipeline, one panel per metric, one bar
-    per system, first extractor (needs matplotlib)."""
+    per system, first extractor. Metrics differ in direction and in who is best, so each
+    panel picks its own competitor and names it in its title."""
     extractor = summary["extractor"]
     by_pipeline = summary.get("by_pipeline") or {
         summary.get("pipeline", "one_message"): {extractor: {"systems": summary["systems"]}}
     }
-    names = list(summary["systems"])
-    panels = []
-    for pipeline, tables in by_pipeline.items():
-        systems = tables.get(extractor, {}).get("systems", {})
-        panels.append(
-            [
-                (f"{pipeline}: {label}", [(n, systems.get(n)) for n in names], key)
-                for key, label, _ in CHART_METRICS
-            ]
-        )
-    return _draw(panels, names, _title(summary, f"measured rates, extractor {extractor}"), path)
+    tables = {p: t.get(extractor, {}).get("systems", {}) for p, t in by_pipeline.items()}
+    names = list(dict.fromkeys([*summary["systems"], *(n for t in tables.values() for n in t)]))
+    chosen = highlighted(names)
+    rows, colour_of = [], []
+    for pipeline, systems in tables.items():
+        row = []
+        for metric in CHART_METRICS:
+            entries: Entries = [(n, systems.get(n)) for n in names]
+            candidates = {
+                n: [(e.get(metric.key), interval(e, metric.key))]
+                for n, e in entries
+                if competes(n, chosen) and e is not None
+            }
+            rival, ties = strongest(candidates, lower_is_better(metric.key))
+            colour_of.append(colours(names, chosen, rival))
+            title = f"{pipeline}: {metric.label}\nvs {_competitor_text(rival, ties)}"
+            row.append(Panel(title, entries, metric))
+        rows.append(row)
+    legend = [
+        (HIGHLIGHT, f"{chosen} (highlighted)"),
+        (COMPETITOR, "strongest competitor on the panel's metric (named in its title)"),
+        (OTHER, "other systems"),
+    ]
+    title = _title(summary, f"measured rates by pipeline, extractor {extractor}")
+    return _figure(rows, colour_of, names, legend, title)
+
+
+def chart(summary: dict[str, Any], path: Path) -> Path:
+    """Write ``leak_figure`` to ``path`` (needs matplotlib)."""
+    leak_figure(summary).savefig(path, dpi=120)
+    return path
+
+
+def pipeline_chart(summary: dict[str, Any], path: Path) -> Path:
+    """Write ``pipeline_figure`` to ``path`` (needs matplotlib)."""
+    pipeline_figure(summary).savefig(path, dpi=120)
+    return path
 
 
 def charts(summary: dict[str, Any], results_dir: Path) -> list[Path]:
@@ -136,6 +379,133 @@ def charts(summary: dict[str, Any], results_dir: Path) -> list[Path]:
         chart(summary, results_dir / CHART_FILES[0]),
         pipeline_chart(summary, results_dir / CHART_FILES[1]),
     ]
+
+
+def _whiskers(
+    rates: Sequence[float | None], cis: Sequence[Sequence[float] | None]
+) -> list[list[float]]:
+    """Error-bar lengths in percent points below and above each rate (0 where n/a)."""
+    below, above = [], []
+    for r, ci in zip(rates, cis, strict=True):
+        if r is None or ci is None:
+            below.append(0.0)
+            above.append(0.0)
+        else:
+            below.append(max(0.0, 100 * (r - ci[0])))
+            above.append(max(0.0, 100 * (ci[1] - r)))
+    return [below, above]
+
+
+def _curve(
+    ax: Axes,
+    budgets: Sequence[int],
+    figures: dict[str, Any],
+    colour: str,
+    marker: str,
+    strong: bool,
+    dashed: bool,
+    gid: str,
+) -> None:
+    """One system's line over the budgets, whiskers for its 95% intervals; n/a budgets
+    are gaps. The highlighted and the competitor's lines, drawn on top, print each value
+    so that 0% reads as 0%, not as a line lost on the axis."""
+    rates = figures["rates"]
+    ax.errorbar(
+        budgets,
+        [float("nan") if r is None else 100 * r for r in rates],
+        yerr=_whiskers(rates, figures["intervals"]),
+        color=colour,
+        marker=marker,
+        markersize=5 if strong else 3.5,
+        linewidth=2.0 if strong else 0.9,
+        linestyle="--" if dashed else "-",
+        capsize=2,
+        elinewidth=0.7,
+        alpha=1 if strong else 0.6,
+        zorder=3 if strong else 2,
+        clip_on=False,
+        gid=gid,
+    )
+    if not strong or dashed:
+        return
+    for b, r in zip(budgets, rates, strict=True):
+        if r is not None:
+            offset = (0, 6) if colour == HIGHLIGHT else (0, -10)
+            ax.annotate(value_text(100 * r), (b, 100 * r), xytext=offset, fontsize=6,
+                        textcoords="offset points", ha="center", color=colour)  # fmt: skip
+
+
+def _curve_label(name: str, role: str, missing: Sequence[int], budgets: Sequence[int]) -> str:
+    """A legend entry: the system, its role, and where it has no figure ("n/a")."""
+    if missing and len(missing) == len(budgets):
+        return f"{name}{role}: n/a, no figure"
+    if missing:
+        return f"{name}{role} (n/a at {', '.join(map(str, missing))})"
+    return name + role
+
+
+def curve_figure(curves: dict[str, Any], key: str, label: str) -> Figure:
+    """One metric of ``curve.run_curve`` over the token budgets: a line per system and
+    extractor (solid: the first, dashed: the others). The competitor is the best of the
+    rest under the first extractor, by its mean over the budgets."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    budgets = curves["budgets"]
+    extractors = list(curves["curves"])
+    names = list(dict.fromkeys(n for e in extractors for n in curves["curves"][e]))
+    nothing = {"rates": [None] * len(budgets), "intervals": [None] * len(budgets)}
+
+    def figures(extractor: str, name: str) -> dict[str, Any]:
+        found: dict[str, Any] = curves["curves"][extractor].get(name, {}).get(key) or nothing
+        return found
+
+    chosen = highlighted(names)
+    main = {n: figures(extractors[0], n) for n in names}
+    candidates = {
+        n: list(zip(f["rates"], f["intervals"], strict=True))
+        for n, f in main.items()
+        if competes(n, chosen)
+    }
+    rival, ties = strongest(candidates, lower_is_better(key))
+    colour = colours(names, chosen, rival)
+    roles = {chosen: " (highlighted)"}
+    if rival is not None:
+        roles[rival] = f" (strongest competitor{f', +{ties} tied' if ties else ''})"
+    markers = "os^Dvp*hX<>"
+    fig = Figure(figsize=(10, 5.2), layout="constrained")
+    ax = fig.subplots()
+    handles = []
+    for i, name in enumerate(names):
+        marker, strong = markers[i % len(markers)], name in roles
+        for j, extractor in enumerate(extractors):
+            mine = figures(extractor, name)
+            if any(r is not None for r in mine["rates"]):
+                gid = f"{name} ({extractor})"
+                _curve(ax, budgets, mine, colour[name], marker, strong, j > 0, gid)
+        missing = [b for b, r in zip(budgets, main[name]["rates"], strict=True) if r is None]
+        text = _curve_label(name, roles.get(name, ""), missing, budgets)
+        handles.append(Line2D([], [], color=colour[name], marker=marker, label=text))
+    if len(extractors) > 1:
+        handles += [
+            Line2D([], [], color=INK, linestyle="--" if j else "-", label=f"extractor {e}")
+            for j, e in enumerate(extractors)
+        ]
+    ax.set_xscale("log")
+    ax.set_xticks(budgets, [str(b) for b in budgets])
+    ax.set_xticks([], minor=True)
+    ax.set_xlabel("token budget")
+    ax.set_ylabel(axis_label(label, key))
+    ax.set_ylim(-3, 103)  # a figure at 0% or 100% sits inside the frame
+    ax.grid(alpha=0.3)
+    vs = f" vs strongest competitor {rival}" if rival else ""
+    ax.set_title(
+        f"branchbench {curves['split']}: {label} by token budget, {chosen}{vs}\n"
+        "whiskers: 95% intervals",
+        fontsize=9,
+    )
+    fig.legend(handles=handles, loc="outside right upper", fontsize=7, frameon=False)
+    return fig
 
 
 def has_matplotlib() -> bool:

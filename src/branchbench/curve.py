@@ -105,48 +105,16 @@ def curves_markdown(curves: dict[str, Any]) -> str:
 
 
 def curve_charts(curves: dict[str, Any], out_dir: Path) -> list[Path]:
-    """One PNG per metric: a line per system, solid for the first extractor, dashed
-    for the others. Needs matplotlib; returns nothing without it."""
+    """One PNG per metric, drawn by ``charts.curve_figure`` (axes labelled, branchmem
+    against its strongest competitor, 95% whiskers). Needs matplotlib; returns nothing
+    without it."""
     if not has_matplotlib():
         return []
-    import matplotlib
+    from branchbench.charts import curve_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    budgets = curves["budgets"]
-    extractors = list(curves["curves"])
     written = []
     for key, label in CURVE_METRICS:
-        fig, ax = plt.subplots(figsize=(8.5, 4.8))
-        names = list(curves["curves"][extractors[0]])
-        cmap = plt.get_cmap("tab20")
-        colors = [cmap(i) for i in (*range(0, 20, 2), *range(1, 20, 2))]
-        markers = "os^Dvp*hX<>"
-        for i, name in enumerate(names):
-            for j, extractor in enumerate(extractors):
-                rates = curves["curves"][extractor][name][key]["rates"]
-                if all(r is None for r in rates):
-                    continue
-                ax.plot(
-                    budgets,
-                    [100 * r if r is not None else float("nan") for r in rates],
-                    marker=markers[i % len(markers)],
-                    linestyle="-" if j == 0 else "--",
-                    color=colors[i % len(colors)],
-                    label=f"{name} ({extractor})",
-                )
-        ax.set_xscale("log")
-        ax.set_xticks(budgets, [str(b) for b in budgets])
-        ax.set_xticks([], minor=True)
-        ax.set_xlabel("token budget")
-        ax.set_ylabel(f"{label} (%)")
-        ax.set_ylim(-2, 102)
-        ax.set_title(f"branchbench {curves['split']}: {label} by budget")
-        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        fig.tight_layout()
         path = out_dir / f"{key.removesuffix('_rate')}_by_budget.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
+        curve_figure(curves, key, label).savefig(path, dpi=120)
         written.append(path)
     return written
