@@ -165,12 +165,15 @@ def test_every_core_system_runs_on_the_corpus_split(
         )
     assert all(orders == set(ORDERS) for orders in forks.values())
 
-    config = RunConfig(split=split, systems=list(CORE_SYSTEMS), extractors=["oracle"])
+    # the arrival read policy, where a step reads the last arrivals and every memory
+    config = RunConfig(
+        split=split, systems=list(CORE_SYSTEMS), extractors=["oracle"], read_policies=["arrival"]
+    )
     out = run(config, tmp_path / "out")
     rows = [json.loads(line) for line in (out / "contexts.jsonl").read_text().splitlines()]
     probes = sum(len(s.probes) for s in scenarios)
     assert len(rows) == probes * len(CORE_SYSTEMS) * len(PIPELINES)
-    # provenance under its own pipeline: the counterfactual never reaches branchmem's memory
+    # provenance, whatever the step read: the counterfactual never reaches branchmem's memory
     gated = [r for r in rows if r["system"] == "branchmem" and r["type"] == "leak"]
     assert gated and not any(k in r["memory"] for r in gated for k in r["forbidden"])
     assert {r["arrival"] for r in rows} == set(ORDERS)

@@ -22,7 +22,7 @@ import pytest
 from branchbench.cli import main
 from branchbench.errors import LLMError
 from branchbench.llm import EXTRACT_PROMPT, INPUT_EXTRACT_PROMPT, ChatModel, parse_facts
-from branchbench.pipeline import PIPELINES
+from branchbench.pipeline import PIPELINES, READ_POLICIES, pipeline_labels
 from branchbench.runner import RunConfig, run
 from branchbench.scenario import scenarios_root
 from branchbench.score import summarize
@@ -159,7 +159,7 @@ def test_llm_extractor_feeds_every_system_the_model_facts(
     assert any("Existing memories:" in c["messages"][-1]["content"] for c in inputs)
     assert any(c["messages"][-1]["content"].count("\n") > 2 for c in inputs)
     rows = [json.loads(line) for line in (out / "contexts.jsonl").read_text().splitlines()]
-    assert {r["pipeline"] for r in rows} == set(PIPELINES)
+    assert {r["pipeline"] for r in rows} == set(pipeline_labels(PIPELINES, list(READ_POLICIES)))
     assert all(r["memory"] for r in rows)  # the model's facts became visible records
     assert summarize(out)["systems"]["branchmem"]["context_leak_rate"] == 0.0
 

@@ -1,4 +1,5 @@
-"""Pipelines: what each system's extractor reads, is shown and cites decides what leaks.
+"""Pipelines: what the run's extractor step reads (the read policy, the same for every
+system) and what each system's output cites decide what leaks.
 
 The scenarios are built here, small enough to read: a shared prefix, a message on a branch
 that is abandoned, the kept branch arriving after it. Each test names the mechanism that
@@ -13,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from branchbench.pipeline import (
+    PIPELINES,
     PROFILE_EVERY,
+    READ_POLICIES,
     SUMMARY_EVERY,
     Pipeline,
-    PipelineSpec,
     Recalled,
-    spec_of,
+    integration_of,
 )
 from branchbench.scenario import Fact, Message
 from branchbench.systems import CORE_SYSTEMS, registry
@@ -40,12 +42,15 @@ FORK = (
 )
 
 
-def feed(name: str, mode: str, messages: Sequence[Message], tmp_path: Path) -> object:
+def feed(
+    name: str, mode: str, messages: Sequence[Message], tmp_path: Path, policy: str = "path"
+) -> object:
     tmp_path.mkdir(parents=True, exist_ok=True)
     system = registry()[name](Setup("en", tmp_path))
-    pipeline = Pipeline(mode, spec_of(system), lambda m: m.facts, "en")
+    attribution = integration_of(system).attribution
+    pipeline = Pipeline(mode, READ_POLICIES[policy], attribution, lambda m: m.facts, "en")
     for message in messages:
-        system.ingest(message, pipeline.derive(message, system))  # type: ignore[attr-defined]
+        system.ingest(message, pipeline.derive(message))  # type: ignore[attr-defined]
     return system
 
 
@@ -54,19 +59,21 @@ def memory_at(system: object, anchor: str, question: str = "what do you know") -
 
 
 @pytest.mark.parametrize(
-    ("name", "leaks"),
+    ("name", "policy", "leaks"),
     [
-        ("branchmem", False),  # reads the path, cites it: the sibling is never read
-        ("label_lineage", False),  # reads the branch too
-        ("branchmem_unattributed", True),  # reads the last arrivals, cites the message
-        ("label_lineage_arrival", True),  # the write point is on the path, the content not
-        ("extract_retrieve_rawfilter", True),
+        ("branchmem", "path", False),  # the sibling is never read
+        ("label_lineage", "path", False),
+        ("branchmem_unattributed", "path", False),
+        ("branchmem", "arrival", False),  # read, but cited: the output is hidden
+        ("label_lineage", "arrival", True),  # the write point is on the path, the content not
+        ("branchmem_unattributed", "arrival", True),  # cited to the message alone
+        ("extract_retrieve_rawfilter", "path", True),  # shows every memory it holds
     ],
 )
 def test_an_arrival_window_carries_the_sibling_onto_the_kept_branch(
-    name: str, leaks: bool, tmp_path: Path
+    name: str, policy: str, leaks: bool, tmp_path: Path
 ) -> None:
-    system = feed(name, "window", FORK, tmp_path)
+    system = feed(name, "window", FORK, tmp_path, policy)
     assert ("Mochi" in memory_at(system, "a2b")) is leaks
     # one message at a time, nothing is carried: a label or the gate is enough
     if name != "extract_retrieve_rawfilter":
@@ -81,15 +88,7 @@ def test_transitive_attribution_cites_every_message_the_window_read(tmp_path: Pa
 
 
 def test_citing_a_sibling_hides_the_output_on_both_branches(tmp_path: Path) -> None:
-    from branchbench.systems.gated import Branchmem
-
-    class Cited(Branchmem):
-        pipeline = PipelineSpec("arrival", "gated", "transitive")
-
-    system = Cited(Setup("en", tmp_path))
-    pipeline = Pipeline("window", spec_of(system), lambda m: m.facts, "en")
-    for message in FORK:
-        system.ingest(message, pipeline.derive(message, system))
+    system = feed("branchmem", "window", FORK, tmp_path, "arrival")
     # what u2b's window carried cites u2 and u2b, which lie on no one path: hidden
     # everywhere, the kept fact with it (attribution costs retain, it does not leak)
     assert "Mochi" not in memory_at(system, "a2b")
@@ -97,20 +96,51 @@ def test_citing_a_sibling_hides_the_output_on_both_branches(tmp_path: Path) -> N
     assert "Hangzhou" not in memory_at(system, "u2")
 
 
+def consulted(policy: str, attribution: str = "message") -> dict[str, tuple[str, ...]]:
+    """What a consulting step derived at each message of FORK: the values it restated."""
+    pipeline = Pipeline("consult", READ_POLICIES[policy], attribution, lambda m: m.facts, "en")  # type: ignore[arg-type]
+    return {m.id: tuple(f.value for f in pipeline.derive(m)) for m in FORK}
+
+
+def test_an_ungated_consult_shows_the_sibling_a_path_consult_does_not() -> None:
+    assert "a cat called Mochi" in consulted("ungated")["a2b"]  # restated on the kept branch
+    assert "a cat called Mochi" in consulted("arrival")["a2b"]
+    assert "a cat called Mochi" not in consulted("path")["a2b"]
+
+
 @pytest.mark.parametrize(
     ("name", "leaks"),
-    [("extract_retrieve", True), ("label_based", True), ("branchmem", False), ("mem0", True)],
+    [
+        ("extract_retrieve", True),
+        ("label_lineage", True),  # written at a2b, on the path: the labels let it through
+        ("branchmem", False),  # cites the pet's message, on no path with a2b: hidden
+        ("branchmem_unattributed", True),
+        ("mem0", True),
+        ("mem0_branchmem", False),
+    ],
 )
 def test_memories_shown_to_the_update_step_are_restated(
     name: str, leaks: bool, tmp_path: Path
 ) -> None:
     if name not in registry():
         pytest.skip("mem0 is not installed")
-    system = feed(name, "consult", FORK, tmp_path)
-    shown = system.recall("a1" if name != "mem0" else "u2b", "cat", 5)  # type: ignore[attr-defined]
-    assert any("Mochi" in r.text for r in shown) is (name != "branchmem" and name != "label_based")
-    # the kept branch's message was written with the sibling's pet in its input
+    system = feed(name, "consult", FORK, tmp_path, "ungated")
     assert ("Mochi" in memory_at(system, "a2b", "pet cat")) is leaks
+
+
+@pytest.mark.parametrize("mode", PIPELINES)
+@pytest.mark.parametrize("policy", list(READ_POLICIES))
+def test_every_system_is_given_the_same_inputs(mode: str, policy: str) -> None:
+    """What a step derives depends on the run, never on the system: two attributions give
+    the same memories (ids, keys, values, kinds), only their sources differ."""
+    messages = [*long_fork(), *FORK[2:]]
+    made = []
+    for attribution in ("message", "transitive"):
+        pipeline = Pipeline(mode, READ_POLICIES[policy], attribution, lambda m: m.facts, "en")  # type: ignore[arg-type]
+        made.append(
+            [(f.id, f.key, f.value, f.kind, f.op) for m in messages for f in pipeline.derive(m)]
+        )
+    assert made[0] == made[1] and made[0]
 
 
 def long_fork() -> list[Message]:
@@ -128,18 +158,21 @@ def long_fork() -> list[Message]:
 
 
 @pytest.mark.parametrize(
-    ("name", "leaks"),
+    ("name", "policy", "leaks"),
     [
-        ("rolling_summary", True),
-        ("label_lineage_arrival", True),
-        ("branchmem_unattributed", True),
-        ("label_lineage", False),
-        ("branchmem", False),
+        ("rolling_summary", "path", True),  # its own summary, by arrival
+        ("label_lineage", "arrival", True),
+        ("branchmem_unattributed", "arrival", True),
+        ("branchmem", "arrival", False),
+        ("label_lineage", "path", False),
+        ("branchmem", "path", False),
     ],
 )
-def test_a_summary_whose_window_spans_the_fork(name: str, leaks: bool, tmp_path: Path) -> None:
+def test_a_summary_whose_window_spans_the_fork(
+    name: str, policy: str, leaks: bool, tmp_path: Path
+) -> None:
     messages = long_fork()
-    system = feed(name, "summary", messages, tmp_path)
+    system = feed(name, "summary", messages, tmp_path, policy)
     memory = memory_at(system, messages[-1].id, "summary")
     assert ("Mochi" in memory) is leaks
     assert "budget 3000" in memory  # the prefix survives through the summaries
@@ -176,17 +209,17 @@ def test_lineage_labels_cut_at_the_fork_point() -> None:
     assert lineage[first] == labels.position["a"] < labels.position["b"]
 
 
-def test_every_system_declares_a_pipeline() -> None:
+def test_every_system_declares_its_attribution_and_gate() -> None:
     for name, factory in registry().items():
-        spec = spec_of(factory)
-        assert spec.window in ("arrival", "path"), name
-        assert spec.attribution in ("message", "transitive"), name
-    assert spec_of(CORE_SYSTEMS["branchmem"]).attribution == "transitive"
+        integration = integration_of(factory)
+        assert integration.attribution in ("message", "transitive"), name
+        assert integration.gate, name
+    assert integration_of(CORE_SYSTEMS["branchmem"]).attribution == "transitive"
 
 
 def test_unknown_pipeline_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown pipeline 'magic'"):
-        Pipeline("magic", spec_of(CORE_SYSTEMS["branchmem"]), lambda m: (), "en")
+        Pipeline("magic", READ_POLICIES["path"], "message", lambda m: (), "en")
 
 
 def test_recalled_ranks_by_similarity() -> None:

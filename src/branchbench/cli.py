@@ -20,7 +20,7 @@ from branchbench.context import DEFAULT_BUDGET
 from branchbench.curve import CURVE_BUDGETS, curve_charts, curves_markdown, run_curve
 from branchbench.errors import BenchError, ManifestError
 from branchbench.manifest import FROZEN_SPLIT, file_sha256, verify_manifest, write_manifest
-from branchbench.pipeline import PIPELINES
+from branchbench.pipeline import PIPELINES, READ_POLICIES
 from branchbench.report import console_tables, model_table, print_table, write_outputs
 from branchbench.runner import DEFAULT_RUNS, EXTRACTORS, RunConfig, progress_steps, run
 from branchbench.scenario import CORPUS_SPLITS, SPLITS, load_file, load_split, split_files
@@ -77,6 +77,15 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="pipeline mode, repeatable (default: all of them)",
     )
+    p_run.add_argument(
+        "--read-policy",
+        action="append",
+        choices=list(READ_POLICIES),
+        default=None,
+        help="what every system's pipeline step reads, repeatable (default: all of them):"
+        " path (the message's path and the memories written on it), arrival (the last"
+        " arrivals and every memory), ungated (the path and every memory)",
+    )
     p_run.add_argument("--scenarios", type=Path, help="scenario root (default: packaged)")
     p_run.add_argument("--cache", type=Path, help="LLM cache file (default: OUT/llm_cache.jsonl)")
     p_run.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -100,6 +109,10 @@ def _parser() -> argparse.ArgumentParser:
     p_curve.add_argument(
         "--pipeline", action="append", choices=PIPELINES, default=None, help="repeatable"
     )
+    p_curve.add_argument(
+        "--read-policy", action="append", choices=list(READ_POLICIES), default=None,
+        help="repeatable",
+    )  # fmt: skip
     p_curve.add_argument("--scenarios", type=Path, help="scenario root (default: packaged)")
     p_curve.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -237,6 +250,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         scenarios_root=str(args.scenarios) if args.scenarios else None,
         cache=str(args.cache) if args.cache else None,
         pipelines=list(args.pipeline or PIPELINES),
+        read_policies=list(args.read_policy or READ_POLICIES),
     )
     if args.quiet:
         run(config, args.out)
@@ -284,6 +298,7 @@ def cmd_curve(args: argparse.Namespace, console: Console) -> int:
         extractors=list(args.extractor or ["oracle", "rules"]),
         scenarios_root=str(args.scenarios) if args.scenarios else None,
         pipelines=list(args.pipeline or PIPELINES),
+        read_policies=list(args.read_policy or READ_POLICIES),
     )
     budgets = sorted(set(args.budgets))
     if not budgets or budgets[0] < 1:

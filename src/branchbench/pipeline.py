@@ -1,4 +1,4 @@
-"""Pipelines: what an extractor or summariser sees, and what its output is attributed to.
+"""Pipelines: what an extractor or summariser reads, and what its output is attributed to.
 
 A real memory pipeline does not read one message alone. An LLM extractor sees a window of
 recent messages, Mem0's update step is shown the most similar existing memories, a
@@ -9,26 +9,32 @@ model-free stand-in for that step: it restates every fact of every message it is
 (as the run's extractor derived them) and every memory it is shown, the newer statement
 of a topic winning, as a model resolving "Chengdu ... Hangzhou" would.
 
-Each system declares its own pipeline (``PipelineSpec``): which messages the step sees
-(the last arrivals, or the last messages on the message's own path), which memories it is
-shown (the system's own ``recall``: ungated similarity search, labels, or the provenance
-gate) and what the output is attributed to (the message being ingested, or everything the
-step saw). A run measures every system under each mode:
+**The run, not the system, decides what a step reads** (``ReadPolicy``), so every system is
+given the same inputs and differs only in what it decides itself (``Integration``): what
+its output cites (the message being ingested, or everything the step read) and what it
+shows at a probe (its gate). A read policy says where the recent messages come from (the
+message's own path, or the last arrivals) and which memories a step is shown: those
+written at messages on its path, or every memory written so far whatever its branch (an
+ungated store's similarity search). The memories shown are the pipeline's own record of
+what it derived, folded per key as a store would (the newest value, a retraction removing
+it), never a system's recall, so no system's inputs depend on its gate.
 
-- ``one_message``: the message alone (the extractor of branchbench v1 and v2);
+Each mode (``PIPELINES``):
+
+- ``one_message``: the message alone (the extractor of branchbench v1 and v2; no policy);
 - ``window``: the message and the ``WINDOW - 1`` before it;
-- ``consult``: the message and the ``CONSULT_K`` most similar memories the system recalls;
+- ``consult``: the message and the ``CONSULT_K`` most similar memories shown;
 - ``summary``: the message's facts, and every ``SUMMARY_EVERY`` arrivals a summary of all
   messages since the previous summary together with that summary;
 - ``profile``: the message's facts, and every ``PROFILE_EVERY`` arrivals a profile built from
-  the facts the system recalls (derived from derived).
+  the facts shown (derived from derived).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal, Protocol
+from typing import Final, Literal
 
 from branchbench.context import rank_by_question
 from branchbench.scenario import Fact, Message
@@ -44,21 +50,54 @@ PROFILE_KEY = "profile"
 _SEP = {"zh": "；", "en": "; "}
 
 WindowOrder = Literal["arrival", "path"]
+Shown = Literal["path", "ungated"]
 Attribution = Literal["message", "transitive"]
 
 
 @dataclass(frozen=True)
-class PipelineSpec:
-    """How a system feeds its extractor: ``window`` is where the recent messages come
-    from, ``memories`` names what the system's ``recall`` shows (documentation: the
-    system implements it), ``attribution`` is what the output cites."""
+class ReadPolicy:
+    """What every system's pipeline step reads in one run: recent messages from ``window``,
+    memories written at messages on the path or ``ungated`` (every one)."""
 
+    name: str
     window: WindowOrder
-    memories: str
+    memories: Shown
+
+
+READ_POLICIES: Final = {
+    "path": ReadPolicy("path", "path", "path"),  # a branch-aware integration
+    "arrival": ReadPolicy("arrival", "arrival", "ungated"),  # an arrival-order log
+    "ungated": ReadPolicy("ungated", "path", "ungated"),  # the path, and an ungated consult
+}
+ONE_MESSAGE = "one_message"
+
+
+def pipeline_label(mode: str, policy: str) -> str:
+    """A results row's ``pipeline``: the mode, and the read policy where one applies."""
+    return mode if mode == ONE_MESSAGE else f"{mode}@{policy}"
+
+
+def pipeline_labels(modes: Sequence[str], policies: Sequence[str]) -> list[str]:
+    """Every (mode, policy) a run measures, as row labels, in the canonical order."""
+    return list(dict.fromkeys(pipeline_label(m, p) for m in modes for p in policies))
+
+
+def split_label(label: str) -> tuple[str, str | None]:
+    """(mode, read policy) of a row's ``pipeline`` label (None: one message, no policy)."""
+    mode, _, policy = label.partition("@")
+    return mode, policy or None
+
+
+@dataclass(frozen=True)
+class Integration:
+    """What a system decides about what its pipeline derived: what each memory cites
+    (``attribution``) and what it shows at a probe (``gate``, said in words)."""
+
     attribution: Attribution
+    gate: str
 
 
-RAW_ONLY = PipelineSpec("arrival", "none", "message")
+RAW_ONLY = Integration("message", "none")
 
 
 @dataclass(frozen=True)
@@ -67,16 +106,6 @@ class Recalled:
 
     id: str
     text: str
-
-
-class Recalling(Protocol):
-    """What a pipeline asks of a system: the memories it would show at ``at``."""
-
-    pipeline: PipelineSpec
-
-    def recall(self, at: str, query: str, k: int) -> Sequence[Recalled]:
-        """Up to ``k`` memories, most similar to ``query`` first, as the system would
-        show them with the conversation at ``at``."""
 
 
 def rank_recalled(items: Sequence[Recalled], query: str, k: int) -> list[Recalled]:
@@ -114,7 +143,8 @@ class Pipeline:
     def __init__(
         self,
         mode: str,
-        spec: PipelineSpec,
+        policy: ReadPolicy,
+        attribution: Attribution,
         facts_of: FactsOf,
         language: str,
         reads_input: InputExtractor | None = None,
@@ -122,7 +152,8 @@ class Pipeline:
         if mode not in PIPELINES:
             raise ValueError(f"unknown pipeline {mode!r}; choose from {', '.join(PIPELINES)}")
         self.mode = mode
-        self.spec = spec
+        self.policy = policy
+        self.attribution = attribution
         self.facts_of = facts_of
         self.language = language
         self.reads_input = reads_input
@@ -138,6 +169,7 @@ class Pipeline:
         self.written_at: dict[str, str] = {}  # summary id -> message it was written at
         self.summary_arrival = 0  # arrivals up to the last summary
         self.serial = 0
+        self.log: list[tuple[str, Fact]] = []  # (message written at, memory), in write order
 
     # ------------------------------------------------------------ inputs
 
@@ -150,13 +182,13 @@ class Pipeline:
         return out[::-1]
 
     def _window(self, message: Message, size: int) -> list[Message]:
-        ids = self._path(message.id) if self.spec.window == "path" else self.arrivals
+        ids = self._path(message.id) if self.policy.window == "path" else self.arrivals
         return [self.messages[i] for i in ids[-size:]]
 
     def _summary_window(self, message: Message, previous: str | None) -> list[Message]:
         """Everything since the previous summary: by arrival, or on the message's path
         below the message the previous summary was written at."""
-        if self.spec.window == "arrival":
+        if self.policy.window == "arrival":
             return [self.messages[i] for i in self.arrivals[self.summary_arrival :]]
         path = self._path(message.id)
         start = 0
@@ -165,11 +197,35 @@ class Pipeline:
             start = path.index(point) + 1
         return [self.messages[i] for i in path[start:]]
 
-    def _recall(self, system: Recalling, message: Message, query: str, k: int) -> list[Recalled]:
-        # the message itself is not stored yet: recall as the conversation stood before it
+    def _recall(self, message: Message, query: str, k: int) -> list[Recalled]:
+        """The ``k`` memories most similar to ``query`` among those the policy shows, as
+        the conversation stood before ``message`` (its own output is not written yet)."""
         if message.parent is None or message.parent not in self.messages:
             return []
-        return list(system.recall(message.parent, query, k))
+        return rank_recalled(self._shown(message.parent), query, k)
+
+    def _shown(self, at: str) -> list[Recalled]:
+        """The memories a step at ``at`` is shown: every one written so far (``ungated``)
+        or those written at messages on ``at``'s path, one per (key, scope), the newest
+        written winning, as a store keeps them: a retraction removes its key (a tree-wide
+        one from anywhere), an explicit supersede its target."""
+        on_path = set(self._path(at)) if self.policy.memories == "path" else None
+        current: dict[tuple[str, str | None], Fact] = {}
+        for written_at, fact in self.log:
+            seen = on_path is None or written_at in on_path
+            if fact.op == "retract":
+                if seen or fact.retract_scope == "tree":
+                    for entry in [e for e in current if e[0] == fact.key]:
+                        if fact.scope is None or entry[1] == fact.scope:
+                            del current[entry]
+                continue
+            if not seen:
+                continue
+            for entry in [e for e, f in current.items() if f.id in fact.supersedes]:
+                del current[entry]
+            current.pop(_entry(fact), None)
+            current[_entry(fact)] = fact
+        return [Recalled(f.id or f.key, fact_line(f)) for f in current.values()]
 
     # ------------------------------------------------------------ the carrier
 
@@ -224,7 +280,7 @@ class Pipeline:
 
     # ------------------------------------------------------------ derive
 
-    def derive(self, message: Message, system: Recalling) -> tuple[Fact, ...]:
+    def derive(self, message: Message) -> tuple[Fact, ...]:
         """What the system stores for ``message``, ids and attribution assigned."""
         if message.id not in self.messages:
             self.messages[message.id] = message
@@ -237,21 +293,22 @@ class Pipeline:
             own = self._carry(message, window, ())
             seen = [m.id for m in window]
         elif self.mode == "consult":
-            recalled = self._recall(system, message, message.content, CONSULT_K)
+            recalled = self._recall(message, message.content, CONSULT_K)
             own = self._carry(message, [message], recalled)
             seen = [message.id, *(r.id for r in recalled)]
         elif self.mode == "summary" and len(self.arrivals) % SUMMARY_EVERY == 0:
-            extra.extend(self._summary(message, system))
+            extra.extend(self._summary(message))
         elif self.mode == "profile" and len(self.arrivals) % PROFILE_EVERY == 0:
-            extra.extend(self._profile(message, system, own))
+            extra.extend(self._profile(message, own))
         out = [self._attributed(message, fact, seen) for fact in own]
         out.extend(extra)
+        self.log.extend((message.id, fact) for fact in out)
         return tuple(out)
 
-    def _summary(self, message: Message, system: Recalling) -> list[Fact]:
-        recalled = self._recall(system, message, SUMMARY_KEY, RECALL_ALL)
+    def _summary(self, message: Message) -> list[Fact]:
+        recalled = self._recall(message, SUMMARY_KEY, RECALL_ALL)
         summaries = [r for r in recalled if self._kind(r) == "summary"]
-        # the newest summary the system shows (an ungated memory shows the last written)
+        # the newest summary shown (an ungated store shows the last one written)
         previous = max(summaries, key=lambda r: self._order(r), default=None)
         window = self._summary_window(message, previous.id if previous else None)
         if self.reads_input is not None:
@@ -271,8 +328,8 @@ class Pipeline:
         self._remember(fact, parts)
         return [fact]
 
-    def _profile(self, message: Message, system: Recalling, own: Sequence[Fact]) -> list[Fact]:
-        recalled = self._recall(system, message, PROFILE_KEY, RECALL_ALL)
+    def _profile(self, message: Message, own: Sequence[Fact]) -> list[Fact]:
+        recalled = self._recall(message, PROFILE_KEY, RECALL_ALL)
         facts = [r for r in recalled if self._kind(r) == "fact"]
         if self.reads_input is not None:
             parts = self._merged(self.reads_input([message], [r.text for r in facts]))
@@ -301,7 +358,7 @@ class Pipeline:
             self.serial += 1
             fid = f"{message.id}#{suffix or 'f'}{self.serial}"
         sources: tuple[str, ...] = ()
-        if self.spec.attribution == "transitive":
+        if self.attribution == "transitive":
             sources = tuple(dict.fromkeys(seen))
         out = replace(fact, id=fid, sources=sources)
         if out.op == "assert" and out.kind == "fact":
@@ -317,15 +374,14 @@ class Pipeline:
         self.order_by_id[fact.id] = self.order_by_text[text] = order
 
 
-def spec_of(system: object) -> PipelineSpec:
-    """A system's declared pipeline (raw-history systems declare none)."""
-    spec = getattr(system, "pipeline", None)
-    return spec if isinstance(spec, PipelineSpec) else RAW_ONLY
+def integration_of(system: object) -> Integration:
+    """What a system decides about its pipeline's output (raw-history systems keep none)."""
+    found = getattr(system, "integration", None)
+    return found if isinstance(found, Integration) else RAW_ONLY
 
 
-def describe(specs: Mapping[str, PipelineSpec]) -> dict[str, dict[str, str]]:
-    """The declared pipelines as plain data for ``run.json`` and the report."""
+def describe(integrations: Mapping[str, Integration]) -> dict[str, dict[str, str]]:
+    """Each system's attribution and gate as plain data for ``run.json`` and the report."""
     return {
-        name: {"window": s.window, "memories": s.memories, "attribution": s.attribution}
-        for name, s in specs.items()
+        name: {"attribution": i.attribution, "gate": i.gate} for name, i in integrations.items()
     }

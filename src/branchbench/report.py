@@ -210,8 +210,8 @@ def split_rows(systems: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
 
 
 def markdown(summary: dict[str, Any]) -> str:
-    """The summary.md text: bounds, measurements per extractor, context totals,
-    per-operation tables, sensitivity tables, model tables."""
+    """The summary.md text: the same-inputs comparisons, bounds, measurements per
+    extractor, context totals, per-operation tables, sensitivity tables, model tables."""
     ops = summary["operations"]
     systems = summary["systems"]
     sens = summary["sensitivity"]
@@ -235,6 +235,7 @@ def markdown(summary: dict[str, Any]) -> str:
             if summary.get("files_verified", True)
             else " This run recorded no file hashes: its files could not be checked."
         ),
+        *same_inputs(summary),
         "## Structural bounds (true by construction)",
         BOUNDS_NOTE
         + f" The whole anchor path fit the budget on {any_entry.get('path_fits', 0)} of "
@@ -284,27 +285,61 @@ GROUPED = (
     ("context_stale_rate", "Stale"),
 )
 PIPELINE_NOTE = (
-    "What each system's pipeline step reads, is shown and cites (`branchbench.pipeline`): "
-    "under `window`, `consult`, `summary` and `profile` a system's memory leaks a sibling "
-    "only through what its step read and what its output is attributed to."
+    "Every system's pipeline step reads the same input, set by the run's read policy "
+    "(`branchbench.pipeline`; a row's pipeline is `mode@policy`): `path` reads the message's "
+    "path and is shown the memories written on it, `arrival` the last arrivals and every "
+    "memory, `ungated` the path and every memory. A system decides only what its output "
+    "cites (attribution) and what it shows at a probe (its gate)."
+)
+# the comparisons the headline leads with, each against branchmem on the same inputs
+SAME_INPUTS = ("branchmem", "label_lineage", "mem0", "mem0_branchmem", "raw_current_branch")
+SAME_INPUT_COLUMNS = (
+    ("memory_leak_rate", "memory leak", True),
+    ("memory_retain_rate", "memory retain", True),
+    ("context_stale_rate", "stale", True),
+    ("context_retain_rate", "context retain", False),
 )
 
 
-def _specs_table(specs: dict[str, Any]) -> str:
+def _integrations_table(integrations: dict[str, Any]) -> str:
     rows = [
-        [f"`{name}`", spec.get("window", ""), spec.get("memories", ""), spec.get("attribution", "")]
-        for name, spec in specs.items()
+        [f"`{name}`", spec.get("attribution", ""), spec.get("gate", "")]
+        for name, spec in integrations.items()
     ]
-    return _md_table(["system", "messages read", "memories shown", "attributed to"], rows)
+    return _md_table(["system", "output attributed to", "shown at a probe"], rows)
+
+
+def same_inputs(summary: dict[str, Any]) -> list[str]:
+    """The headline: branchmem beside label_lineage, Mem0 and the raw path, each pipeline
+    and read policy a row, the first extractor (every system given the same inputs)."""
+    extractor = summary["extractor"]
+    by_pipeline = summary.get("by_pipeline") or {}
+    tables = {label: t[extractor]["systems"] for label, t in by_pipeline.items() if extractor in t}
+    names = [n for n in SAME_INPUTS if any(n in t for t in tables.values())]
+    if "branchmem" not in names or len(names) < 2:
+        return []
+    parts = [
+        f"## Same inputs: branchmem against {', '.join(f'`{n}`' for n in names[1:])}",
+        "Each row is one pipeline under one read policy: every system was given the same "
+        f"messages and memories to derive from (extractor `{extractor}`).",
+    ]
+    for key, header, is_memory in SAME_INPUT_COLUMNS:
+        rows = [
+            [f"`{label}`", *[_cell(t[n], key, is_memory) if n in t else "–" for n in names]]
+            for label, t in tables.items()
+        ]
+        parts += [f"### {header}", _md_table(["pipeline", *names], rows)]
+    return parts
 
 
 def _grouped_sections(summary: dict[str, Any]) -> list[str]:
     """Memory leak and retain per pipeline (pipelines across), then per arrival order
     (orders across, first pipeline), each under every extractor."""
     parts: list[str] = []
-    specs = summary.get("pipeline_specs") or {}
-    if specs:
-        parts += ["## Declared pipelines", PIPELINE_NOTE, _specs_table(specs)]
+    integrations = summary.get("integrations") or {}
+    if integrations:
+        parts += ["## Read policies and integrations", PIPELINE_NOTE]
+        parts.append(_integrations_table(integrations))
     groupings = [("pipeline", summary.get("by_pipeline") or {})]
     if summary.get("by_arrival"):
         groupings.append(("arrival order", summary["by_arrival"]))

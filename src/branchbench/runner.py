@@ -25,7 +25,16 @@ from branchbench.errors import BenchError, ScenarioError
 from branchbench.extract import Extractor, LLMExtractor, OracleExtractor, RuleExtractor
 from branchbench.llm import PROMPTS, ChatModel, answer_messages
 from branchbench.manifest import FROZEN_SPLIT, results_record, run_record, verify_manifest
-from branchbench.pipeline import PIPELINES, InputExtractor, Pipeline, describe, spec_of
+from branchbench.pipeline import (
+    ONE_MESSAGE,
+    PIPELINES,
+    READ_POLICIES,
+    InputExtractor,
+    Pipeline,
+    describe,
+    integration_of,
+    pipeline_label,
+)
 from branchbench.scenario import Fact, Probe, Scenario, Tree, load_split
 from branchbench.systems import registry
 from branchbench.systems.base import Setup, SystemFactory
@@ -61,6 +70,7 @@ class RunConfig:
     cache: str | None = None
     limit: int | None = None
     pipelines: list[str] = field(default_factory=lambda: list(PIPELINES))
+    read_policies: list[str] = field(default_factory=lambda: list(READ_POLICIES))
 
 
 def _check_inputs(config: RunConfig) -> tuple[list[Scenario], str | None]:
@@ -117,6 +127,26 @@ def _pipelines(names: Sequence[str]) -> list[str]:
     return chosen
 
 
+def _read_policies(names: Sequence[str]) -> list[str]:
+    chosen = list(dict.fromkeys(names)) or list(READ_POLICIES)
+    unknown = [n for n in chosen if n not in READ_POLICIES]
+    if unknown:
+        raise BenchError(
+            f"unknown read policy {unknown[0]!r}; choose from {', '.join(READ_POLICIES)}"
+        )
+    return chosen
+
+
+def _runs_of(pipelines: Sequence[str], policies: Sequence[str]) -> list[tuple[str, str]]:
+    """(mode, read policy) pairs a run measures: one message reads no more than itself,
+    so it runs once, under the first policy."""
+    return [
+        (mode, policy)
+        for mode in pipelines
+        for policy in (policies[:1] if mode == ONE_MESSAGE else policies)
+    ]
+
+
 def _probe_points(scenario: Scenario) -> dict[str, list[Probe]]:
     points: dict[str, list[Probe]] = defaultdict(list)
     for probe in scenario.probes:
@@ -135,14 +165,16 @@ def context_rows(
     extractor: str = "oracle",
     pipeline: str = "one_message",
     reads_input: InputExtractor | None = None,
+    read_policy: str = "path",
 ) -> list[dict[str, Any]]:
-    """Feed one scenario to one fresh system through its pipeline and record the
+    """Feed one scenario to one fresh system through the run's pipeline and record the
     context of each probe.
 
-    ``extracted`` holds the run's extractor on each message alone; the system's pipeline
-    (``branchbench.pipeline``) decides what it reads, what it is shown and what its
-    output cites. ``reads_input`` is a model that reads a whole pipeline input itself
-    (the llm extractor) instead of the carrier over ``extracted``.
+    ``extracted`` holds the run's extractor on each message alone; the pipeline
+    (``branchbench.pipeline``) reads what ``read_policy`` says, the same for every system,
+    and its output cites what the system's attribution says. ``reads_input`` is a model
+    that reads a whole pipeline input itself (the llm extractor) instead of the carrier
+    over ``extracted``.
     Besides the context, a row records the transcript and memory apart, what the memory
     asserts as current, and whether the whole anchor path fit the budget: the scorer
     needs them to tell measurements from what holds by construction.
@@ -152,16 +184,19 @@ def context_rows(
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="branchbench-") as scratch:
         system = factory(Setup(scenario.language, Path(scratch), endpoint, model))
+        integration = integration_of(system)
         feed = Pipeline(
             pipeline,
-            spec_of(system),
+            READ_POLICIES[read_policy],
+            integration.attribution,
             lambda m: extracted[m.id],
             scenario.language,
-            reads_input if pipeline != "one_message" else None,
+            reads_input if pipeline != ONE_MESSAGE else None,
         )
+        label = pipeline_label(pipeline, read_policy)
         try:
             for message in scenario.messages:
-                system.ingest(message, feed.derive(message, system))
+                system.ingest(message, feed.derive(message))
                 for probe in points.get(message.id, []):
                     anchor = scenario.probe_anchor(probe)
                     ctx = system.context(anchor, probe.question, budget)
@@ -174,9 +209,11 @@ def context_rows(
                             "operation": scenario.operation,
                             "arrival": scenario.arrival,
                             "extractor": extractor,
-                            "pipeline": pipeline,
+                            "pipeline": label,
+                            "mode": pipeline,
+                            "read_policy": None if pipeline == ONE_MESSAGE else read_policy,
                             "system": name,
-                            "has_memory": feed.spec.memories != "none",
+                            "has_memory": integration.gate != "none",
                             "probe": probe.id,
                             "type": probe.type,
                             "anchor": anchor,
@@ -231,12 +268,14 @@ def run(config: RunConfig, out_dir: Path, progress: Progress | None = None) -> P
     config.extractors = list(extractors)
 
     config.pipelines = _pipelines(config.pipelines)
+    config.read_policies = _read_policies(config.read_policies)
+    runs = _runs_of(config.pipelines, config.read_policies)
     rows: list[dict[str, Any]] = []
     for scenario in scenarios:
         for ex_name, extractor in extractors.items():
             extracted = {m.id: extractor.extract(m) for m in scenario.messages}
             reads_input = _input_reader(extractor)
-            for pipeline in config.pipelines:
+            for pipeline, policy in runs:
                 for name, factory in systems.items():
                     rows.extend(
                         context_rows(
@@ -250,16 +289,18 @@ def run(config: RunConfig, out_dir: Path, progress: Progress | None = None) -> P
                             extractor=ex_name,
                             pipeline=pipeline,
                             reads_input=reads_input,
+                            read_policy=policy,
                         )
                     )
                     if progress:
-                        progress(f"{scenario.id} / {ex_name} / {pipeline} / {name}")
+                        label = pipeline_label(pipeline, policy)
+                        progress(f"{scenario.id} / {ex_name} / {label} / {name}")
 
     answers: list[dict[str, Any]] = []
     if chat is not None:
         # the model answers from the first extractor's and first pipeline's contexts only:
         # the cost of a run should not multiply because more are measured model-free
-        first = (config.extractors[0], config.pipelines[0])
+        first = (config.extractors[0], pipeline_label(*runs[0]))
         for row in (r for r in rows if (r["extractor"], r["pipeline"]) == first):
             for prompt_name, prompt in PROMPTS.items():
                 messages = answer_messages(prompt, row["context"], row["question"], row["language"])
@@ -269,6 +310,7 @@ def run(config: RunConfig, out_dir: Path, progress: Progress | None = None) -> P
                         {
                             "scenario": row["scenario"],
                             "extractor": row["extractor"],
+                            "pipeline": row["pipeline"],
                             "system": row["system"],
                             "probe": row["probe"],
                             "prompt": prompt_name,
@@ -285,7 +327,7 @@ def run(config: RunConfig, out_dir: Path, progress: Progress | None = None) -> P
         texts["answers.jsonl"] = _jsonl(answers)
     meta = {
         **asdict(config),
-        "pipeline_specs": describe({n: spec_of(f) for n, f in systems.items()}),
+        "integrations": describe({n: integration_of(f) for n, f in systems.items()}),
         "manifest_sha256": manifest_sha,
         "scenarios": len(scenarios),
         "probes": sum(len(s.probes) for s in scenarios),
@@ -311,7 +353,7 @@ def progress_steps(config: RunConfig) -> int:
     """How many progress ticks a run makes (for a progress bar)."""
     root = Path(config.scenarios_root) if config.scenarios_root else None
     scenarios = load_split(config.split, root)[: config.limit]
-    pipelines = len(_pipelines(config.pipelines))
+    pipelines = len(_runs_of(_pipelines(config.pipelines), _read_policies(config.read_policies)))
     per_system = len(scenarios) * max(1, len(config.extractors)) * pipelines
     steps = per_system * len(_systems(config.systems))
     if config.endpoint:

@@ -39,14 +39,13 @@ from typing import Any
 
 from branchbench.errors import BenchError, ResultsError
 from branchbench.keywords import contains
+from branchbench.pipeline import PIPELINES, READ_POLICIES, pipeline_labels
 from branchbench.scenario import OPERATIONS
 
 Row = dict[str, Any]
 Rates = dict[str, Any]
 
 OPERATION_ORDER = OPERATIONS  # tables list operations in the order scenarios declare them
-# How a system's extractor is fed; rows written before pipelines existed are one_message.
-PIPELINES = ("one_message", "window", "consult", "summary", "profile")
 Z95 = 1.959964
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 24  # fixed: the same rows always give the same intervals
@@ -339,7 +338,9 @@ def summarize(results_dir: Path) -> dict[str, Any]:
     if not rows:
         raise BenchError(f"{results_dir}/contexts.jsonl is missing or empty")
     extractors = list(dict.fromkeys(_extractor_of(r) for r in rows))
-    pipelines = _ordered((_pipeline_of(r) for r in rows), PIPELINES)
+    pipelines = _ordered(
+        (_pipeline_of(r) for r in rows), pipeline_labels(PIPELINES, list(READ_POLICIES))
+    )
     first_pipeline = [r for r in rows if _pipeline_of(r) == pipelines[0]]
     main = [r for r in first_pipeline if _extractor_of(r) == extractors[0]]
     if not main:  # the first extractor ran only under other pipelines
@@ -372,7 +373,7 @@ def summarize(results_dir: Path) -> dict[str, Any]:
         "extractors": extractors,
         "pipeline": pipelines[0],
         "pipelines": pipelines,
-        "pipeline_specs": meta.get("pipeline_specs") or {},
+        "integrations": meta.get("integrations") or {},
         "limit": limit,
         "truncated": truncated,
         "scenarios_in_split": meta.get("scenarios_in_split"),

@@ -16,7 +16,6 @@ from branchbench.systems.derived import (
     ExtractRetrieveRawFilter,
     LabelBased,
     LabelLineage,
-    LabelLineageArrival,
     RollingSummary,
     RollingSummaryNotes,
 )
@@ -31,7 +30,6 @@ CORE_SYSTEMS: dict[str, SystemFactory] = {
     "extract_retrieve_rawfilter": ExtractRetrieveRawFilter,
     "label_based": LabelBased,
     "label_lineage": LabelLineage,
-    "label_lineage_arrival": LabelLineageArrival,
     "raw_current_branch": RawCurrentBranch,
     "branchmem": Branchmem,
     "branchmem_unattributed": BranchmemUnattributed,

@@ -7,13 +7,13 @@ Protocol (for anyone adding a system, e.g. an adapter around a real memory libra
    endpoint.
 2. It calls ``ingest(message, facts)`` for **every** message of the scenario in arrival
    order, abandoned branches included, exactly as a chat app would have delivered them.
-   ``facts`` is what the system's own pipeline derived for that message
-   (``branchbench.pipeline``): every fact carries an ``id``, its ``kind`` (fact, summary,
-   profile) and its ``sources`` (the message and memory ids the pipeline attributes it to;
-   empty means the message alone). The pipeline is declared by the system (``pipeline``, a
-   ``PipelineSpec``) and may ask it ``recall(at, query, k)``: the memories it would show
-   with the conversation at ``at`` (its own gate, or none). A system that extracts on its
-   own may ignore the facts, but should say so in its docstring.
+   ``facts`` is what the run's pipeline derived for that message (``branchbench.pipeline``:
+   what it read is the run's read policy, the same for every system): every fact carries
+   an ``id``, its ``kind`` (fact, summary, profile) and its ``sources`` (the message and
+   memory ids the pipeline attributes it to; empty means the message alone). The system
+   declares only what the sources are (``integration``, an ``Integration``: the message
+   alone, or everything the step read) and its gate. A system that extracts on its own
+   may ignore the facts, but should say so in its docstring.
 3. At a probe it calls ``context(anchor, question, budget)`` and gets a ``Context``: the
    memory lines (derived content: facts, summaries) and the transcript turns (raw
    messages) the system would put in front of the model, within ``budget`` tokens as
@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Protocol
 
 from branchbench.context import Context, Turn
-from branchbench.pipeline import PipelineSpec, Recalled, fact_line
+from branchbench.pipeline import Integration, fact_line
 from branchbench.scenario import Fact, Message
 
 
@@ -61,13 +61,10 @@ class System(Protocol):
     """A memory system under test (see the module docstring for the protocol)."""
 
     name: str
-    pipeline: PipelineSpec
+    integration: Integration
 
     def ingest(self, message: Message, facts: Sequence[Fact]) -> None:
         """Take one message, in arrival order, with what its pipeline derived."""
-
-    def recall(self, at: str, query: str, k: int) -> Sequence[Recalled]:
-        """The memories the system would show its pipeline at ``at`` (most similar first)."""
 
     def context(self, anchor: str, question: str, budget: int) -> Context:
         """The memory lines and transcript for a probe at ``anchor`` within ``budget``."""

@@ -9,14 +9,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from branchbench.context import Context, fit, rank_by_question
-from branchbench.pipeline import PipelineSpec, Recalled, fact_line, rank_recalled
+from branchbench.pipeline import Integration, fact_line
 from branchbench.scenario import Fact, Message
 from branchbench.systems.base import Conversation, Setup
 
-# Pipelines the baselines declare: an arrival-order log feeds its extractor the last
-# arrivals and shows it whatever memory it has; a label system knows the branch, so it
-# feeds the branch's own messages and shows the memories its labels let through.
-ARRIVAL_UNGATED = PipelineSpec("arrival", "ungated similarity", "message")
+# What the baselines decide: their output cites the message being ingested, and they show
+# every memory they hold (a label system: those its labels let through).
+UNGATED = Integration("message", "every memory held (no gate)")
 
 _EARLIER = {"zh": "（此前提到：{}）", "en": " (earlier: {})"}
 _SEP = {"zh": "；", "en": "; "}
@@ -32,7 +31,6 @@ class Summary:
         self.language = language
         self.notes = notes
         self.entries: dict[tuple[str, str | None], list[str]] = {}
-        self.entry_id: dict[tuple[str, str | None], str] = {}
         self.fact_entry: dict[str, tuple[str, str | None]] = {}
 
     def apply(self, facts: Sequence[Fact]) -> None:
@@ -53,7 +51,6 @@ class Summary:
                     del self.entries[old_entry]
             if fact.id:
                 self.fact_entry[fact.id] = entry
-                self.entry_id[entry] = fact.id
             if values and values[-1] == fact.value:
                 continue
             if fact.value in values:
@@ -65,13 +62,6 @@ class Summary:
         return [
             fact_line(Fact(key="", value=values[-1], scope=scope))
             for (_, scope), values in self.entries.items()
-        ]
-
-    def recalled(self) -> list[Recalled]:
-        """Each entry's newest value with the id of the fact that wrote it last."""
-        return [
-            Recalled(self.entry_id.get(entry, f"{entry[0]}@{entry[1]}"), line)
-            for entry, line in zip(self.entries, self.current(), strict=True)
         ]
 
     def lines(self) -> list[str]:
@@ -94,7 +84,7 @@ class RollingSummary:
 
     name = "rolling_summary"
     NOTES = False
-    pipeline = ARRIVAL_UNGATED
+    integration = UNGATED
 
     def __init__(self, setup: Setup) -> None:
         self.language = setup.language
@@ -104,9 +94,6 @@ class RollingSummary:
     def ingest(self, message: Message, facts: Sequence[Fact]) -> None:
         self.conversation.add(message)
         self.summary.apply(facts)
-
-    def recall(self, at: str, query: str, k: int) -> list[Recalled]:
-        return rank_recalled(self.summary.recalled(), query, k)
 
     def context(self, anchor: str, question: str, budget: int) -> Context:
         turns = self.conversation.path_turns(anchor)
@@ -147,7 +134,7 @@ class ExtractRetrieve:
     """
 
     name = "extract_retrieve"
-    pipeline = ARRIVAL_UNGATED
+    integration = UNGATED
 
     def __init__(self, setup: Setup) -> None:
         self.language = setup.language
@@ -173,11 +160,6 @@ class ExtractRetrieve:
     def memory_lines(self) -> list[str]:
         """Every memory, in write order."""
         return [fact_line(m.fact) for m in self.memories.values()]
-
-    def recall(self, at: str, query: str, k: int) -> list[Recalled]:
-        """Similarity search over every memory: no notion of where it came from."""
-        items = [Recalled(m.fact.id or key, fact_line(m.fact)) for key, m in self.memories.items()]
-        return rank_recalled(items, query, k)
 
     def context(self, anchor: str, question: str, budget: int) -> Context:
         lines = rank_by_question(self.memory_lines(), question)
@@ -253,13 +235,11 @@ class LabelBased(ExtractRetrieve):
     Facts are one per key; an update rewrites the record under the label current at
     write time. Labels record where the conversation was at write time, not where the
     content came from: the shared prefix carries the first branch's label and vanishes
-    after a fork, and a key rewritten on a sibling moves to the sibling's label. Its
-    pipeline reads the branch's own recent messages and is shown the memories of the
-    message's label.
+    after a fork, and a key rewritten on a sibling moves to the sibling's label.
     """
 
     name = "label_based"
-    pipeline = PipelineSpec("path", "same branch label", "message")
+    integration = Integration("message", "memories labelled with the anchor's branch")
 
     def __init__(self, setup: Setup) -> None:
         super().__init__(setup)
@@ -272,10 +252,6 @@ class LabelBased(ExtractRetrieve):
     def _labelled(self, at: str) -> list[_Memory]:
         active = self.labels.label_of.get(at)
         return [m for m in self.memories.values() if m.label == active]
-
-    def recall(self, at: str, query: str, k: int) -> list[Recalled]:
-        items = [Recalled(m.fact.id or m.fact.key, fact_line(m.fact)) for m in self._labelled(at)]
-        return rank_recalled(items, query, k)
 
     def context(self, anchor: str, question: str, budget: int) -> Context:
         lines = rank_by_question([fact_line(m.fact) for m in self._labelled(anchor)], question)
@@ -299,13 +275,13 @@ class LabelLineage:
     writes (a tree-scope one hides them everywhere); an explicit supersede hides its
     target. What it cannot know is what the content was derived from: a window of
     arrivals, a memory shown from another branch, a fact a summary restated. Where the
-    pipeline feeds only the branch (its declared pipeline), it decides as provenance
+    pipeline reads only the branch (the ``path`` read policy), it decides as provenance
     does, except that nothing goes stale: a profile or summary built from a value
     replaced later still shows.
     """
 
     name = "label_lineage"
-    pipeline = PipelineSpec("path", "lineage labels", "message")
+    integration = Integration("message", "memories written on the anchor's lineage (labels)")
 
     def __init__(self, setup: Setup) -> None:
         self.language = setup.language
@@ -339,22 +315,9 @@ class LabelLineage:
             current[(fact.key, fact.scope)] = fact
         return list(current.values())
 
-    def recall(self, at: str, query: str, k: int) -> list[Recalled]:
-        items = [Recalled(f.id or f.key, fact_line(f)) for f in self._current(at)]
-        return rank_recalled(items, query, k)
-
     def context(self, anchor: str, question: str, budget: int) -> Context:
         lines = rank_by_question([fact_line(f) for f in self._current(anchor)], question)
         return fit(lines, self.conversation.path_turns(anchor), budget, self.language)
 
     def close(self) -> None:
         pass
-
-
-class LabelLineageArrival(LabelLineage):
-    """The same lineage labels behind an arrival-order pipeline (the last arrivals, any
-    memory the labels let through at the message): the write point is on the path, what
-    the window carried over from a sibling is not."""
-
-    name = "label_lineage_arrival"
-    pipeline = PipelineSpec("arrival", "lineage labels", "message")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from branchbench.context import Context, Turn, fit, rank_by_question
-from branchbench.pipeline import PipelineSpec, Recalled, fact_line, rank_recalled
+from branchbench.pipeline import Integration, fact_line
 from branchbench.scenario import Fact, Message
 from branchbench.systems.base import Setup
 
@@ -29,11 +29,10 @@ def open_memory(setup: Setup) -> Any:
 
 class Branchmem:
     """Provenance-gated memory: a record shows only where all its sources are on the
-    anchor's root path. Its pipeline reads the message's own path, is shown only what
-    is visible there, and cites everything it read."""
+    anchor's root path. Each record cites everything its pipeline step read."""
 
     name = "branchmem"
-    pipeline = PipelineSpec("path", "visible at the message (gated)", "transitive")
+    integration = Integration("transitive", "records visible at the anchor (provenance gate)")
 
     def __init__(self, setup: Setup) -> None:
         self.language = setup.language
@@ -89,18 +88,15 @@ class Branchmem:
             for old in fact.supersedes:
                 self.memory.supersede(record_id, old)
 
-    def _lines(self, at: str) -> list[Recalled]:
+    def _lines(self, at: str) -> list[str]:
         return [
-            Recalled(r.id, fact_line(Fact(key=r.key or "", value=r.content, scope=r.scope)))
+            fact_line(Fact(key=r.key or "", value=r.content, scope=r.scope))
             for r in self.memory.visible(at)
             if r.kind != "retraction"
         ]
 
-    def recall(self, at: str, query: str, k: int) -> list[Recalled]:
-        return rank_recalled(self._lines(at), query, k)
-
     def context(self, anchor: str, question: str, budget: int) -> Context:
-        lines = [r.text for r in self._lines(anchor)]
+        lines = self._lines(anchor)
         turns = [
             Turn(event_id=e.id, role=e.role, content=e.content) for e in self.memory.path(anchor)
         ]
@@ -113,10 +109,9 @@ class Branchmem:
 
 
 class BranchmemUnattributed(Branchmem):
-    """The same store behind a careless integration: the pipeline reads the last
-    arrivals and files what it writes under the message being ingested alone. The gate
-    can only judge the sources it is given, so whatever the window carried over from a
-    sibling passes it."""
+    """The same store behind a careless integration: what the pipeline writes is filed
+    under the message being ingested alone. The gate can only judge the sources it is
+    given, so whatever the step carried over from a sibling passes it."""
 
     name = "branchmem_unattributed"
-    pipeline = PipelineSpec("arrival", "visible at the message (gated)", "message")
+    integration = Integration("message", "records visible at the anchor (provenance gate)")

@@ -24,12 +24,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from branchbench.context import Context, fit
-from branchbench.pipeline import PipelineSpec, Recalled, fact_line
+from branchbench.pipeline import Integration, fact_line
 from branchbench.scenario import Fact, Message
 from branchbench.systems.base import Conversation, Setup
 from branchmem import Memory
 from branchmem.integrations.mem0 import BranchMem0
-from branchmem.integrations.mem0.observe import record_id_for
 from branchmem.integrations.mem0.offline import (
     AnnotatedFact,
     offline_memory,
@@ -91,12 +90,12 @@ def mem0_line(item: dict[str, Any]) -> str:
 
 
 class _Mem0Base:
-    """Shared ingest: one Mem0 ``add`` per message. Mem0's pipeline is shown the last
-    messages of its scope and the most similar memories, whatever branch they came
-    from, and writes under the ``add`` call."""
+    """Shared ingest: one Mem0 ``add`` per message, with the facts the run's pipeline
+    derived (Mem0's own update step then resolves them against the memories it holds,
+    whatever branch they came from)."""
 
     name = "mem0"
-    pipeline = PipelineSpec("arrival", "ungated similarity (Mem0 search)", "message")
+    integration = Integration("message", "every memory Mem0 holds (Mem0 search)")
 
     def __init__(self, setup: Setup) -> None:
         self.language = setup.language
@@ -127,9 +126,6 @@ class _Mem0Base:
         else:
             found = self.memory.search(question, user_id=USER, limit=k)
         return list(found["results"])
-
-    def recall(self, at: str, query: str, k: int) -> list[Recalled]:
-        return [Recalled(str(m["id"]), str(m["memory"])) for m in self._search(query, k)]
 
     def memory_lines(self, question: str) -> list[str]:
         return [mem0_line(m) for m in self._search(question, self.top_k)]
@@ -166,38 +162,28 @@ class Mem0Branchmem(_Mem0Base):
     the anchor's branch."""
 
     name = "mem0_branchmem"
-    pipeline = PipelineSpec("path", "visible at the message (BranchMem0 search)", "transitive")
+    integration = Integration("transitive", "memories visible at the anchor (BranchMem0 search)")
 
     def __init__(self, setup: Setup) -> None:
         super().__init__(setup)
         self.store = Memory(mode="strict")
         self.wrapped = BranchMem0(self.memory, store=self.store)
+        self.cited: dict[str, tuple[str, ...]] = {}  # a memory the pipeline wrote -> events
 
     def _events(self, message: Message, facts: Sequence[Fact]) -> list[str]:
         """The events the call derives from: every message the pipeline read, and the
-        sources of every memory it was shown, as that memory stood where it was shown
-        (its visible revision: a later UPDATE on a sibling does not count). BranchMem0
-        cites events only."""
+        events behind every memory it was shown (what that memory's own call cited).
+        BranchMem0 cites events only."""
         events: dict[str, None] = {}
-        pending = [s for f in facts for s in f.sources]
-        shown: dict[str, tuple[str, ...]] | None = None
-        seen: set[str] = set()
-        while pending:
-            source = pending.pop()
-            if source in seen:
-                continue
-            seen.add(source)
+        for source in (s for f in facts for s in f.sources):
             if source in self.conversation.messages:
                 events[source] = None
-                continue
-            if shown is None:
-                at = message.parent
-                visible = self.store.visible(at) if at is not None else []
-                shown = {r.id: tuple(r.sources or ()) for r in visible}
-            record_id = source if source.startswith("mem0:") else record_id_for(source)
-            pending.extend(shown.get(record_id.split("@")[0], ()))
+            else:
+                events.update(dict.fromkeys(self.cited.get(source, ())))
         events.pop(message.id, None)
-        return [*events, message.id]  # the deepest last: the write's anchor
+        found = [*events, message.id]  # the deepest last: the write's anchor
+        self.cited.update((f.id, tuple(found)) for f in facts if f.id)
+        return found
 
     def ingest(self, message: Message, facts: Sequence[Fact]) -> None:
         self.conversation.add(message)
@@ -205,8 +191,14 @@ class Mem0Branchmem(_Mem0Base):
         # Mem0 cannot tell "forget this everywhere" from a change of mind on one branch;
         # the extracted facts can, and every system receives them.
         forget = any(f.op == "retract" and f.retract_scope == "tree" for f in facts)
+        events = self._events(message, facts)
+        if not set(events) <= {m.id for m in self.conversation.path(message.id)}:
+            # the step read another branch (an arrival window): BranchMem0 cannot place a
+            # write that derives from two branches and refuses it, so nothing is written
+            # (branchmem's own store keeps such a record, visible nowhere)
+            return
         with fixed_clock(self.ticks):
-            self.wrapped.at(message.id, self._events(message, facts)).add(
+            self.wrapped.at(message.id, events).add(
                 self._message(message, facts),
                 user_id=USER,
                 delete_scope="tree" if forget else "branch",
@@ -215,9 +207,6 @@ class Mem0Branchmem(_Mem0Base):
     def _found(self, at: str, question: str, k: int) -> list[dict[str, Any]]:
         found = self.wrapped.search(question, anchor=at, user_id=USER, limit=k, threshold=0.0)
         return list(found["results"])
-
-    def recall(self, at: str, query: str, k: int) -> list[Recalled]:
-        return [Recalled(str(m["id"]), str(m["memory"])) for m in self._found(at, query, k)]
 
     def context(self, anchor: str, question: str, budget: int) -> Context:
         lines = [mem0_line(m) for m in self._found(anchor, question, self.top_k)]

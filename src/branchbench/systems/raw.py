@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from branchbench.context import Context, fit
-from branchbench.pipeline import RAW_ONLY, Recalled
+from branchbench.pipeline import RAW_ONLY
 from branchbench.scenario import Fact, Message
 from branchbench.systems.base import Conversation, Setup
 
@@ -17,7 +17,7 @@ class FullHistory:
     """
 
     name = "full_history"
-    pipeline = RAW_ONLY  # no derived memory: what a pipeline derives is not kept
+    integration = RAW_ONLY  # no derived memory: what a pipeline derives is not kept
 
     def __init__(self, setup: Setup) -> None:
         self.language = setup.language
@@ -25,9 +25,6 @@ class FullHistory:
 
     def ingest(self, message: Message, facts: Sequence[Fact]) -> None:
         self.conversation.add(message)
-
-    def recall(self, at: str, query: str, k: int) -> Sequence[Recalled]:
-        return ()
 
     def context(self, anchor: str, question: str, budget: int) -> Context:
         return fit([], self.conversation.arrival_turns(), budget, self.language)
