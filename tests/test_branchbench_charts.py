@@ -4,14 +4,13 @@ grey, 95% whiskers, 0% drawn and missing figures marked n/a. Checked on the draw
 
 from __future__ import annotations
 
-import hashlib
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bench_results import write_results
 from branchbench.charts import (
     CHART_FILES,
     CHART_METRICS,
@@ -83,17 +82,7 @@ def make_summary(tmp_path: Path, systems: tuple[str, ...] = SYSTEMS) -> dict[str
         for system in systems
         for kind in ("leak", "retain")
     ]
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    (tmp_path / "contexts.jsonl").write_text(text, encoding="utf-8")
-    record = {
-        "split": "dev",
-        "systems": list(systems),
-        "budget": 1500,
-        "limit": None,
-        "files": {"contexts.jsonl": hashlib.sha256(text.encode()).hexdigest()},
-    }
-    (tmp_path / "run.json").write_text(json.dumps(record), encoding="utf-8")
-    return summarize(tmp_path)
+    return summarize(write_results(tmp_path, rows, systems=list(systems)))
 
 
 @pytest.fixture

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
+from bench_results import write_results
 from branchbench.charts import PALETTE
 from branchbench.cli import main
-from branchbench.errors import ResultsError
+from branchbench.errors import BenchError, ResultsError
 from branchbench.manifest import code_sha256, scored_files
 from branchbench.report import console_tables, markdown
 from branchbench.score import context_rates, scenario_bootstrap, summarize, wilson
@@ -50,19 +51,8 @@ def row(system: str, scenario: str, kind: str, memory: str = "", **extra: Any) -
 
 
 def results(tmp_path: Path, rows: Iterable[dict[str, Any]], **meta: Any) -> Path:
-    """A results directory as `branchbench run` writes it, hashes included."""
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    (tmp_path / "contexts.jsonl").write_text(text, encoding="utf-8")
-    record = {
-        "split": "dev",
-        "systems": ["branchmem", LONG_NAME],
-        "budget": 1500,
-        "limit": None,
-        "files": {"contexts.jsonl": hashlib.sha256(text.encode()).hexdigest()},
-        **meta,
-    }
-    (tmp_path / "run.json").write_text(json.dumps(record), encoding="utf-8")
-    return tmp_path
+    """A results directory as `branchbench run` writes it, hashes and split included."""
+    return write_results(tmp_path, rows, systems=["branchmem", LONG_NAME], **meta)
 
 
 def test_stale_is_read_from_the_rendered_memory_not_the_self_report() -> None:
@@ -244,3 +234,77 @@ def test_a_declared_memory_that_is_empty_is_measured_not_na() -> None:
     assert rates["has_memory"] and rates["memory_retain_rate"] == 0.0
     raw = [row("raw_current_branch", f"s{i}", "retain", has_memory=False) for i in range(3)]
     assert context_rates(raw)["memory_retain_rate"] is None
+
+
+def test_keywords_edited_in_the_results_are_refused_even_with_a_fresh_hash(
+    tmp_path: Path,
+) -> None:
+    """The forger's path: change what a probe forbids in contexts.jsonl and write the new
+    SHA-256 into run.json. The hashes agree; the split does not."""
+    out = results(tmp_path, pipeline_rows())
+    rows = [json.loads(line) for line in (out / "contexts.jsonl").read_text().splitlines()]
+    rows[0]["forbidden"] = ["重庆"]  # a value this system's memory does not show: 0% leak
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    (out / "contexts.jsonl").write_text(text, encoding="utf-8")
+    meta = json.loads((out / "run.json").read_text())
+    meta["files"]["contexts.jsonl"] = hashlib.sha256(text.encode()).hexdigest()
+    (out / "run.json").write_text(json.dumps(meta))
+    with pytest.raises(ResultsError, match=r"sc0/p1: the results' 'forbidden' is not the split's"):
+        summarize(out)
+
+
+def test_a_row_whose_probe_the_split_lacks_is_refused(tmp_path: Path) -> None:
+    out = results(tmp_path, pipeline_rows())
+    (out / "scenarios" / "dev" / "sc3.json").unlink()
+    with pytest.raises(ResultsError, match="split 'dev' has no probe sc3/p1"):
+        summarize(out)
+
+
+def test_the_frozen_split_is_scored_from_its_manifest(tmp_path: Path) -> None:
+    """A run of the test split whose saved keywords match is scored; one whose keywords
+    were changed in the results, in agreement with a changed copy of the split it names,
+    is still refused: the frozen split is read where the manifest pins it."""
+    out = tmp_path / "t"
+    assert main(["run", "--split", "test", "--out", str(out), "--quiet", "--limit", "1",
+                 "--systems", "branchmem", "--pipeline", "one_message",
+                 "--extractor", "oracle"]) == 0  # fmt: skip
+    assert summarize(out)["probes"] > 0
+    meta = json.loads((out / "run.json").read_text())
+    meta["scenarios_root"] = str(tmp_path / "elsewhere")  # an edited copy of the split
+    (out / "run.json").write_text(json.dumps(meta))
+    with pytest.raises(BenchError, match="cannot score: the split 'test'"):
+        summarize(out)
+
+
+def test_a_forged_context_with_a_fresh_hash_is_caught_by_running_it_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The audit's forgery: Mem0's leak rewritten to 0% in contexts.jsonl, its SHA-256
+    written into run.json. ``score`` accepts the files (they agree with each other);
+    ``score --reproduce`` runs the recorded configuration again and refuses them."""
+    from branchbench.systems import registry
+
+    systems = ["branchmem", *(["mem0"] if "mem0" in registry() else ["extract_retrieve"])]
+    out = tmp_path / "r"
+    assert main(["run", "--split", "dev", "--out", str(out), "--quiet", "--limit", "2",
+                 "--pipeline", "one_message", "--extractor", "oracle",
+                 "--systems", *systems]) == 0  # fmt: skip
+    assert main(["score", str(out), "--reproduce"]) == 0
+    assert "identical, reproduced" in capsys.readouterr().out
+    rows = [json.loads(line) for line in (out / "contexts.jsonl").read_text().splitlines()]
+    forged = 0
+    for r in rows:
+        if r["system"] == systems[1] and r["type"] == "leak":
+            for word in r["forbidden"]:
+                for field in ("memory", "context", "transcript"):
+                    forged += word in r[field]
+                    r[field] = r[field].replace(word, "")
+    assert forged  # there was a leak to hide
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    (out / "contexts.jsonl").write_text(text, encoding="utf-8")
+    meta = json.loads((out / "run.json").read_text())
+    meta["files"]["contexts.jsonl"] = hashlib.sha256(text.encode()).hexdigest()
+    (out / "run.json").write_text(json.dumps(meta))
+    assert main(["score", str(out)]) == 0  # the files agree with each other
+    assert main(["score", str(out), "--reproduce"]) == 1
+    assert "DIFFERENT: not reproduced" in capsys.readouterr().out

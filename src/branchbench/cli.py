@@ -22,7 +22,14 @@ from branchbench.errors import BenchError, ManifestError
 from branchbench.manifest import FROZEN_SPLIT, file_sha256, verify_manifest, write_manifest
 from branchbench.pipeline import PIPELINES, READ_POLICIES
 from branchbench.report import console_tables, model_table, print_table, write_outputs
-from branchbench.runner import DEFAULT_RUNS, EXTRACTORS, RunConfig, progress_steps, run
+from branchbench.runner import (
+    DEFAULT_RUNS,
+    EXTRACTORS,
+    RunConfig,
+    progress_steps,
+    reproduce,
+    run,
+)
 from branchbench.scenario import CORPUS_SPLITS, SPLITS, load_file, load_split, split_files
 from branchbench.score import summarize
 from branchbench.systems import registry
@@ -136,6 +143,12 @@ def _parser() -> argparse.ArgumentParser:
         description="Recompute summary.md/json/png from a results dir.",
     )
     p_score.add_argument("results", type=Path, help="results directory of a run")
+    p_score.add_argument(
+        "--reproduce",
+        action="store_true",
+        help="run the recorded configuration again (model-free runs) and fail unless every"
+        " context comes out byte for byte the same",
+    )
 
     p_man = sub.add_parser(
         "manifest",
@@ -290,6 +303,17 @@ def _report(results: Path, console: Console) -> int:
     return 0
 
 
+def _reproduce(results: Path, console: Console) -> int:
+    """Exit 1 unless running the recorded configuration again gives the same contexts."""
+    same, what = reproduce(results)
+    console.print(
+        f"{what}: {'identical, reproduced' if same else 'DIFFERENT: not reproduced'}",
+        highlight=False,
+        markup=False,
+    )
+    return 0 if same else 1
+
+
 def cmd_curve(args: argparse.Namespace, console: Console) -> int:
     """Run at every budget, print the curves' tables, then the optional charts."""
     config = RunConfig(
@@ -397,7 +421,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "validate":
             return cmd_validate(args, console)
         if args.command == "score":
-            return _report(args.results, console)
+            status = _report(args.results, console)
+            return _reproduce(args.results, console) if args.reproduce else status
         if args.command == "propagation-report":
             return cmd_propagation_report(args, console)
         if args.command == "retrieval":

@@ -344,6 +344,32 @@ def run(config: RunConfig, out_dir: Path, progress: Progress | None = None) -> P
     return out_dir
 
 
+def reproduce(results_dir: Path) -> tuple[bool, str]:
+    """Run again what ``results_dir``'s run.json says was run and compare the contexts,
+    byte for byte: (whether they are identical, what was compared). Hashes in run.json only
+    catch an accidental edit (anyone can write a new one); a model-free run is
+    deterministic, so running it again is what shows its results are what the code gives.
+    A run with a model is refused (its answers came from the endpoint)."""
+    meta_path = results_dir / "run.json"
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise BenchError(f"cannot read {meta_path}: {error}") from error
+    if meta.get("endpoint"):
+        raise BenchError(f"{results_dir} was run with a model: only model-free runs reproduce")
+    fields = {f for f in RunConfig.__dataclass_fields__ if f in meta}
+    config = RunConfig(**{f: meta[f] for f in fields})
+    saved = results_dir / "contexts.jsonl"
+    if not saved.exists():
+        raise BenchError(f"{saved} is missing")
+    with tempfile.TemporaryDirectory(prefix="branchbench-reproduce-") as scratch:
+        again = run(config, Path(scratch) / "again") / "contexts.jsonl"
+        same = again.read_bytes() == saved.read_bytes()
+    code = meta.get("code_sha256")
+    note = "" if code == run_record()["code_sha256"] else " (run.json records other code)"
+    return same, f"{config.split}: contexts.jsonl run again{note}"
+
+
 def _input_reader(extractor: Extractor) -> InputExtractor | None:
     reader = getattr(extractor, "extract_input", None)
     return reader if callable(reader) else None

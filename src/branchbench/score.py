@@ -39,8 +39,9 @@ from typing import Any
 
 from branchbench.errors import BenchError, ResultsError
 from branchbench.keywords import contains
+from branchbench.manifest import FROZEN_SPLIT, verify_manifest
 from branchbench.pipeline import PIPELINES, READ_POLICIES, pipeline_labels
-from branchbench.scenario import OPERATIONS
+from branchbench.scenario import OPERATIONS, load_split
 
 Row = dict[str, Any]
 Rates = dict[str, Any]
@@ -320,6 +321,48 @@ def verify_results(results_dir: Path, meta: dict[str, Any]) -> bool:
     return True
 
 
+def _pinned(meta: dict[str, Any], rows: list[Row]) -> list[Row]:
+    """The rows with every scoring field taken from the split itself, never from what the
+    results saved: the frozen test split as its manifest pins it, a corpus split as its
+    digest pins it, another split from the scenario root the run named. A row whose probe
+    the split does not have, or whose saved keywords differ from the split's, is refused
+    (ResultsError): the results were edited or come from another split."""
+    split = meta.get("split")
+    root = Path(meta["scenarios_root"]) if meta.get("scenarios_root") else None
+    try:
+        if split == FROZEN_SPLIT:
+            verify_manifest(root)
+        scenarios = load_split(str(split), root)
+    except BenchError as error:
+        raise BenchError(f"cannot score: the split {split!r} the run used: {error}") from error
+    probes = {(s.id, p.id): p for s in scenarios for p in s.probes}
+    out = []
+    for row in rows:
+        probe = probes.get((str(row.get("scenario")), str(row.get("probe"))))
+        if probe is None:
+            raise ResultsError(
+                f"row of {row.get('system')!r}: split {split!r} has no probe"
+                f" {row.get('scenario')}/{row.get('probe')}"
+            )
+        pinned = {
+            "type": probe.type,
+            "question": probe.question,
+            "answer": list(probe.answer),
+            "forbidden": list(probe.forbidden),
+            "aliases": {k: list(v) for k, v in probe.aliases.items()},
+            "unless": {k: list(v) for k, v in probe.unless.items()},
+            "forbidden_in_question": any(probe.hit(probe.question, k) for k in probe.forbidden),
+        }
+        for name, value in pinned.items():
+            if name in row and row[name] != value:
+                raise ResultsError(
+                    f"probe {row['scenario']}/{row['probe']}: the results' {name!r} is not the"
+                    f" split's ({row[name]!r} saved, {value!r} in split {split!r})"
+                )
+        out.append({**row, **pinned})
+    return out
+
+
 def summarize(results_dir: Path) -> dict[str, Any]:
     """Recompute every table from the files in ``results_dir`` (no endpoint needed).
 
@@ -337,6 +380,7 @@ def summarize(results_dir: Path) -> dict[str, Any]:
     rows = _read_jsonl(results_dir / "contexts.jsonl")
     if not rows:
         raise BenchError(f"{results_dir}/contexts.jsonl is missing or empty")
+    rows = _pinned(meta, rows)
     extractors = list(dict.fromkeys(_extractor_of(r) for r in rows))
     pipelines = _ordered(
         (_pipeline_of(r) for r in rows), pipeline_labels(PIPELINES, list(READ_POLICIES))
