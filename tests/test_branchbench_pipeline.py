@@ -68,15 +68,18 @@ def memory_at(system: object, anchor: str, question: str = "what do you know") -
         ("label_lineage", "arrival", True),  # the write point is on the path, the content not
         ("branchmem_unattributed", "arrival", True),  # cited to the message alone
         ("extract_retrieve_rawfilter", "path", True),  # shows every memory it holds
+        ("langgraph_store", "path", True),  # the user's namespace holds every branch
     ],
 )
 def test_an_arrival_window_carries_the_sibling_onto_the_kept_branch(
     name: str, policy: str, leaks: bool, tmp_path: Path
 ) -> None:
+    if name not in registry():
+        pytest.skip(f"{name} is not installed")
     system = feed(name, "window", FORK, tmp_path, policy)
     assert ("Mochi" in memory_at(system, "a2b")) is leaks
     # one message at a time, nothing is carried: a label or the gate is enough
-    if name != "extract_retrieve_rawfilter":
+    if name not in ("extract_retrieve_rawfilter", "langgraph_store"):
         assert "Mochi" not in memory_at(feed(name, "one_message", FORK, tmp_path / "one"), "a2b")
 
 
@@ -255,3 +258,18 @@ def test_a_fork_inside_an_already_summarised_region_hides_that_summary(
     # the fork position, provenance at its sources): they do not differ here
     assert "Rex" not in memory
     assert "Mochi" in memory  # u5 lies on x6's path: its own fact is kept
+
+
+def test_the_langgraph_store_overwrites_a_topic_and_deletes_a_retracted_one(
+    tmp_path: Path,
+) -> None:
+    if "langgraph_store" not in registry():
+        pytest.skip("langgraph is not installed")
+    messages = [
+        msg("u1", None, "I live in Chengdu", Fact("city", "lives in Chengdu")),
+        msg("u2", "u1", "moved to Hangzhou", Fact("city", "lives in Hangzhou")),
+        msg("u3", "u2", "I have a cat", Fact("pet", "a cat")),
+        msg("u4", "u3", "forget the cat", Fact("pet", "", op="retract")),
+    ]
+    memory = memory_at(feed("langgraph_store", "one_message", messages, tmp_path), "u4", "city")
+    assert "Hangzhou" in memory and "Chengdu" not in memory and "cat" not in memory

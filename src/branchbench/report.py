@@ -292,7 +292,9 @@ PIPELINE_NOTE = (
     "cites (attribution) and what it shows at a probe (its gate)."
 )
 # the comparisons the headline leads with, each against branchmem on the same inputs
-SAME_INPUTS = ("branchmem", "label_lineage", "mem0", "mem0_branchmem", "raw_current_branch")
+SAME_INPUTS = (
+    "branchmem", "label_lineage", "mem0", "mem0_branchmem", "langgraph_store", "raw_current_branch",
+)  # fmt: skip
 SAME_INPUT_COLUMNS = (
     ("memory_leak_rate", "memory leak", True),
     ("memory_retain_rate", "memory retain", True),

@@ -35,7 +35,10 @@ CORE_SYSTEMS: dict[str, SystemFactory] = {
     "branchmem_unattributed": BranchmemUnattributed,
 }
 
-OPTIONAL_MODULES = {"branchbench.systems.mem0": "mem0"}
+OPTIONAL_MODULES = {
+    "branchbench.systems.mem0": "mem0",
+    "branchbench.systems.langgraph": "langgraph",
+}
 
 
 def optional_systems() -> dict[str, SystemFactory]:
