@@ -32,7 +32,7 @@ Each mode (``PIPELINES``):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
@@ -127,6 +127,27 @@ InputExtractor = Callable[[Sequence[Message], Sequence[str]], tuple[Fact, ...]]
 """A model that reads a whole input (messages and memory texts) itself (``--extractor llm``)."""
 
 
+def fold_current(writes: Iterable[tuple[bool, Fact]]) -> list[Fact]:
+    """What a store shows of ``writes`` (in write order, each with whether the reader
+    sees it): per (key, scope) the newest seen write; a seen retraction removes its key (a
+    tree-wide one even unseen), an explicit supersede its target."""
+    current: dict[tuple[str, str | None], Fact] = {}
+    for seen, fact in writes:
+        if fact.op == "retract":
+            if seen or fact.retract_scope == "tree":
+                for entry in [e for e in current if e[0] == fact.key]:
+                    if fact.scope is None or entry[1] == fact.scope:
+                        del current[entry]
+            continue
+        if not seen:
+            continue
+        for entry in [e for e, f in current.items() if f.id in fact.supersedes]:
+            del current[entry]
+        current.pop(_entry(fact), None)
+        current[_entry(fact)] = fact
+    return list(current.values())
+
+
 def fact_line(fact: Fact) -> str:
     """How a derived fact reads in the memory section (scope first when it has one)."""
     return f"[{fact.scope}] {fact.value}" if fact.scope else fact.value
@@ -210,22 +231,8 @@ class Pipeline:
         written winning, as a store keeps them: a retraction removes its key (a tree-wide
         one from anywhere), an explicit supersede its target."""
         on_path = set(self._path(at)) if self.policy.memories == "path" else None
-        current: dict[tuple[str, str | None], Fact] = {}
-        for written_at, fact in self.log:
-            seen = on_path is None or written_at in on_path
-            if fact.op == "retract":
-                if seen or fact.retract_scope == "tree":
-                    for entry in [e for e in current if e[0] == fact.key]:
-                        if fact.scope is None or entry[1] == fact.scope:
-                            del current[entry]
-                continue
-            if not seen:
-                continue
-            for entry in [e for e, f in current.items() if f.id in fact.supersedes]:
-                del current[entry]
-            current.pop(_entry(fact), None)
-            current[_entry(fact)] = fact
-        return [Recalled(f.id or f.key, fact_line(f)) for f in current.values()]
+        shown = fold_current((on_path is None or at_ in on_path, f) for at_, f in self.log)
+        return [Recalled(f.id or f.key, fact_line(f)) for f in shown]
 
     # ------------------------------------------------------------ the carrier
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from branchbench.context import Context, fit, rank_by_question
-from branchbench.pipeline import Integration, fact_line
+from branchbench.pipeline import Integration, fact_line, fold_current
 from branchbench.scenario import Fact, Message
 from branchbench.systems.base import Conversation, Setup
 
@@ -297,23 +297,7 @@ class LabelLineage:
 
     def _current(self, at: str) -> list[Fact]:
         lineage = self.labels.lineage(at)
-        current: dict[tuple[str, str | None], Fact] = {}
-        for written in self.log:
-            fact = written.fact
-            seen = lineage.get(written.label, -1) >= written.position
-            if fact.op == "retract":
-                if seen or fact.retract_scope == "tree":
-                    for entry in [e for e in current if e[0] == fact.key]:
-                        if fact.scope is None or entry[1] == fact.scope:
-                            del current[entry]
-                continue
-            if not seen:
-                continue
-            for entry in [e for e, f in current.items() if f.id in fact.supersedes]:
-                del current[entry]
-            current.pop((fact.key, fact.scope), None)
-            current[(fact.key, fact.scope)] = fact
-        return list(current.values())
+        return fold_current((lineage.get(w.label, -1) >= w.position, w.fact) for w in self.log)
 
     def context(self, anchor: str, question: str, budget: int) -> Context:
         lines = rank_by_question([fact_line(f) for f in self._current(anchor)], question)
