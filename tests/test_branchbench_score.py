@@ -308,3 +308,17 @@ def test_a_forged_context_with_a_fresh_hash_is_caught_by_running_it_again(
     assert main(["score", str(out)]) == 0  # the files agree with each other
     assert main(["score", str(out), "--reproduce"]) == 1
     assert "DIFFERENT: not reproduced" in capsys.readouterr().out
+
+
+def test_retain_beyond_window_leaves_out_answers_the_recent_turns_hold() -> None:
+    """Beyond the window, an answer still in the transcript kept (the recent turns) is
+    retained by construction; only one the transcript lost measures the memory."""
+    recent = row("s", "a", "retain", memory="", transcript="搬去杭州", context="搬去杭州",
+                 path_in_transcript=False)  # fmt: skip
+    remembered = row("s", "b", "retain", memory="杭州", transcript="别的", context="杭州 别的",
+                     path_in_transcript=False)  # fmt: skip
+    forgotten = row("s", "c", "retain", memory="", transcript="别的", context="别的",
+                    path_in_transcript=False)  # fmt: skip
+    rates = context_rates([recent, remembered, forgotten])
+    assert rates["retain_beyond_window_rate"] == 0.5  # b of b and c; a is structural
+    assert context_rates([recent])["retain_beyond_window_rate"] is None

@@ -57,7 +57,8 @@ MEASURED_NOTE = (
     "superseded or retracted value wherever the rendered memory section shows it (a "
     'summary\'s "(earlier: ...)" notes included), not what a system says it asserts. '
     "*Retain beyond window* is the retain rate on the probes whose anchor path did not fit "
-    "the budget; it is the one retain figure that is not true by construction."
+    "the budget and whose answer the kept transcript does not hold (an answer in the recent "
+    "turns is retained by construction); it is the one retain figure that is not."
 )
 INTERVAL_NOTE = (
     "Rates are percentages; brackets hold a 95% interval, the wider at each end of the "

@@ -171,7 +171,12 @@ def context_rates(rows: Sequence[Row]) -> Rates:
     # a system has a memory section when it declares one (an empty memory in every row of
     # one group is a measurement, not n/a); older rows only tell by their text
     has_memory = any(r.get("has_memory") or r["memory"] for r in rows)
-    beyond = [r for r in retain if not r.get("path_in_transcript", True)]
+    # the path did not fit, and the transcript kept does not hold every answer keyword: only
+    # then does retaining it say anything about memory (an answer in the recent turns, as
+    # on the corpus splits where the fork lies in the last four, is retained by construction)
+    beyond = [
+        r for r in retain if not r.get("path_in_transcript", True) and not _all(r, "transcript")
+    ]
     t = _Tally()
     t.add("context_leak_rate", leak, lambda r: _any(r, "context"))
     t.add("context_retain_rate", retain, lambda r: _all(r, "context"))
