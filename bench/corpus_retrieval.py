@@ -25,9 +25,11 @@ from pathlib import Path
 
 from branchbench.retrieval import (
     DEFAULT_RETRIEVERS,
-    SPLITS,
     load_tasks,
     make_retrievers,
+)
+from branchbench.retrieval_report import (
+    SPLITS,
     run_retrieval,
     write_report,
 )

@@ -13,6 +13,36 @@ from typing import Any
 PROBE_FIELDS = ("type", "question", "answer", "forbidden", "aliases", "unless")
 
 
+def probe_row(
+    system: str, scenario: str, kind: str, memory: str = "", **extra: Any
+) -> dict[str, Any]:
+    """One contexts.jsonl row; the probe asks for 杭州 and forbids 成都."""
+    return {
+        "split": "dev",
+        "scenario": scenario,
+        "language": "zh",
+        "operation": "edit_user",
+        "extractor": "oracle",
+        "system": system,
+        "probe": extra.pop("probe", "p1"),
+        "type": kind,
+        "anchor": "a",
+        "question": "搬去哪？",
+        "answer": ["杭州"],
+        "forbidden": ["成都"],
+        "aliases": {},
+        "unless": {},
+        "forbidden_in_question": False,
+        "path_in_transcript": True,
+        "memory": memory,
+        "asserted": memory,
+        "transcript": "",
+        "context": memory,
+        "tokens": 10,
+        **extra,
+    }
+
+
 def write_split(root: Path, rows: list[dict[str, Any]], split: str = "dev") -> Path:
     """One scenario file per scenario the rows name, holding their probes as the rows
     state them."""

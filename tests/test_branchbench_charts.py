@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bench_results import write_results
+from bench_results import probe_row, write_results
 from branchbench.charts import (
     CHART_FILES,
     CHART_METRICS,
@@ -45,31 +45,11 @@ def row(system: str, scenario: int, kind: str, op: str, pipeline: str) -> dict[s
     hit = scenario < (LEAKS if kind == "leak" else RETAINS)[system]
     text = ("成都" if kind == "leak" else "杭州") if hit else "别的"
     has_memory = system != "raw"
-    return {
-        "split": "dev",
-        "scenario": f"sc{scenario}",
-        "language": "zh",
-        "operation": op,
-        "extractor": "oracle",
-        "pipeline": pipeline,
-        "system": system,
-        "probe": f"{op}-{kind}",
-        "type": kind,
-        "anchor": "a",
-        "question": "搬去哪？",
-        "answer": ["杭州"],
-        "forbidden": ["成都"],
-        "aliases": {},
-        "unless": {},
-        "forbidden_in_question": False,
-        "path_in_transcript": True,
-        "has_memory": has_memory,
-        "memory": text if has_memory else "",
-        "asserted": "",
-        "transcript": "",
-        "context": text,
-        "tokens": 10,
-    }
+    return probe_row(
+        system, f"sc{scenario}", kind, memory=text if has_memory else "",
+        operation=op, pipeline=pipeline, probe=f"{op}-{kind}", has_memory=has_memory,
+        asserted="", context=text,
+    )  # fmt: skip
 
 
 def make_summary(tmp_path: Path, systems: tuple[str, ...] = SYSTEMS) -> dict[str, Any]:

@@ -27,24 +27,24 @@ from branchbench.retrieval import (
     MemorySearch,
     UpdateQuery,
     beam_task,
-    evidence_recall,
-    first_rank,
     in_split,
     load_tasks,
     locomo_text,
     make_retrievers,
     question_split,
-    run_retrieval,
-    score_beam,
-    score_locomo,
-    stale_above_update,
-    updated_at,
 )
 from branchbench.retrieval_report import (
     Estimate,
     bootstrap_interval,
     contradiction_both,
+    evidence_recall,
+    first_rank,
     format_estimate,
+    run_retrieval,
+    score_beam,
+    score_locomo,
+    stale_above_update,
+    updated_at,
 )
 from branchmem.search.embedding import HashingEmbedder
 from corpora_env import require_corpora

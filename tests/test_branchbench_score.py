@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bench_results import write_results
+from bench_results import probe_row, write_results
 from branchbench.charts import PALETTE
 from branchbench.cli import main
 from branchbench.errors import BenchError, ResultsError
@@ -22,32 +22,7 @@ from branchbench.score import context_rates, scenario_bootstrap, summarize, wils
 LONG_NAME = "extract_retrieve_rawfilter_lineage_labels"
 
 
-def row(system: str, scenario: str, kind: str, memory: str = "", **extra: Any) -> dict[str, Any]:
-    """One contexts.jsonl row; the probe asks for 杭州 and forbids 成都."""
-    return {
-        "split": "dev",
-        "scenario": scenario,
-        "language": "zh",
-        "operation": "edit_user",
-        "extractor": "oracle",
-        "system": system,
-        "probe": extra.pop("probe", "p1"),
-        "type": kind,
-        "anchor": "a",
-        "question": "搬去哪？",
-        "answer": ["杭州"],
-        "forbidden": ["成都"],
-        "aliases": {},
-        "unless": {},
-        "forbidden_in_question": False,
-        "path_in_transcript": True,
-        "memory": memory,
-        "asserted": memory,
-        "transcript": "",
-        "context": memory,
-        "tokens": 10,
-        **extra,
-    }
+row = probe_row
 
 
 def results(tmp_path: Path, rows: Iterable[dict[str, Any]], **meta: Any) -> Path:
@@ -261,9 +236,9 @@ def test_a_row_whose_probe_the_split_lacks_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_frozen_split_is_scored_from_its_manifest(tmp_path: Path) -> None:
-    """A run of the test split whose saved keywords match is scored; one whose keywords
-    were changed in the results, in agreement with a changed copy of the split it names,
-    is still refused: the frozen split is read where the manifest pins it."""
+    """A run of the test split is scored from the split; a run.json that names another copy
+    of the frozen split is refused unless that copy matches the pinned manifest (here it
+    does not exist), so edited keywords cannot come in through a copy of the split."""
     out = tmp_path / "t"
     assert main(["run", "--split", "test", "--out", str(out), "--quiet", "--limit", "1",
                  "--systems", "branchmem", "--pipeline", "one_message",

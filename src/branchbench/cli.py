@@ -379,6 +379,8 @@ def cmd_retrieval(args: argparse.Namespace, console: Console) -> int:
         DEFAULT_RETRIEVERS,
         load_tasks,
         make_retrievers,
+    )
+    from branchbench.retrieval_report import (
         run_retrieval,
         write_report,
     )

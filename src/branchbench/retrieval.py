@@ -31,33 +31,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from branchbench import retrieval_report
 from branchbench.errors import BenchError
-from branchbench.retrieval_report import ALL, HELD_OUT, TUNING_SPLIT
-from branchbench.retrieval_report import LOCOMO_CATEGORIES as LOCOMO_CATEGORIES
-from branchbench.retrieval_report import SPLITS as SPLITS
+from branchbench.retrieval_report import (
+    ALL,
+    HELD_OUT,
+    LOCOMO_CATEGORIES,
+    SPLITS,
+    TUNING_SPLIT,
+)
 from branchmem import Memory
 from branchmem.search.embedding import Embedder, HashingEmbedder, vector_rank
 
 if TYPE_CHECKING:
     from branchbench.corpora import BeamChat, LocomoConversation
-
-# The metrics, scoring and report moved to retrieval_report; the names other code imports
-# from here stay importable from here.
-KS: Final = retrieval_report.KS
-STALE_K: Final = retrieval_report.STALE_K
-Row = retrieval_report.Row
-RetrievalReport = retrieval_report.RetrievalReport
-bootstrap_interval = retrieval_report.bootstrap_interval
-contradiction_both = retrieval_report.contradiction_both
-evidence_recall = retrieval_report.evidence_recall
-first_rank = retrieval_report.first_rank
-updated_at = retrieval_report.updated_at
-stale_above_update = retrieval_report.stale_above_update
-score_locomo = retrieval_report.score_locomo
-score_beam = retrieval_report.score_beam
-run_retrieval = retrieval_report.run_retrieval
-write_report = retrieval_report.write_report
 
 CONTEXT_BUDGET: Final = 2000  # tokens: branchmem's default context budget
 TURN_KIND: Final = "turn"
