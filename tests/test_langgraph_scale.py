@@ -369,7 +369,7 @@ class HeldStore(BranchStore):
     def _batch(self, ops: list[Any]) -> list[Any]:
         if not self.sizes:
             until = deadline(10)
-            while len(self._joining) < self.callers and time.monotonic() < until:
+            while len(self._thread_calls.waiting) < self.callers and time.monotonic() < until:
                 time.sleep(0.001)
         self.sizes.append(len(ops))
         return super()._batch(ops)

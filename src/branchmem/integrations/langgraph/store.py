@@ -5,15 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import operator
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
-from typing import Any, Final
+from datetime import UTC, datetime
+from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
@@ -22,26 +20,33 @@ from langgraph.store.base import (
     BaseStore,
     GetOp,
     IndexConfig,
-    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
-    MatchCondition,
     Op,
     PutOp,
     Result,
     SearchItem,
     SearchOp,
     TTLConfig,
-    ensure_embeddings,
-    get_text_at_path,
-    tokenize_path,
 )
 
 from ...errors import BranchmemError, InvalidInput, NotFoundError
 from ...memory import Memory
 from ...model import Record
-from ...search.lexical import CorpusStats, bm25, corpus_stats, normalize, query_terms, rank
+from .cache import ReadCache, Refreshed
 from .checkpointer import ASYNC_RUN, MIRRORED, BranchCheckpointer, step_event
+from .filters import matches, namespace_matches
+from .items import (
+    ITEM_KIND,
+    Found,
+    check_put,
+    encode,
+    item_key,
+    item_of,
+    key_prefix,
+    newest_first,
+)
+from .joining import LoopCalls, ThreadCalls
 from .mapping import (
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_DURABILITY,
@@ -53,8 +58,10 @@ from .mapping import (
     thread_event_id,
     thread_of,
 )
+from .ranking import Candidates, VectorIndex, ranked_by_words
 
-ITEM_KIND: Final = "langgraph.item"
+__all__ = ["ITEM_KIND", "BranchStore", "CheckpointNotMirrored", "MissingAnchor", "item_key"]
+
 # inside a batch: a slot for the stamp, read once when first needed (None: not in a batch)
 _BATCH_STAMP: ContextVar[list[int] | None] = ContextVar("branchmem_langgraph_stamp", default=None)
 
@@ -78,229 +85,6 @@ class _Place:
     anchor: str | None
     source: str | None
     events: Sequence[dict[str, Any]] = ()
-
-
-_Waiting = tuple[list[Op], "asyncio.Future[list[Result]]"]  # an async call's ops and answer
-
-
-def _shares(results: list[Result], calls: Iterable[list[Op]]) -> Iterator[list[Result]]:
-    """A joined batch's results cut back into each call's (given by its ops), in order."""
-    cursor = 0
-    for ops in calls:
-        yield results[cursor : cursor + len(ops)]
-        cursor += len(ops)
-
-
-class _Joining:
-    """A sync call waiting to run in the next batch of an explicit-anchor view: its ops,
-    then its answer (or error), or word that it leads the next batch. A call that finds no
-    batch running makes none: it runs at once (``BranchStore._joined``)."""
-
-    __slots__ = ("error", "leads", "ops", "result", "woken")
-
-    def __init__(self, ops: list[Op]) -> None:
-        self.ops = ops
-        self.result: list[Result] = []
-        self.error: BaseException | None = None
-        self.leads = False
-        self.woken = threading.Event()
-
-
-@dataclass(slots=True)
-class _Found:
-    """A visible item with the record revision that holds it."""
-
-    item: Item
-    record: Record
-    words: str | None = None  # the value's text for BM25, once a query asked for it
-
-    @property
-    def text(self) -> str:
-        if self.words is None:
-            self.words = _text_of(self.item.value)
-        return self.words
-
-    @property
-    def record_id(self) -> str:
-        return self.record.id
-
-    @property
-    def revision(self) -> int:
-        return self.record.revision
-
-    @property
-    def index(self) -> object:
-        """The put's ``index`` argument: None (config fields), False, or paths."""
-        return self.record.meta.get("index")
-
-
-class _Cache:
-    """Answers of one state of the store, named by a stamp every write moves: each thread's
-    head and the live items seen from each anchor, by namespace. Over branchmem's in-memory
-    store (no other process writes it) the stamp is ``Memory.write_generation``; over SQLite
-    and PostgreSQL it is the namespace's arrival counter, which every write of any process
-    draws from (one read per batch). A new stamp empties the cache, except after this
-    store's own puts and deletes, which patch the items they changed (see ``_write_all``)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.generation = -1
-        self.heads: dict[str, str | None] = {}
-        self.items: dict[str, dict[tuple[str, ...], dict[str, _Found]]] = {}
-        # (anchor, namespace prefix, filter) -> the candidates a search ranks
-        self.candidates: dict[tuple[str, tuple[str, ...], str], _Candidates] = {}
-
-    def fresh(self, generation: int) -> None:
-        """Forget everything if the store has been written since it was filled. Stamps only
-        grow: a reader whose stamp is older than the cache's (a write landed since its batch
-        began) is served the newer state, which existed during its call, and empties nothing."""
-        if generation > self.generation:
-            self.generation = generation
-            self.heads = {}
-            self.items = {}
-            self.candidates = {}
-
-
-class _Refreshed(dict[tuple[str, int], float]):
-    """TTL refreshes by (record id, revision), with a count of the assignments that may
-    expire or revive an item: a cached candidate set built before one is rebuilt."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.version = 0
-
-    def __setitem__(self, key: tuple[str, int], value: float) -> None:
-        super().__setitem__(key, value)
-        self.version += 1
-
-    def extend(self, key: tuple[str, int], value: float) -> None:
-        """Push back the expiry of an item that is live now: no live item expires and no
-        expired one revives, so the version stays."""
-        super().__setitem__(key, value)
-
-
-QUERY_MEMO: Final = 256  # ranked answers kept per candidate set (distinct queries)
-
-
-class _Candidates:
-    """What a search ranks at one anchor under one namespace prefix and filter, for one
-    stamp of the cache: the live items in LangGraph's order (newest first), and, built on
-    the first query, the lexical statistics BM25 needs, so a query costs its terms rather
-    than re-reading and re-normalising every value. Ranked answers are memoised per query.
-    Valid until the earliest expiry among the items (``horizon``) or a TTL assignment that
-    may expire or revive one (``refreshes``)."""
-
-    __slots__ = ("by_query", "found", "horizon", "postings", "refreshes", "stats", "texts")
-
-    def __init__(self, found: list[_Found], horizon: float, refreshes: int) -> None:
-        self.found = found
-        self.horizon = horizon
-        self.refreshes = refreshes
-        self.texts: list[str] | None = None  # normalised values
-        self.stats: CorpusStats | None = None
-        self.postings: dict[str, dict[int, int]] = {}  # term -> {candidate: tf}
-        self.by_query: dict[str, list[tuple[float | None, _Found]]] = {}
-
-    def by_words(self, query: str) -> list[tuple[float | None, _Found]]:
-        """``_by_words(query, self.found)``, bit for bit, from the cached statistics."""
-        ranked = self.by_query.get(query)
-        if ranked is None:
-            ranked = self._rank(query)
-            if len(self.by_query) >= QUERY_MEMO:
-                self.by_query.clear()
-            self.by_query[query] = ranked
-        return ranked
-
-    def _rank(self, query: str) -> list[tuple[float | None, _Found]]:
-        terms = query_terms(query)
-        if not terms:
-            return [(None, f) for f in self.found]
-        texts, stats = self.texts, self.stats
-        if texts is None or stats is None:
-            texts = self.texts = [normalize(f.text) for f in self.found]
-            stats = self.stats = corpus_stats(texts)
-        frequencies: dict[int, dict[str, int]] = {}
-        document_frequencies: dict[str, int] = {}
-        for term in terms:
-            postings = self.postings.get(term)
-            if postings is None:
-                postings = {}
-                for i, text in enumerate(texts):
-                    count = text.count(term)
-                    if count:
-                        postings[i] = count
-                self.postings[term] = postings
-            document_frequencies[term] = len(postings)
-            for i, count in postings.items():
-                frequencies.setdefault(i, {})[term] = count
-        hits = sorted(
-            (
-                (-bm25(found, len(texts[i]), document_frequencies, stats), str(i), i)
-                for i, found in frequencies.items()
-            )
-        )
-        ranked: list[tuple[float | None, _Found]] = [(-neg, self.found[i]) for neg, _, i in hits]
-        ranked.extend((None, f) for i, f in enumerate(self.found) if i not in frequencies)
-        return ranked
-
-
-class _Index:
-    """LangGraph's ``IndexConfig`` made usable: the embedder and the tokenized fields.
-
-    Vectors are kept per (record id, revision): a revision's text never changes, so a
-    vector computed once holds on every branch that sees that revision. They live in this
-    process; a store reopened on a durable Memory embeds again on first search.
-    """
-
-    def __init__(self, config: IndexConfig) -> None:
-        if "dims" not in config or "embed" not in config:
-            raise InvalidInput("index config needs 'dims' and 'embed'")
-        self.config = config
-        self.dims = int(config["dims"])
-        self.embeddings: Embeddings = ensure_embeddings(config["embed"])
-        # SqliteStore's index config names them ``text_fields``
-        options: Mapping[str, Any] = config
-        fields: list[str] = options.get("fields") or options.get("text_fields") or ["$"]
-        self.fields = [_path(p) for p in fields]
-        distance = str(options.get("distance_type", "cosine"))
-        if distance not in _SIMILARITY:
-            raise InvalidInput(
-                f"index distance_type {distance!r}: expected one of {sorted(_SIMILARITY)}"
-            )
-        self.similarity = _SIMILARITY[distance]
-        self.vectors: dict[tuple[str, int], list[list[float]]] = {}
-        self.lock = threading.Lock()
-
-    def texts(self, value: Mapping[str, Any], index: object) -> list[str]:
-        if index is False:
-            return []
-        paths = self.fields if index is None else [_path(p) for p in index]  # type: ignore[attr-defined]
-        texts: list[str] = []
-        for _, tokens in paths:
-            texts.extend(get_text_at_path(value, tokens))
-        return texts
-
-    def vectors_of(self, found: Sequence[_Found]) -> dict[tuple[str, int], list[list[float]]]:
-        """Vectors of every found item, embedding (in one call) those not seen before."""
-        with self.lock:
-            missing = [f for f in found if (f.record_id, f.revision) not in self.vectors]
-        batch = [(f, self.texts(f.item.value, f.index)) for f in missing]
-        flat = [text for _, texts in batch for text in texts]
-        embedded = self.embeddings.embed_documents(flat) if flat else []
-        cursor = 0
-        with self.lock:
-            for found_item, texts in batch:
-                vectors = [list(v) for v in embedded[cursor : cursor + len(texts)]]
-                cursor += len(texts)
-                self.vectors[(found_item.record_id, found_item.revision)] = vectors
-            return {
-                (f.record_id, f.revision): self.vectors[(f.record_id, f.revision)] for f in found
-            }
-
-
-def _path(path: str) -> tuple[str, str | list[str]]:
-    """A field path as ``get_text_at_path`` takes it ("$" is the whole value)."""
-    return path, path if path == "$" else tokenize_path(path)
 
 
 class BranchStore(BaseStore):
@@ -339,28 +123,21 @@ class BranchStore(BaseStore):
             raise InvalidInput(f"mode must be 'strict' or 'compat', got {self.mode!r}")
         self.wait_timeout = wait_timeout
         self.index_config = index
-        self._index = _Index(index) if index is not None else None
+        self._index = VectorIndex(index) if index is not None else None
         self.ttl_config = ttl
         # (record id, revision) -> expiry refreshed by a read; in this process only
-        self._refreshed = _Refreshed()
-        # reads are cached against a stamp every write moves (see _Cache); a backend with
+        self._refreshed = Refreshed()
+        # reads are cached against a stamp every write moves (see ReadCache); a backend with
         # neither a process-local store nor a change stamp is read every time
         self._stamped = not memory.process_local and memory.change_stamp(namespace) is not None
-        self._cache = _Cache() if memory.process_local or self._stamped else None
+        self._cache = ReadCache() if memory.process_local or self._stamped else None
         if config is not None:
             thread_of(config)
         self._anchor_config = config
         self._anchor: tuple[str, str | None] | None = None  # _anchor_of(config), once read
-        # async calls waiting for the next batch, and the task running them, per event loop
-        self._waiting: dict[asyncio.AbstractEventLoop, list[_Waiting]] = {}
-        self._flushing: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
-        self._start_joining()
-
-    def _start_joining(self) -> None:
-        """Sync calls waiting for the next batch, and the thread running one (if any)."""
-        self._joining_lock = threading.Lock()
-        self._joining: list[_Joining] = []
-        self._leader: int | None = None
+        # calls waiting for the next batch of an explicit-anchor view (``joining``)
+        self._thread_calls = ThreadCalls()
+        self._loop_calls = LoopCalls()
 
     @property
     def embeddings(self) -> Embeddings | None:
@@ -378,8 +155,7 @@ class BranchStore(BaseStore):
         view.__dict__.update(self.__dict__)
         view._anchor_config = config
         view._anchor = None
-        view._waiting, view._flushing = {}, {}
-        view._start_joining()
+        view._thread_calls, view._loop_calls = ThreadCalls(), LoopCalls()
         return view
 
     # -- BaseStore ---------------------------------------------------------------------
@@ -387,63 +163,12 @@ class BranchStore(BaseStore):
         ops = list(ops)
         # inside a run each call stands where its caller's step does; a call made inside
         # this view's own running batch runs at once (it would otherwise wait for itself)
-        if self._anchor_config is None or self._leader == threading.get_ident():
+        if self._anchor_config is None or self._thread_calls.inside():
             return self._batch(ops)
-        return self._joined(ops)
-
-    def _joined(self, ops: list[Op]) -> list[Result]:
-        """A view with an explicit anchor answers every caller alike: sync calls made from
-        other threads while a batch runs wait and run together as the next one, as its async
-        calls do (one stamp read and one write transaction for all of them; concurrent calls
-        may be ordered either way, and an error fails every call of its batch). The first
-        caller leads; when its batch is done, the longest-waiting caller leads the next."""
-        with self._joining_lock:
-            alone = self._leader is None  # then nothing waits either (``_hand_on``)
-            if alone:
-                self._leader = threading.get_ident()
-            else:
-                mine = _Joining(ops)
-                self._joining.append(mine)
-        if alone:  # the usual case: no batch runs, so this call is the batch
-            try:
-                return self._batch(ops)
-            finally:
-                self._hand_on()
-        mine.woken.wait()
-        if mine.leads:
-            self._lead()
-        if mine.error is not None:
-            raise mine.error
-        return mine.result
-
-    def _hand_on(self) -> None:
-        """After a batch: the longest-waiting call leads the next one, or nobody leads."""
-        with self._joining_lock:
-            self._leader = None
-            if self._joining:
-                following = self._joining[0]
-                following.leads = True
-                self._leader = -1  # taken: the next leader sets its own id
-                following.woken.set()
-
-    def _lead(self) -> None:
-        """Run every waiting call as one batch (the lead was handed to one of them), then
-        hand the lead on."""
-        with self._joining_lock:
-            taken, self._joining = self._joining, []
-            self._leader = threading.get_ident()
-        try:
-            results = self._batch([op for call in taken for op in call.ops])
-            for call, share in zip(taken, _shares(results, [c.ops for c in taken]), strict=True):
-                call.result = share
-        except BaseException as error:  # every call of the batch gets it, the leader's too
-            for call in taken:
-                call.error = error
-        finally:
-            self._hand_on()
-            for call in taken:
-                call.leads = False
-                call.woken.set()
+        # A view with an explicit anchor answers every caller alike: sync calls made from
+        # other threads while a batch runs wait and run together as the next one, as its
+        # async calls do (``joining``). A call that finds no batch running runs at once.
+        return self._thread_calls.run(ops, self._batch)
 
     def _batch(self, ops: list[Op]) -> list[Result]:
         self._refuse_on_event_loop()
@@ -480,33 +205,7 @@ class BranchStore(BaseStore):
         # batch runs wait and run together as the next one, as LangGraph's batched async
         # stores do (one stamp read and one write transaction for all of them; concurrent
         # calls may be ordered either way, and an error fails every call of its batch).
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[list[Result]] = loop.create_future()
-        self._waiting.setdefault(loop, []).append((ops, done))
-        if loop not in self._flushing:
-            self._flushing[loop] = loop.create_task(self._flush(loop))
-        return await done
-
-    async def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Run the calls waiting on ``loop`` as one batch each round, until none wait."""
-        try:
-            await asyncio.sleep(0)  # the calls made in this tick join the first batch
-            while waiting := self._waiting.pop(loop, []):
-                taken = [(ops, done) for ops, done in waiting if not done.done()]
-                merged = [op for ops, _ in taken for op in ops]
-                try:
-                    results = await asyncio.to_thread(self.batch, merged)
-                except Exception as exc:
-                    for _, done in taken:
-                        if not done.done():
-                            done.set_exception(exc)
-                    continue
-                shares = _shares(results, [ops for ops, _ in taken])
-                for (_, done), share in zip(taken, shares, strict=True):
-                    if not done.done():
-                        done.set_result(share)
-        finally:
-            del self._flushing[loop]
+        return await self._loop_calls.run(ops, self.batch)
 
     def _refuse_on_event_loop(self) -> None:
         """A sync call on the event loop inside an async run would block the loop while it
@@ -607,7 +306,7 @@ class BranchStore(BaseStore):
         the last put of a (namespace, key) winning, as in LangGraph's own stores."""
         puts = [op for op in ops if isinstance(op, PutOp)]
         for put in puts:
-            _check_put(put)
+            check_put(put)
         results: list[Result] = []
         for op in ops:
             if isinstance(op, GetOp):
@@ -658,7 +357,7 @@ class BranchStore(BaseStore):
         if record is None or self._expired(record):
             return None
         self._refresh(record, op.refresh_ttl)
-        return _item(record)
+        return item_of(record)
 
     # -- TTL ---------------------------------------------------------------------------
     def _expires(self, record: Record) -> float | None:
@@ -687,7 +386,7 @@ class BranchStore(BaseStore):
                 self._refreshed[slot] = expires
 
     # -- reads over every visible item -------------------------------------------------
-    def _visible_items(self, place: _Place, prefix: tuple[str, ...] = ()) -> list[_Found]:
+    def _visible_items(self, place: _Place, prefix: tuple[str, ...] = ()) -> list[Found]:
         """The live items under the namespace ``prefix`` where ``place`` stands."""
         if place.anchor is None and self.mode == "strict":
             return []
@@ -712,12 +411,12 @@ class BranchStore(BaseStore):
 
     def _live(
         self, anchor: str, prefix: tuple[str, ...]
-    ) -> dict[tuple[str, ...], dict[str, _Found]]:
+    ) -> dict[tuple[str, ...], dict[str, Found]]:
         """Every live item seen from ``anchor``, by namespace and key, from the cache (filled
         with every item, whatever ``prefix`` asked, so that later reads find it there)."""
         return self._labelled_live(anchor)[1]
 
-    def _labelled_live(self, anchor: str) -> tuple[int, dict[tuple[str, ...], dict[str, _Found]]]:
+    def _labelled_live(self, anchor: str) -> tuple[int, dict[tuple[str, ...], dict[str, Found]]]:
         """``_live`` with the stamp of the state it shows. A fill reads the stamp in the same
         snapshot as the items (under the Memory's lock: no write of this process lands in
         between), so the label is exact and this store's next write can patch it."""
@@ -741,7 +440,7 @@ class BranchStore(BaseStore):
                 cache.items[anchor] = live
         return label, live
 
-    def _read_items(self, anchor: str | None, prefix: tuple[str, ...]) -> list[_Found]:
+    def _read_items(self, anchor: str | None, prefix: tuple[str, ...]) -> list[Found]:
         """The live items under ``prefix`` read from the Memory: through the key index (the
         cost of the live keys), or the whole view where only it can answer. Expired ones
         are kept: expiry is decided when they are returned."""
@@ -749,7 +448,7 @@ class BranchStore(BaseStore):
         if anchor is not None:
             records = self.memory._currents(
                 anchor,
-                prefix=_key_prefix(prefix),
+                prefix=key_prefix(prefix),
                 cross_tree=self.cross_thread,
                 mode=self.mode,
                 namespace=self.namespace,
@@ -766,9 +465,9 @@ class BranchStore(BaseStore):
         for record in records:
             if record.kind != ITEM_KIND:
                 continue
-            item = _item(record)
+            item = item_of(record)
             if item is not None and item.namespace[: len(prefix)] == prefix:
-                out.append(_Found(item, record))
+                out.append(Found(item, record))
         return out
 
     def _search(self, op: SearchOp, place: _Place) -> list[SearchItem]:
@@ -777,18 +476,18 @@ class BranchStore(BaseStore):
         if candidates is not None:
             found = candidates.found
         else:
-            found = _newest_first(
-                [f for f in self._visible_items(place, prefix) if _matches(f.item.value, op.filter)]
+            found = newest_first(
+                [f for f in self._visible_items(place, prefix) if matches(f.item.value, op.filter)]
             )
         window = slice(op.offset, op.offset + op.limit)
         if not op.query:
-            page: list[tuple[float | None, _Found]] = [(None, f) for f in found[window]]
+            page: list[tuple[float | None, Found]] = [(None, f) for f in found[window]]
         elif self._index is not None:
             page = self._by_vector(op.query, found)[window]
         elif candidates is not None:
             page = candidates.by_words(op.query)[window]
         else:
-            page = _by_words(op.query, found)[window]
+            page = ranked_by_words(op.query, found)[window]
         if op.refresh_ttl:  # as LangGraph's stores do: the items returned
             for _, found_item in page:
                 if "ttl_minutes" in found_item.record.meta:
@@ -807,7 +506,7 @@ class BranchStore(BaseStore):
 
     def _candidates(
         self, place: _Place, prefix: tuple[str, ...], conditions: Mapping[str, Any] | None
-    ) -> _Candidates | None:
+    ) -> Candidates | None:
         """The cached candidates of a search (None where reads are not cached, or the
         filter is not plain JSON and so has no reliable cache key): built once per
         generation from the live items, rebuilt when one may have expired or revived."""
@@ -829,7 +528,7 @@ class BranchStore(BaseStore):
             return entry
         label, live = self._labelled_live(place.anchor)
         now, horizon = time.time(), math.inf
-        found: list[_Found] = []
+        found: list[Found] = []
         for namespace, items in live.items():
             if namespace[: len(prefix)] != prefix:
                 continue
@@ -839,23 +538,23 @@ class BranchStore(BaseStore):
                     if expires <= now:
                         continue
                     horizon = min(horizon, expires)
-                if _matches(item.item.value, conditions):
+                if matches(item.item.value, conditions):
                     found.append(item)
-        entry = _Candidates(_newest_first(found), horizon, refreshes)
+        entry = Candidates(newest_first(found), horizon, refreshes)
         with cache.lock:
             if cache.generation == label:
                 cache.candidates[key] = entry
         return entry
 
-    def _by_vector(self, query: str, found: list[_Found]) -> list[tuple[float | None, _Found]]:
+    def _by_vector(self, query: str, found: list[Found]) -> list[tuple[float | None, Found]]:
         """The query's similarity (``distance_type``: cosine, -l2 distance or inner product,
         as PostgresStore scores them) to each item's field vectors, the best field counting
         (LangGraph's max pooling); items with nothing embedded follow, unscored."""
         assert self._index is not None
         query_vector = self._index.embeddings.embed_query(query)
         vectors = self._index.vectors_of(found)
-        scored: list[tuple[float, _Found]] = []
-        unscored: list[tuple[float | None, _Found]] = []
+        scored: list[tuple[float, Found]] = []
+        unscored: list[tuple[float | None, Found]] = []
         for f in found:
             own = vectors[(f.record_id, f.revision)]
             if own:
@@ -879,7 +578,7 @@ class BranchStore(BaseStore):
             return
         anchor = place.anchor
         assert anchor is not None
-        written: dict[tuple[tuple[str, ...], str], _Found | None] = {}
+        written: dict[tuple[tuple[str, ...], str], Found | None] = {}
         with self.memory.transaction(self.namespace):
             before = self._stamp_in_write()
             with cache.lock:
@@ -892,8 +591,8 @@ class BranchStore(BaseStore):
                 return
             for op in puts:
                 record = self._record(op.namespace, op.key, place)
-                item = _item(record) if record is not None else None
-                found = _Found(item, record) if item is not None and record is not None else None
+                item = item_of(record) if record is not None else None
+                found = Found(item, record) if item is not None and record is not None else None
                 written[(tuple(op.namespace), op.key)] = found
             after = self._stamp_in_write()
         if not self._stamped:
@@ -969,7 +668,7 @@ class BranchStore(BaseStore):
         self.memory.add_record(
             f"lg-item:{uuid.uuid4().hex}",
             sources=sources,
-            content=_encode(op.namespace, op.key, op.value),
+            content=encode(op.namespace, op.key, op.value),
             kind=ITEM_KIND,
             key=key,
             meta=meta,
@@ -980,7 +679,7 @@ class BranchStore(BaseStore):
         namespaces: set[tuple[str, ...]] = set()
         for found in self._visible_items(place):
             namespace = found.item.namespace
-            if all(_namespace_matches(c, namespace) for c in op.match_conditions or ()):
+            if all(namespace_matches(c, namespace) for c in op.match_conditions or ()):
                 depth = op.max_depth
                 namespaces.add(namespace[:depth] if depth is not None else namespace)
         ordered = sorted(namespaces)
@@ -999,180 +698,3 @@ def _anchor_of(config: RunnableConfig) -> tuple[str, str | None]:
         )
     checkpoint_id = conf.get("checkpoint_id")
     return thread_id, str(checkpoint_id) if checkpoint_id else None
-
-
-def item_key(namespace: Sequence[str], key: str) -> str:
-    """The record key an item's (namespace, key) competes under: one per store slot."""
-    return "langgraph:" + json.dumps([*namespace, key], ensure_ascii=False)
-
-
-def _key_prefix(prefix: Sequence[str]) -> str:
-    """What every ``item_key`` under the namespace ``prefix`` starts with."""
-    if not prefix:
-        return "langgraph:["
-    return "langgraph:" + json.dumps(list(prefix), ensure_ascii=False)[:-1] + ", "
-
-
-def _check_put(op: PutOp) -> None:
-    """Refuse what LangGraph's stores refuse, before anything of the batch is written."""
-    where = f"put {op.namespace!r}/{op.key!r}"
-    if not op.namespace:  # the rest is checked by BaseStore.put, as LangGraph's stores do
-        raise InvalidNamespaceError(f"{where}: namespace cannot be empty")
-    if op.value is not None and not isinstance(op.value, dict):
-        raise InvalidInput(f"{where}: value must be a dict, got {type(op.value).__name__}")
-
-
-def _json_default(value: object) -> str:
-    """Like SqliteStore and PostgresStore: datetimes as ISO 8601, UUIDs as strings."""
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    raise TypeError(type(value).__name__)
-
-
-def _encode(namespace: tuple[str, ...], key: str, value: Mapping[str, Any]) -> str:
-    try:
-        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=_json_default)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(
-            f"put {namespace!r}/{key!r}: value is not JSON-serializable ({exc})"
-        ) from None
-
-
-def _item(record: Record) -> Item | None:
-    """The Item a record revision holds; None if its content was erased."""
-    meta = record.meta
-    try:
-        value = json.loads(record.content)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(value, dict):
-        return None
-    return Item(
-        value=value,
-        key=str(meta["key"]),
-        namespace=tuple(meta["namespace"]),
-        created_at=datetime.fromisoformat(meta["created_at"]),
-        updated_at=datetime.fromisoformat(meta["updated_at"]),
-    )
-
-
-def _newest_first(found: list[_Found]) -> list[_Found]:
-    """LangGraph's search order when no query ranks: the latest update first."""
-    found.sort(key=lambda f: (f.item.updated_at, f.item.namespace, f.item.key), reverse=True)
-    return found
-
-
-def _by_words(query: str, found: list[_Found]) -> list[tuple[float | None, _Found]]:
-    """BM25 (branchmem's lexical ranking) over the candidates' values; the candidates that
-    share no word with the query follow, unscored, so no item is dropped by a query."""
-    documents = {str(i): f.text for i, f in enumerate(found)}
-    hits = rank(query, documents, max(1, len(documents)))
-    matched = {hit.doc_id for hit in hits}
-    ranked: list[tuple[float | None, _Found]] = [
-        (hit.score, found[int(hit.doc_id)]) for hit in hits
-    ]
-    ranked.extend((None, f) for i, f in enumerate(found) if str(i) not in matched)
-    return ranked
-
-
-def _text_of(value: Any) -> str:
-    if isinstance(value, Mapping):
-        return " ".join(_text_of(v) for v in value.values())
-    if isinstance(value, list | tuple):
-        return " ".join(_text_of(v) for v in value)
-    return "" if value is None else str(value)
-
-
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=False))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
-
-
-def _inner_product(a: Sequence[float], b: Sequence[float]) -> float:
-    return sum(x * y for x, y in zip(a, b, strict=False))
-
-
-def _negative_l2(a: Sequence[float], b: Sequence[float]) -> float:
-    """Minus the Euclidean distance: higher is closer, as PostgresStore's l2 score."""
-    return -math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b, strict=False)))
-
-
-_SIMILARITY: Final[dict[str, Callable[[Sequence[float], Sequence[float]], float]]] = {
-    "cosine": _cosine,
-    "l2": _negative_l2,
-    "inner_product": _inner_product,
-}
-
-
-def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
-    pattern = tuple(condition.path)
-    if len(namespace) < len(pattern):
-        return False
-    if condition.match_type == "prefix":
-        candidate = namespace[: len(pattern)]
-    elif condition.match_type == "suffix":
-        candidate = namespace[len(namespace) - len(pattern) :]
-    else:
-        raise InvalidInput(f"match_type {condition.match_type!r}: expected prefix or suffix")
-    return all(p == "*" or p == n for p, n in zip(pattern, candidate, strict=True))
-
-
-def _ordered(compare: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
-    """An ordering comparison that, like PostgreSQL's JSONB, fails on a missing value."""
-
-    def holds(actual: Any, operand: Any) -> bool:
-        if actual is None or isinstance(actual, bool) != isinstance(operand, bool):
-            return False
-        if isinstance(actual, int | float) and isinstance(operand, int | float):
-            return compare(actual, operand)
-        if isinstance(actual, str) and isinstance(operand, str):
-            return compare(actual, operand)
-        return False
-
-    return holds
-
-
-_OPERATORS: Final[dict[str, Callable[[Any, Any], bool]]] = {
-    "$eq": operator.eq,
-    "$ne": operator.ne,
-    "$gt": _ordered(operator.gt),
-    "$gte": _ordered(operator.ge),
-    "$lt": _ordered(operator.lt),
-    "$lte": _ordered(operator.le),
-}
-
-
-def _at_path(value: Mapping[str, Any], key: str) -> Any:
-    """``value[key]``, or for a dotted key absent as such, the nested field it names."""
-    if key in value or "." not in key:
-        return value.get(key)
-    current: Any = value
-    for part in key.split("."):
-        if not isinstance(current, Mapping) or part not in current:
-            return None
-        current = current[part]
-    return current
-
-
-def _matches(value: Mapping[str, Any], conditions: Mapping[str, Any] | None) -> bool:
-    """LangGraph's filter language: exact (nested) match or ``$eq``/``$ne``/``$gt``...,
-    keys may be dotted paths into nested values."""
-    return all(_compare(_at_path(value, k), wanted) for k, wanted in (conditions or {}).items())
-
-
-def _compare(actual: Any, wanted: Any) -> bool:
-    if isinstance(wanted, Mapping):
-        if any(str(k).startswith("$") for k in wanted):
-            for name, operand in wanted.items():
-                if name not in _OPERATORS:
-                    raise InvalidInput(f"filter operator {name!r} is not supported")
-                if not _OPERATORS[name](actual, operand):
-                    return False
-            return True
-        return isinstance(actual, Mapping) and all(
-            _compare(actual.get(k), v) for k, v in wanted.items()
-        )
-    return bool(actual == wanted)
