@@ -44,7 +44,7 @@ test: $(STAMP) lint
 # Mem0 1.0.x (ADD/UPDATE/DELETE/NONE) in its own venv; the main venv runs mem0ai 2.x.
 test-mem0v1: $(MEM0V1_STAMP)
 	$(MEM0V1_VENV)/bin/pytest -q -n 2 tests/test_mem0_integration.py tests/test_mem0_systems.py \
-		tests/test_mem0_api.py tests/test_mem0_tap.py tests/test_mem0_compat.py
+		tests/test_mem0_api.py tests/test_mem0_tap.py tests/test_mem0_compat.py tests/test_mem0_follow.py
 
 # The package as a user gets it: a wheel in throwaway venvs, base and each extra alone.
 smoke:

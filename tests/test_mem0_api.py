@@ -123,10 +123,12 @@ def test_the_bound_tree_head_is_the_anchor_and_the_source(chat: Chat) -> None:
     }
 
 
-def test_without_any_anchor_a_call_is_refused() -> None:
-    wrapped = BranchMem0(offline_memory(), Memory())
+def test_with_follow_off_a_call_without_an_anchor_is_refused() -> None:
+    wrapped = BranchMem0(offline_memory(), Memory(), follow=False)
     with pytest.raises(InvalidInput, match="no anchor"):
         wrapped.get_all(filters={"user_id": USER})
+    with pytest.raises(InvalidInput, match="no anchor"):
+        wrapped.add("I like tea.", user_id=USER)
 
 
 def test_get_is_gated(chat: Chat) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mem0_peer_calls import API, counting, note, record, summary
+from mem0_peer_calls import API, BUILT, MEM0_BUILT, bypassed, counting, note, record, summary
 
 if importlib.util.find_spec("mem0") is None:
     pytest.skip("mem0ai is not installed (extra: branchmem[mem0])", allow_module_level=True)
@@ -44,6 +44,7 @@ def test_calls_that_reach_the_wrapper_are_counted_and_the_class_restored() -> No
             "get_all": 1,
             "delete": 1,
             "private:_update_memory": 1,
+            BUILT: 1,  # the AsyncBranchMem0's inner BranchMem0
         }
     )
     assert BranchMem0.__dict__["add"] is original
@@ -53,16 +54,29 @@ def test_calls_that_reach_the_wrapper_are_counted_and_the_class_restored() -> No
     assert "private:_outside" not in calls
 
 
+def test_building_mem0s_memory_without_the_wrapper_is_a_bypass() -> None:
+    with counting() as calls:
+        offline_memory()  # Mem0's own Memory, no BranchMem0 around it
+    assert calls[MEM0_BUILT] == 1 and calls[BUILT] == 0 and bypassed(calls)
+    with counting() as calls:
+        BranchMem0(offline_memory())
+    assert calls[MEM0_BUILT] == calls[BUILT] == 1 and not bypassed(calls)
+
+
 def test_the_summary_counts_tests_by_what_they_reached(tmp_path: Path) -> None:
     assert summary(tmp_path / "none") is None
-    record(tmp_path, "t::reaches", Counter({"add": 2, "search": 1, "private:_x": 1}))
-    record(tmp_path, "t::also", Counter({"add": 1}))
+    built = {BUILT: 1, MEM0_BUILT: 1}
+    record(tmp_path, "t::reaches", Counter({"add": 2, "search": 1, "private:_x": 1, **built}))
+    record(tmp_path, "t::also", Counter({"add": 1, **built}))
     record(tmp_path, "t::mocks", Counter({"mocked:add": 1}))
-    record(tmp_path, "t::private", Counter({"private:_update_memory": 3}))
+    record(tmp_path, "t::private", Counter({"private:_update_memory": 3, **built}))
+    record(tmp_path, "t::built", Counter(built))
+    record(tmp_path, "t::bypass", Counter({MEM0_BUILT: 1}))
     record(tmp_path, "t::nothing", Counter())
     line = summary(tmp_path)
     assert line is not None
-    assert "2 of 5 tests called a wrapper method (tests per method: add 2, search 1)" in line
-    assert "of the other 3, 1 replaced the method they call with a mock, 1 called private" in line
-    assert line.endswith("1 neither (no Memory, or only built one)")
+    assert "6 of 7 tests touch Mem0's Memory; 4 built a BranchMem0 and ran in it: 2" in line
+    assert "called a wrapper method (tests per method: add 2, search 1), 1 reached" in line
+    assert "1 only built it; 1 replaced its constructor" in line
+    assert line.endswith("1 bypassed it; 1 do not touch Memory (module functions)")
     assert set(API) >= {"add", "search", "get_all", "get", "update", "delete", "history"}

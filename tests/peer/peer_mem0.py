@@ -1,8 +1,9 @@
 """Stand-ins for ``mem0.Memory``/``AsyncMemory`` that build the real Mem0 (with whatever
 the upstream test patched into Mem0's factories) and wrap it in ``BranchMem0``.
 
-Each wrapper follows the head of a one-message chat tree (``tree=``), so every call stands
-somewhere real: writes are sourced at that message and reads gated there. Mem0 internals
+Each is the class swap a Mem0 user makes: ``BranchMem0(mem0.Memory(config))`` with its
+defaults (a new in-memory store, the wrapper recording each ``add``'s messages and
+following the conversation's head), so every call stands where the chat is. Mem0 internals
 the tests reach for (``vector_store``, ``db``, ``config``, private helpers) are the wrapped
 Mem0's."""
 
@@ -13,20 +14,11 @@ from typing import Any
 import mem0
 import mem0.memory.main
 
-from branchmem import Memory
 from branchmem.integrations.mem0 import AsyncBranchMem0, BranchMem0
 from mem0_peer_calls import API, note
 
-TREE = "peer-chat"
 STOCK_MEMORY = mem0.memory.main.Memory
 STOCK_ASYNC_MEMORY = mem0.memory.main.AsyncMemory
-
-
-def _chat() -> Memory:
-    store = Memory()
-    store.add_event("peer-message", None, tree=TREE, role="user", content="")
-    store.set_head("peer-message")
-    return store
 
 
 class _Delegating:
@@ -59,7 +51,7 @@ class BranchedMemory(_Delegating, BranchMem0):
 
     def __init__(self, config: Any = None) -> None:
         inner = STOCK_MEMORY(config) if config is not None else STOCK_MEMORY()
-        super().__init__(inner, _chat(), tree=TREE)
+        super().__init__(inner)
 
 
 class BranchedAsyncMemory(_Delegating, AsyncBranchMem0):
@@ -67,7 +59,7 @@ class BranchedAsyncMemory(_Delegating, AsyncBranchMem0):
 
     def __init__(self, config: Any = None) -> None:
         inner = STOCK_ASYNC_MEMORY(config) if config is not None else STOCK_ASYNC_MEMORY()
-        super().__init__(inner, _chat(), tree=TREE)
+        super().__init__(inner)
 
     def _inner(self) -> Any:
         sync = self.__dict__.get("sync")

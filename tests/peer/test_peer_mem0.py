@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from peer_adapter import PEER, export, load, needs_peer
 
-from mem0_peer_calls import counting, folder, record
+from mem0_peer_calls import bypassed, counting, folder, record
 
 pytestmark = needs_peer
 
@@ -66,9 +66,11 @@ if PEER is not None and importlib.util.find_spec("mem0") is not None:
     def _wrapper_calls(
         request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     ) -> Iterator[None]:
-        """Count what reached the wrapper (printed at the end of the session: a test that
-        mocks the method it calls, or calls Mem0's private helpers, reaches none of it)."""
+        """Count what reached the wrapper (printed at the end of the session), and fail a
+        test that built Mem0's own Memory without a BranchMem0 around it."""
         with counting() as calls:
             yield
         where = folder(request.config, Path(tmp_path_factory.getbasetemp()))
         record(where, request.node.nodeid, calls)
+        if bypassed(calls):
+            pytest.fail(f"{request.node.nodeid} built Mem0's Memory without BranchMem0")

@@ -7,20 +7,26 @@ branchbench. See docs/mem0.md.
 
 from branchmem.integrations.mem0.asynchronous import AsyncBranchMem0
 from branchmem.integrations.mem0.wrapper import (
+    DEFAULT_TREE,
     MEM0_KIND,
     SCOPE_CHANGE_KIND,
     AddOutcome,
+    AmbiguousHead,
     BranchMem0,
     MemoryNotVisible,
+    UnknownMemory,
     record_id_for,
 )
 
 __all__ = [
+    "DEFAULT_TREE",
     "MEM0_KIND",
     "SCOPE_CHANGE_KIND",
     "AddOutcome",
+    "AmbiguousHead",
     "AsyncBranchMem0",
     "BranchMem0",
     "MemoryNotVisible",
+    "UnknownMemory",
     "record_id_for",
 ]

@@ -39,7 +39,7 @@ class AsyncBranchMem0:
     on them; an ``AsyncMemory``'s own coroutines are run back on the caller's loop.
     """
 
-    def __init__(self, memory: Any, store: Memory, **options: Any) -> None:
+    def __init__(self, memory: Any = None, store: Memory | None = None, **options: Any) -> None:
         self.sync = BranchMem0(memory, store, **options)
 
     @property
@@ -49,6 +49,14 @@ class AsyncBranchMem0:
     @property
     def store(self) -> Memory:
         return self.sync.store
+
+    def head(self) -> str | None:
+        """``BranchMem0.head``: where a call with no anchor stands (a quick store read)."""
+        return self.sync.head()
+
+    def report(self) -> dict[str, Any]:
+        """``BranchMem0.report``."""
+        return self.sync.report()
 
     def at(self, anchor: str | None, event_ids: Sequence[str] | None = None) -> AsyncBranchMem0:
         """``BranchMem0.at``: a view standing at ``anchor``."""
@@ -72,5 +80,8 @@ class AsyncBranchMem0:
     verify_receipt = _in_thread("verify_receipt")
 
     @classmethod
-    def from_config(cls, config_dict: dict[str, Any]) -> Any:
-        return BranchMem0.from_config(config_dict)
+    def from_config(cls, config_dict: dict[str, Any], **options: Any) -> AsyncBranchMem0:
+        """``mem0.AsyncMemory.from_config(config_dict)`` wrapped."""
+        from mem0 import AsyncMemory  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+        return cls(AsyncMemory.from_config(config_dict), **options)

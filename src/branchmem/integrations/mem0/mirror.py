@@ -25,15 +25,21 @@ import json
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from .observe import AddOutcome, Observed, deletion_id, md5_hex, record_id_for
+from .observe import (
+    MEM0_KIND,
+    SCOPE_CHANGE_KIND,
+    AddOutcome,
+    Observed,
+    deletion_id,
+    md5_hex,
+    record_id_for,
+)
+from .reads import VisibleAt
 
 if TYPE_CHECKING:
-    from branchmem import Record
-
     from .wrapper import BranchMem0
 
-MEM0_KIND = "mem0_memory"
-SCOPE_CHANGE_KIND = "mem0_scope_change"
+__all__ = ["MEM0_KIND", "SCOPE_CHANGE_KIND", "mirror", "write_revision"]
 
 
 def mirror(
@@ -51,8 +57,13 @@ def mirror(
     during the call) to the wrapper's store, sourced on ``sources``."""
     store, namespace = wrapper.store, wrapper.namespace
     outcome = AddOutcome(anchor=anchor)
-    here = wrapper._visible(anchor)
     items = result.get("results", []) if isinstance(result, dict) else result or []
+    hashes = {md5_hex(text) for text in observed.extracted}
+    # decided before this call writes: the memories it may revise or attest, not the view
+    here = VisibleAt(wrapper, anchor).decide(
+        [str(item.get("id")) for item in items if item.get("event") == "UPDATE"]
+        + [m for m, payload in observed.neighbours.items() if payload.get("hash") in hashes]
+    )
     reported: set[str] = set()
     meta = {k: v for k, v in identity.items() if v is not None}
     verbatim = verbatim_sources(messages, sources) if not infer else []
@@ -114,7 +125,7 @@ def attest_duplicates(
     wrapper: BranchMem0,
     observed: Observed,
     reported: set[str],
-    here: dict[str, Record],
+    here: VisibleAt,
     sources: tuple[str, ...],
     meta: dict[str, str],
     outcome: AddOutcome,

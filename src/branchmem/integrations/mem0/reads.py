@@ -9,10 +9,12 @@ Plain functions over the wrapper (not a mixin): they call its Mem0 and read its 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .observe import IDENTITY_KEYS, cosine, deletion_id, md5_hex, record_id_for
+from branchmem.errors import NotFoundError
+
+from .observe import IDENTITY_KEYS, MEM0_KIND, cosine, deletion_id, md5_hex, record_id_for
 
 if TYPE_CHECKING:
     from branchmem import Record
@@ -20,6 +22,46 @@ if TYPE_CHECKING:
     from .wrapper import BranchMem0
 
 _MAX_FETCH = 100_000
+
+
+class VisibleAt:
+    """The revision of a memory visible at one anchor, decided one memory at a time.
+
+    ``add``, ``get``, ``update`` and ``delete`` touch a few memories: asking the store
+    about those (``explain``) costs the same at 100 memories as at 100,000, where reading
+    the whole view (``visible``) costs every memory on the path. Decisions are kept, so
+    ``decide`` first fixes them as they stood before the call wrote anything.
+    """
+
+    def __init__(self, wrapper: BranchMem0, anchor: str | None) -> None:
+        self.wrapper = wrapper
+        self.anchor = anchor
+        self._found: dict[str, Record | None] = {}
+
+    def decide(self, memory_ids: Iterable[str]) -> VisibleAt:
+        for memory_id in memory_ids:
+            self.get(memory_id)
+        return self
+
+    def get(self, memory_id: str) -> Record | None:
+        if memory_id not in self._found:
+            self._found[memory_id] = self._decided(memory_id)
+        return self._found[memory_id]
+
+    def __contains__(self, memory_id: str) -> bool:
+        return self.get(memory_id) is not None
+
+    def _decided(self, memory_id: str) -> Record | None:
+        store, namespace = self.wrapper.store, self.wrapper.namespace
+        record_id = record_id_for(memory_id)
+        try:
+            why = store.explain(record_id, self.anchor, namespace=namespace)
+        except NotFoundError:
+            return None
+        if not why.visible or why.revision is None:
+            return None
+        record = store.get_record(record_id, revision=why.revision, namespace=namespace)
+        return record if record.kind == MEM0_KIND else None
 
 
 def gated(

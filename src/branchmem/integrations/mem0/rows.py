@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from branchmem.errors import NotFoundError
 
-from .observe import record_id_for
+from .observe import UnknownMemory, record_id_for
 
 if TYPE_CHECKING:
     from .wrapper import BranchMem0
@@ -49,17 +49,15 @@ def iso(timestamp: float) -> str:
 
 def history_rows(wrapper: BranchMem0, memory_id: str, provenance: bool) -> list[dict[str, Any]]:
     """The memory's changes, oldest first, as Mem0's rows (``provenance`` adds the
-    branchmem ``revision`` and ``sources`` of each row). An unknown id has no rows, as in
-    Mem0; so has a memory withdrawn by ``reset`` (Mem0's reset empties its history; the
-    store's audit log keeps it: ``store.history``)."""
+    branchmem ``revision`` and ``sources`` of each row). A memory withdrawn by ``reset``
+    keeps its rows, the reset being a DELETE row: Mem0's reset empties Mem0's history, the
+    store's audit log does not. An id the store never recorded raises ``UnknownMemory``:
+    Mem0 answers ``[]``, which reads as "known and never changed"."""
     record_id = record_id_for(memory_id)
     try:
         entries = wrapper.store.history(record_id, namespace=wrapper.namespace)
     except NotFoundError:
-        return []
-    withdrawn = [i for i, e in enumerate(entries) if e["happened"] == "withdrawn"]
-    if withdrawn:
-        entries = entries[withdrawn[-1] + 1 :]
+        raise UnknownMemory(unknown_message(wrapper, memory_id)) from None
     theirs = _mem0_rows(wrapper, memory_id)
     created = _created_at(theirs, entries)
     actor: Any = None
@@ -78,8 +76,10 @@ def history_rows(wrapper: BranchMem0, memory_id: str, provenance: bool) -> list[
             sources = list(held.sources or ())
             actor = held.meta.get("actor_id", actor)
             role = held.meta.get("role", role)
-        elif happened == "retracted":
+        elif happened in ("retracted", "withdrawn"):
             event, old, new, sources = "DELETE", previous, None, []
+        elif happened == "restored" and previous is not None:
+            event, old, new, sources = "ADD", None, previous, []
         else:
             continue
         match = _take(theirs, event, new)
@@ -113,6 +113,17 @@ def history_rows(wrapper: BranchMem0, memory_id: str, provenance: bool) -> list[
             shaped.update(revision=revision, sources=sources)
         rows.append(shaped)
     return rows
+
+
+def unknown_message(wrapper: BranchMem0, memory_id: str) -> str:
+    """Why an id has no history here, and whether Mem0 itself knows it."""
+    theirs = len(_mem0_rows(wrapper, memory_id))
+    if theirs:
+        return (
+            f"memory {memory_id!r} was never written through BranchMem0 (no record, no "
+            f"sources); Mem0 itself holds {theirs} history rows of it"
+        )
+    return f"memory {memory_id!r} is unknown: neither the store nor Mem0 has a row of it"
 
 
 def _mem0_rows(wrapper: BranchMem0, memory_id: str) -> list[dict[str, Any]]:

@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
+import json
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -29,8 +31,10 @@ from .observe import (
     IDENTITY_KEYS,
     UNSET,
     AddOutcome,
+    AmbiguousHead,
     MemoryNotVisible,
     Observed,
+    UnknownMemory,
     Unset,
     awaited,
     extracted_texts,
@@ -41,6 +45,7 @@ from .observe import (
     tap,
 )
 from .reads import (
+    VisibleAt,
     archived_item,
     archived_revisions,
     gated,
@@ -54,47 +59,81 @@ if TYPE_CHECKING:
     from branchmem import Explanation, Memory, Record
 
 __all__ = [
+    "DEFAULT_TREE",
     "MEM0_KIND",
     "SCOPE_CHANGE_KIND",
     "AddOutcome",
+    "AmbiguousHead",
     "BranchMem0",
     "MemoryNotVisible",
+    "UnknownMemory",
     "record_id_for",
 ]
+
+# The conversation a BranchMem0 built without ``tree=`` records and follows.
+DEFAULT_TREE = "mem0-chat"
 
 
 class BranchMem0:
     """A Mem0 memory whose reads answer as seen from an anchor event.
 
-    ``memory`` is a ``mem0.Memory`` (1.0.x or 2.x; detected from its ``search`` signature),
-    ``store`` a branchmem ``Memory`` that already holds the conversation's events: the
-    caller records the tree with ``store.add_event``. Every method of Mem0's public API is
-    here with Mem0's parameters; where a call stands (its anchor, and for writes the events
-    it derives from) is, in order: the call's ``anchor=``/``event_ids=``, a view bound with
-    ``at(...)``, or the head of ``tree`` (``store.set_head``), which follows the chat.
+    ``memory`` is a ``mem0.Memory`` (1.0.x or 2.x; detected from its ``search`` signature;
+    default ``mem0.Memory()``), ``store`` the branchmem ``Memory`` holding the conversation
+    and the provenance (default: a new in-memory one). Every method of Mem0's public API is
+    here with Mem0's parameters, so swapping the class in works. Where a call stands (its
+    anchor, and for writes the events it derives from) is, in order: the call's
+    ``anchor=``/``event_ids=``, a view bound with ``at(...)``, else the head of the
+    conversation ``tree`` (``head()``): the wrapper *follows the head* (``follow=False``
+    refuses a call that names no anchor instead).
+
+    ``record`` says who writes the conversation: True (the default when no ``tree`` is
+    given) makes ``add`` record its messages as events below the head and move the head to
+    the last one, so a plain Mem0 call sequence builds a one-branch chat; False (the default
+    with ``tree=``) means the application records the tree with ``store.add_event`` and an
+    ``add`` without ``event_ids`` derives from the head it set.
     """
 
     def __init__(
         self,
-        memory: Any,
-        store: Memory,
+        memory: Any = None,
+        store: Memory | None = None,
         *,
         namespace: str = "default",
         overfetch: int = 4,
         tree: str | None = None,
+        record: bool | None = None,
+        follow: bool = True,
     ) -> None:
         if overfetch < 1:
             raise InvalidInput(f"overfetch must be >= 1, got {overfetch}")
+        if memory is None:
+            from mem0 import Memory as Mem0  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+            memory = Mem0()
+        if store is None:
+            from branchmem import Memory
+
+            store = Memory()
         self.memory = memory
         self.store = store
         self.namespace = namespace
         self.overfetch = overfetch
-        self.tree = tree
+        self.tree = tree if tree is not None else DEFAULT_TREE
+        self.record = tree is None if record is None else bool(record)
+        self.follow = bool(follow)
         self.filters_api = "top_k" in inspect.signature(memory.search).parameters
         self._lock = threading.RLock()
         self._vectors: dict[str, list[float]] = {}
         self._bound_anchor: str | Unset | None = UNSET
         self._bound_events: tuple[str, ...] | None = None
+        self._picked: Counter[str] = Counter()
+
+    @classmethod
+    def from_config(cls, config_dict: dict[str, Any], **options: Any) -> BranchMem0:
+        """``mem0.Memory.from_config(config_dict)`` wrapped (``options``: this class's)."""
+        from mem0 import Memory as Mem0  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+        return cls(Mem0.from_config(config_dict), **options)
 
     def at(self, anchor: str | None, event_ids: Sequence[str] | None = None) -> BranchMem0:
         """A view standing at ``anchor``: its reads see what is visible there and its
@@ -104,16 +143,47 @@ class BranchMem0:
         view._bound_events = tuple(event_ids) if event_ids is not None else None
         return view
 
+    def head(self) -> str | None:
+        """The event the conversation ``tree`` is at now, where a call with no anchor stands.
+
+        The head the application set (``store.set_head``; the wrapper sets it when it
+        records) wins. Without one, a tree with one leaf is at that leaf. Several leaves (a
+        fork nobody chose between): strict mode raises ``AmbiguousHead`` naming the tree and
+        the leaves; compat mode takes the latest to arrive and counts it in ``report()``.
+        None while the conversation has no event."""
+        head = self.store.head(self.tree, namespace=self.namespace)
+        if head is not None:
+            return head
+        try:
+            events = self.store.tree_events(self.tree, namespace=self.namespace).events
+        except NotFoundError:
+            return None
+        parents = {e.parent for e in events}
+        leaves = [e.id for e in events if e.id not in parents]  # arrival order
+        if len(leaves) == 1:
+            return leaves[0]
+        if self.store.mode == "strict":
+            raise AmbiguousHead(self.tree, leaves)
+        self._picked["latest_leaf"] += 1
+        return leaves[-1]
+
+    def report(self) -> dict[str, Any]:
+        """The store's ``report()`` for this namespace, plus ``"mem0"``: how often a call
+        with no anchor stood at a head compat mode picked among several leaves."""
+        found = self.store.report(namespace=self.namespace)
+        found["mem0"] = {"tree": self.tree, "head_picked": dict(self._picked)}
+        return found
+
     def _anchor(self, anchor: str | Unset | None) -> str | None:
         if anchor is not UNSET:
             return anchor
         if self._bound_anchor is not UNSET:
             return self._bound_anchor
-        if self.tree is not None:
-            return self.store.head(self.tree, namespace=self.namespace)
+        if self.follow:
+            return self.head()
         raise InvalidInput(
             "no anchor: pass anchor=, bind one with at(anchor), or build BranchMem0 with "
-            "tree= to follow that tree's head"
+            "follow=True to stand at the conversation's head"
         )
 
     def _sources(self, event_ids: Sequence[str] | None, count: int) -> tuple[str, ...]:
@@ -124,8 +194,52 @@ class BranchMem0:
             return self._check_events(self._bound_events, len(self._bound_events))
         anchor = self._anchor(UNSET)
         if anchor is None:
-            raise InvalidInput("no event to source the write at: the anchor is None")
+            raise InvalidInput(
+                f"no event to source the write at: conversation {self.tree!r} has no event "
+                "yet and the anchor is None; pass event_ids= or record the message first"
+            )
         return self._check_events([anchor], 1)
+
+    def _recording(self, event_ids: Sequence[str] | None) -> bool:
+        """Whether this ``add`` records its messages: nothing placed it anywhere else."""
+        return (
+            event_ids is None
+            and self._bound_anchor is UNSET
+            and self._bound_events is None
+            and self.follow
+            and self.record
+        )
+
+    def _record(
+        self, messages: list[dict[str, Any]], identity: dict[str, str | None]
+    ) -> tuple[str, ...]:
+        """The messages as a chain of events below the head, and the head moved to the last
+        (one transaction: a failed write leaves neither)."""
+        parent = self.head()
+        meta = {k: v for k, v in identity.items() if v is not None}
+        ids: list[str] = []
+        specs: list[dict[str, Any]] = []
+        for message in messages:
+            event_id = f"mem0-message:{uuid.uuid4().hex}"
+            ids.append(event_id)
+            content = message.get("content")
+            specs.append(
+                {
+                    "id": event_id,
+                    "parent": parent,
+                    "tree": self.tree if parent is None else None,
+                    "role": str(message.get("role") or "user"),
+                    "content": content if isinstance(content, str) else json.dumps(content),
+                    "meta": meta,
+                }
+            )
+            parent = event_id
+        if not ids:
+            raise InvalidInput("add has no message to record")
+        with self.store.transaction(self.namespace):
+            self.store.add_events(specs, namespace=self.namespace)
+            self.store.set_head(ids[-1], namespace=self.namespace)
+        return tuple(ids)
 
     # ----------------------------------------------------------------- writes
 
@@ -153,9 +267,30 @@ class BranchMem0:
         if delete_scope not in ("branch", "tree"):
             raise InvalidInput(f"delete_scope must be 'branch' or 'tree', got {delete_scope!r}")
         listed = self._messages(messages)
-        sources = self._sources(event_ids, len(listed))
-        anchor = self._deepest(sources)
         identity = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+        with self._lock:  # the head read and the messages recorded below it are one step
+            if self._recording(event_ids):
+                sources = self._record(listed, identity)
+                anchor = sources[-1]  # a chain: the last is the deepest
+            else:
+                sources = self._sources(event_ids, len(listed))
+                anchor = self._deepest(sources)
+            return self._add(
+                listed, sources, anchor, identity, metadata, infer, delete_scope, kwargs
+            )
+
+    def _add(
+        self,
+        listed: list[dict[str, Any]],
+        sources: tuple[str, ...],
+        anchor: str,
+        identity: dict[str, str | None],
+        metadata: dict[str, Any] | None,
+        infer: bool,
+        delete_scope: str,
+        kwargs: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Mem0's ``add`` under the taps, then its decisions mirrored at ``anchor``."""
         observed = Observed()
 
         def on_llm(response: Any) -> None:
@@ -175,9 +310,9 @@ class BranchMem0:
             result = self._done(
                 self.memory.add(
                     listed,
-                    user_id=user_id,
-                    agent_id=agent_id,
-                    run_id=run_id,
+                    user_id=identity["user_id"],
+                    agent_id=identity["agent_id"],
+                    run_id=identity["run_id"],
                     metadata=metadata,
                     infer=infer,
                     **kwargs,
@@ -267,7 +402,7 @@ class BranchMem0:
     def get(self, memory_id: str, *, anchor: str | Unset | None = UNSET) -> dict[str, Any] | None:
         """Mem0's ``get``, as seen from the anchor: None when the memory is not visible
         there; the revision visible there when Mem0 holds a later text."""
-        record = self._visible(self._anchor(anchor)).get(str(memory_id))
+        record = VisibleAt(self, self._anchor(anchor)).get(str(memory_id))
         if record is None:
             return None
         stored = self._done(self.memory.get(str(memory_id)))
@@ -295,7 +430,7 @@ class BranchMem0:
             raise InvalidInput(f"update of memory {memory_id!r} needs text")
         memory_id = str(memory_id)
         anchor_id = self._anchor(anchor)
-        prior = self._visible(anchor_id).get(memory_id)
+        prior = VisibleAt(self, anchor_id).get(memory_id)
         if prior is None:
             raise MemoryNotVisible(not_found_message(memory_id, anchor_id))
         sources = self._sources(event_ids, 1) if event_ids is not None else self._write_sources()
@@ -326,7 +461,7 @@ class BranchMem0:
         so Mem0's own copy is kept."""
         memory_id = str(memory_id)
         anchor_id = self._anchor(anchor)
-        if memory_id not in self._visible(anchor_id):
+        if memory_id not in VisibleAt(self, anchor_id):
             raise MemoryNotVisible(not_found_message(memory_id, anchor_id))
         sources = self._sources(event_ids, 1) if event_ids is not None else self._write_sources()
         self._retract([memory_id], sources, scope, "mem0 delete")
@@ -365,7 +500,9 @@ class BranchMem0:
         Mem0's rows (``rows.HISTORY_KEYS``: UUID ``id``, ISO ``created_at``/``updated_at``,
         ``actor_id``, ``role``...); every branch's changes are listed, and a change Mem0
         logged too has Mem0's row id. ``provenance=True`` adds each row's branchmem
-        ``revision`` and ``sources`` (where it holds). An unknown id has no rows."""
+        ``revision`` and ``sources`` (where it holds). A memory ``reset`` withdrew keeps its
+        rows, the reset last as a DELETE. An id never written through the wrapper raises
+        ``UnknownMemory`` naming it (Mem0's ``[]`` would read as "never changed")."""
         return history_rows(self, str(memory_id), provenance)
 
     def reset(self) -> None:
@@ -417,12 +554,6 @@ class BranchMem0:
     def chat(self, query: str) -> Any:
         """Mem0's ``chat`` (not implemented by Mem0 itself): passed through."""
         return self._done(self.memory.chat(query))
-
-    @classmethod
-    def from_config(cls, config_dict: dict[str, Any]) -> Any:
-        raise InvalidInput(
-            "BranchMem0 wraps a Mem0 instance: BranchMem0(mem0.Memory.from_config(...), store)"
-        )
 
     @staticmethod
     def _done(result: Any) -> Any:
@@ -518,10 +649,25 @@ class BranchMem0:
         return ids
 
     def _deepest(self, event_ids: tuple[str, ...]) -> str:
-        """The event among ``event_ids`` whose root path holds all the others."""
+        """The event among ``event_ids`` whose root path holds all the others (walking up
+        from it: the cost is the distance the ids span, not the conversation's depth)."""
+        if len(event_ids) == 1:
+            return event_ids[0]
         wanted = set(event_ids)
         for candidate in reversed(event_ids):
-            on_path = {e.id for e in self.store.path(candidate, namespace=self.namespace)}
-            if wanted <= on_path:
+            if self._above(candidate, wanted):
                 return candidate
         raise InvalidInput(f"event_ids {list(event_ids)} do not lie on one root path")
+
+    def _above(self, event_id: str | None, wanted: set[str]) -> bool:
+        """Whether every id of ``wanted`` is ``event_id`` or one of its known ancestors."""
+        missing = set(wanted)
+        while event_id is not None:
+            missing.discard(event_id)
+            if not missing:
+                return True
+            try:
+                event_id = self.store.get_event(event_id, namespace=self.namespace).parent
+            except NotFoundError:  # ancestry not arrived yet: the rest cannot be checked
+                return False
+        return False
