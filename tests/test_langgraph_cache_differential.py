@@ -25,7 +25,7 @@ from langgraph.store.base import BaseStore
 
 from branchmem import ConflictError, Memory
 from branchmem.integrations.langgraph import BranchCheckpointer, BranchStore
-from branchmem.integrations.langgraph import store as langgraph_store
+from branchmem.integrations.langgraph import gated as langgraph_store
 from branchmem.integrations.langgraph.store import item_key
 
 KEYS = 12  # more candidates than 10: ids "10", "11" sort before "2"

@@ -24,7 +24,7 @@ from langgraph.store.base import BaseStore
 
 from branchmem import InvalidInput, Memory
 from branchmem.integrations.langgraph import BranchCheckpointer, BranchStore
-from branchmem.integrations.langgraph import store as langgraph_store
+from branchmem.integrations.langgraph import gated as langgraph_store
 from branchmem.integrations.langgraph.mapping import thread_event_id
 from branchmem.store.inmemory import InMemoryStore as InMemoryBackend
 from branchmem.testing.differential import index_reads

@@ -64,8 +64,8 @@ def wait_until(ready: Callable[[], object], seconds: float = FLOOR, what: str = 
 
 
 class Clock:
-    """A store's wall clock (``time.time`` in ``store.py``), moved by the test alone: a
-    60 ms TTL does not run out between two calls on a loaded machine."""
+    """A store's wall clock (``time.time`` in ``integrations/langgraph/gated.py``), moved by
+    the test alone: a 60 ms TTL does not run out between two calls on a loaded machine."""
 
     def __init__(self) -> None:
         self.now = time.time()

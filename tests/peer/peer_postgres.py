@@ -23,7 +23,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 from peer_adapter import load, package
 
 from branchmem import Memory
-from branchmem.integrations.langgraph import BranchCheckpointer, BranchStore
+from branchmem.integrations.langgraph import (
+    AsyncBranchStore,
+    BranchCheckpointer,
+    BranchStore,
+    item_key,
+)
+from branchmem.integrations.langgraph.gated import GatedStore
+from branchmem.integrations.langgraph.ttl import expiry_key, expiry_spec, latest_expiries
 
 THREAD = "peer-thread"
 TTL_SECONDS = 6  # the suites' TTL config
@@ -50,8 +57,9 @@ def peer_pg_memory(pg_dsn: str) -> Iterator[Memory]:
             memory.close()
 
 
-def new_store(**options: Any) -> BranchStore:
-    """A BranchStore in a fresh namespace, at the head of a thread saved there."""
+def new_store(flavour: type[GatedStore] = BranchStore, **options: Any) -> Any:
+    """A BranchStore (or ``flavour``) in a fresh namespace, at the head of a thread saved
+    there."""
     memory = _MEMORY[0]
     namespace = f"peer-{uuid.uuid4().hex[:12]}"
     checkpointer = BranchCheckpointer(InMemorySaver(), memory, namespace=namespace)
@@ -60,22 +68,10 @@ def new_store(**options: Any) -> BranchStore:
     index = options.pop("index", None)
     if index is not None:  # PostgresStore's ANN options: pgvector's, nothing to honour here
         index = {k: v for k, v in index.items() if k != "ann_index_config" and v is not None}
-    store = BranchStore(
+    return flavour(
         memory, namespace=namespace, config={"configurable": {"thread_id": THREAD}}, index=index,
         **options,
     )  # fmt: skip
-    store.start_ttl_sweeper = _no_sweeper  # type: ignore[attr-defined]
-    store.stop_ttl_sweeper = _no_sweeper  # type: ignore[attr-defined]
-    return store
-
-
-def _no_sweeper(*args: Any, **kwargs: Any) -> None:
-    """BranchStore hides an expired item when it reads it: there is nothing to sweep."""
-    return None
-
-
-async def _no_async_sweeper(*args: Any, **kwargs: Any) -> None:
-    return None
 
 
 class BranchPostgresStore:
@@ -115,57 +111,62 @@ async def avector_store(
     fake_embeddings: Any,
     text_fields: list[str] | None = None,
     enable_ttl: bool = True,
-) -> AsyncIterator[BranchStore]:
-    with vector_store(vector_type, distance_type, fake_embeddings, text_fields, enable_ttl) as s:
-        s.start_ttl_sweeper = _no_async_sweeper  # type: ignore[attr-defined]
-        s.stop_ttl_sweeper = _no_async_sweeper  # type: ignore[attr-defined]
-        yield s
+) -> AsyncIterator[AsyncBranchStore]:
+    """The async suite's ``_create_vector_store`` on AsyncBranchStore."""
+    index = {"dims": fake_embeddings.dims, "embed": fake_embeddings}
+    index |= {"distance_type": distance_type, "fields": text_fields}
+    ttl = {"default_ttl": 2, "refresh_on_read": True} if enable_ttl else None
+    store = new_store(AsyncBranchStore, index=index, ttl=ttl)
+    await store.setup()
+    yield store
 
 
-def async_store(**options: Any) -> BranchStore:
-    store = new_store(**options)
-    store.start_ttl_sweeper = _no_async_sweeper  # type: ignore[attr-defined]
-    store.stop_ttl_sweeper = _no_async_sweeper  # type: ignore[attr-defined]
+def async_store(**options: Any) -> AsyncBranchStore:
+    store: AsyncBranchStore = new_store(AsyncBranchStore, **options)
     return store
 
 
 # -- what the suites do through PostgresStore's table, done through the store ---------------
-def _current(store: BranchStore, ns: tuple[str, ...], key: str) -> Any:
-    from branchmem.integrations.langgraph.store import item_key
-
+def _current(store: GatedStore, record_key: str) -> Any:
     place = store._place()
     return store.memory.current(
-        item_key(ns, key), place.anchor, cross_tree=True, namespace=store.namespace
+        record_key, place.anchor, cross_tree=True, namespace=store.namespace
     )
 
 
-def expire_now(store: BranchStore, ns: tuple[str, ...], key: str) -> None:
-    """Backdate the item's expiry a minute into the past (``_expire_now``)."""
-    record = _current(store, ns, key)
+def expire_now(store: GatedStore, ns: tuple[str, ...], key: str) -> None:
+    """Backdate the item's expiry a minute into the past (``_expire_now``), as a refresh
+    record would set it: another store, or a later read, sees it as stored."""
+    record = _current(store, item_key(ns, key))
     assert record is not None
-    store._refreshed[(record.id, record.revision)] = time.time() - 60.0
+    spec = expiry_spec(record, time.time() - 60.0)
+    store.memory.add_records([spec], namespace=store.namespace)
 
 
-def row_exists(store: BranchStore, ns: tuple[str, ...], key: str) -> bool:
+def row_exists(store: GatedStore, ns: tuple[str, ...], key: str) -> bool:
     """The item's record is still stored, expired or not (``_row_exists``)."""
-    return _current(store, ns, key) is not None
+    return _current(store, item_key(ns, key)) is not None
 
 
-def stored_expires_at(store: BranchStore, ns: tuple[str, ...], key: str) -> float | None:
-    record = _current(store, ns, key)
+def stored_expires_at(store: GatedStore, ns: tuple[str, ...], key: str) -> float | None:
+    """The expiry as stored: the item's latest refresh record, else its put's."""
+    record = _current(store, item_key(ns, key))
     assert record is not None
-    return store._expires(record)
+    refresh = _current(store, expiry_key(ns, key))
+    stored = latest_expiries([refresh] if refresh is not None else [])
+    expires = stored.get((record.id, record.revision), record.meta.get("expires_at"))
+    return None if expires is None else float(expires)
 
 
-async def aexpire_now(store: BranchStore, ns: tuple[str, ...], key: str) -> None:
+async def aexpire_now(store: GatedStore, ns: tuple[str, ...], key: str) -> None:
     expire_now(store, ns, key)
 
 
-async def arow_exists(store: BranchStore, ns: tuple[str, ...], key: str) -> bool:
+async def arow_exists(store: GatedStore, ns: tuple[str, ...], key: str) -> bool:
     return row_exists(store, ns, key)
 
 
-async def astored_expires_at(store: BranchStore, ns: tuple[str, ...], key: str) -> float | None:
+async def astored_expires_at(store: GatedStore, ns: tuple[str, ...], key: str) -> float | None:
     return stored_expires_at(store, ns, key)
 
 

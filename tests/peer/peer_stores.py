@@ -15,7 +15,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 
 from branchmem import Memory
-from branchmem.integrations.langgraph import BranchCheckpointer, BranchStore
+from branchmem.integrations.langgraph import AsyncBranchStore, BranchCheckpointer, BranchStore
 
 THREAD = "peer-thread"
 
@@ -27,10 +27,6 @@ def _thread_head(memory: Memory) -> Any:
     checkpoint = empty_checkpoint()
     checkpointer.put(config, checkpoint, {"source": "input", "step": -1, "parents": {}}, {})
     return config
-
-
-def _anchored(memory: Memory, **options: Any) -> BranchStore:
-    return BranchStore(memory, config=_thread_head(memory), **options)
 
 
 class BranchInMemoryStore(BranchStore):
@@ -52,13 +48,6 @@ def _memory_at(conn_string: str) -> Memory:
     return Memory.open(path)
 
 
-class _Setup:
-    """``setup()`` of SqliteStore: branchmem creates its schema when it opens."""
-
-    def setup(self) -> None:
-        return None
-
-
 class BranchSqliteStore:
     """``SqliteStore`` for the upstream suite: ``from_conn_string`` yields a BranchStore
     over a Memory opened at that path (branchmem's own SQLite schema)."""
@@ -68,27 +57,20 @@ class BranchSqliteStore:
     def from_conn_string(conn_string: str, **options: Any) -> Iterator[BranchStore]:
         memory = _memory_at(conn_string)
         try:
-            store = _anchored(memory, **options)
-            store.setup = _Setup().setup  # type: ignore[attr-defined]
-            yield store
+            yield BranchStore(memory, config=_thread_head(memory), **options)
         finally:
             memory.close()
 
 
 class BranchAsyncSqliteStore:
-    """``AsyncSqliteStore`` for the upstream suite."""
+    """``AsyncSqliteStore`` for the upstream suite: an ``AsyncBranchStore``, whose
+    ``setup`` is a coroutine as the suite awaits it."""
 
     @staticmethod
     @asynccontextmanager
-    async def from_conn_string(conn_string: str, **options: Any) -> AsyncIterator[BranchStore]:
+    async def from_conn_string(conn_string: str, **options: Any) -> AsyncIterator[AsyncBranchStore]:
         memory = _memory_at(conn_string)
         try:
-            store = _anchored(memory, **options)
-
-            async def setup() -> None:
-                return None
-
-            store.setup = setup  # type: ignore[attr-defined]
-            yield store
+            yield AsyncBranchStore(memory, config=_thread_head(memory), **options)
         finally:
             memory.close()

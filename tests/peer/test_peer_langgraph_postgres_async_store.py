@@ -21,7 +21,7 @@ EXPECTED: dict[str, str] = {
     ),
     "test_omit_expired_disabled_preserves_expired_rows": (
         "BranchStore hides an item from the moment it expires (PostgresStore's "
-        "omit_expired=True): it has no sweeper whose lag would show expired items"
+        "omit_expired=True): its sweeper deletes nothing, so no lag shows expired items"
     ),
 }
 # test name -> why it does not concern a store's behaviour (PostgresStore's SQL internals),
@@ -39,8 +39,13 @@ if PEER is not None:
 
     @pytest_asyncio.fixture
     async def store() -> AsyncIterator[Any]:
-        """The suite's ``store`` fixture (its connection modes are AsyncPostgresStore's)."""
-        yield async_store(ttl=dict(TTL_CONFIG))
+        """The suite's ``store`` fixture (its connection modes are AsyncPostgresStore's),
+        with its lifecycle: set up, the TTL sweeper running while the test does."""
+        built = async_store(ttl=dict(TTL_CONFIG))
+        await built.setup()
+        await built.start_ttl_sweeper()
+        yield built
+        assert await built.stop_ttl_sweeper(timeout=10)
 
     @pytest.fixture
     def fake_embeddings() -> Any:

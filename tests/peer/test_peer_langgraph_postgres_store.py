@@ -15,7 +15,7 @@ pytestmark = [needs_peer, pytest.mark.usefixtures("peer_pg_memory")]
 EXPECTED: dict[str, str] = {
     "test_omit_expired_disabled_preserves_expired_rows": (
         "BranchStore hides an item from the moment it expires (PostgresStore's "
-        "omit_expired=True): it has no sweeper whose lag would show expired items"
+        "omit_expired=True): its sweeper deletes nothing, so no lag shows expired items"
     ),
 }
 # test name -> why it does not concern a store's behaviour (PostgresStore's SQL internals)
@@ -34,8 +34,13 @@ if PEER is not None:
 
     @pytest.fixture
     def store() -> Iterator[Any]:
-        """The suite's ``store`` fixture (its connection modes are PostgresStore's)."""
-        yield new_store(ttl=dict(TTL_CONFIG))
+        """The suite's ``store`` fixture (its connection modes are PostgresStore's), with
+        its lifecycle: set up, the TTL sweeper running while the test does."""
+        built = new_store(ttl=dict(TTL_CONFIG))
+        built.setup()
+        built.start_ttl_sweeper()
+        yield built
+        assert built.stop_ttl_sweeper(timeout=10)
 
     @pytest.fixture
     def fake_embeddings() -> Any:

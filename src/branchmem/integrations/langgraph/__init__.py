@@ -19,13 +19,23 @@ except ImportError as missing:
     raise MissingExtra("branchmem.integrations.langgraph", "langgraph", missing.name) from missing
 
 from .checkpointer import BranchCheckpointer, UnsupportedSaver
-from .store import ITEM_KIND, BranchStore, CheckpointNotMirrored, MissingAnchor, item_key
+from .store import (
+    ITEM_KIND,
+    AsyncBranchStore,
+    BranchStore,
+    CheckpointNotMirrored,
+    GatedStore,
+    MissingAnchor,
+    item_key,
+)
 
 __all__ = [
     "ITEM_KIND",
+    "AsyncBranchStore",
     "BranchCheckpointer",
     "BranchStore",
     "CheckpointNotMirrored",
+    "GatedStore",
     "MissingAnchor",
     "UnsupportedSaver",
     "item_key",

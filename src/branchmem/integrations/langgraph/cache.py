@@ -51,6 +51,11 @@ class Refreshed(dict[tuple[str, int], float]):
         super().__setitem__(key, value)
         self.version += 1
 
+    def learn(self, key: tuple[str, int], value: float) -> None:
+        """Take an expiry read from the Memory (another process's refresh, say)."""
+        if self.get(key) != value:
+            self[key] = value
+
     def extend(self, key: tuple[str, int], value: float) -> None:
         """Push back the expiry of an item that is live now: no live item expires and no
         expired one revives, so the version stays."""

@@ -17,6 +17,7 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
 )
+from langgraph.config import get_config
 
 from ...errors import InvalidInput, NotFoundError
 from ...memory import Memory
@@ -29,6 +30,7 @@ from .mapping import (
     THREAD_ROLE,
     checkpoint_event_id,
     configurable,
+    running_checkpoint,
     step_event_id,
     thread_event_id,
     thread_of,
@@ -46,6 +48,26 @@ MIRRORED: Final = threading.Condition(threading.RLock())
 # running (a notebook); its checkpoints are saved by worker threads, so a store call there
 # may wait for one without blocking anything the save needs. Unknown counts as async.
 ASYNC_RUN: Final[ContextVar[bool]] = ContextVar("branchmem_langgraph_async_run", default=True)
+
+
+def refuse_sync_call_in_async_run() -> None:
+    """A sync store call on the event loop inside an async run would block the loop while
+    it waits for the step's checkpoint, which that same loop is saving: refuse at once, as
+    LangGraph's async stores do. Outside a run nothing waits, and a sync run started on a
+    thread with a running loop (a notebook) saves in worker threads: both allowed."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    try:
+        config = get_config()
+    except RuntimeError:
+        return
+    if running_checkpoint(config) is not None and ASYNC_RUN.get():
+        raise asyncio.InvalidStateError(
+            "synchronous BranchStore calls are not allowed on the event loop inside a "
+            "run: use the async methods (aget, aput, asearch, ...) in async nodes"
+        )
 
 
 class UnsupportedSaver(InvalidInput):

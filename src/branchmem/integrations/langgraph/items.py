@@ -57,6 +57,21 @@ def key_prefix(prefix: Sequence[str]) -> str:
     return "langgraph:" + json.dumps(list(prefix), ensure_ascii=False)[:-1] + ", "
 
 
+def check_labels(namespace: tuple[str, ...]) -> None:
+    """Refuse the namespace labels ``BaseStore`` refuses (strings, not empty, no period
+    or NUL), for the calls that do not go through its wrappers."""
+    for label in namespace:
+        if not isinstance(label, str):
+            raise InvalidNamespaceError(
+                f"namespace {namespace!r}: label {label!r} is a {type(label).__name__}, "
+                "not a string"
+            )
+        if not label or "." in label or "\x00" in label:
+            raise InvalidNamespaceError(
+                f"namespace {namespace!r}: label {label!r} is empty or holds a period or NUL"
+            )
+
+
 def check_put(op: PutOp) -> None:
     """Refuse what LangGraph's stores refuse, before anything of the batch is written."""
     where = f"put {op.namespace!r}/{op.key!r}"

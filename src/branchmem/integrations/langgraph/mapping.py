@@ -76,3 +76,17 @@ def running_checkpoint(config: Mapping[str, Any] | None) -> str | None:
         return None
     checkpoint_id = checkpoint_map.get(ROOT_NS)
     return str(checkpoint_id) if checkpoint_id else None
+
+
+def anchor_of(config: Mapping[str, Any]) -> tuple[str, str | None]:
+    """The thread and checkpoint (None: the head) an explicit config names."""
+    conf = configurable(config)
+    thread_id = thread_of(config)
+    namespace = conf.get("checkpoint_ns", ROOT_NS) or ROOT_NS
+    if namespace != ROOT_NS:
+        raise InvalidInput(
+            f"checkpoint_ns {namespace!r}: anchor at the root graph's checkpoint; a "
+            "subgraph's memory belongs to the parent step it runs in"
+        )
+    checkpoint_id = conf.get("checkpoint_id")
+    return thread_id, str(checkpoint_id) if checkpoint_id else None

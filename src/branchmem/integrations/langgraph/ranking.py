@@ -133,6 +133,23 @@ class VectorIndex:
                 (f.record_id, f.revision): self.vectors[(f.record_id, f.revision)] for f in found
             }
 
+    def rank(self, query: str, found: list[Found]) -> list[tuple[float | None, Found]]:
+        """The query's similarity (``distance_type``: cosine, -l2 distance or inner product,
+        as PostgresStore scores them) to each item's field vectors, the best field counting
+        (LangGraph's max pooling); items with nothing embedded follow, unscored."""
+        query_vector = self.embeddings.embed_query(query)
+        vectors = self.vectors_of(found)
+        scored: list[tuple[float, Found]] = []
+        unscored: list[tuple[float | None, Found]] = []
+        for f in found:
+            own = vectors[(f.record_id, f.revision)]
+            if own:
+                scored.append((max(self.similarity(query_vector, v) for v in own), f))
+            else:
+                unscored.append((None, f))
+        scored.sort(key=lambda pair: pair[0], reverse=True)
+        return [*scored, *unscored]
+
 
 def _path(path: str) -> tuple[str, str | list[str]]:
     """A field path as ``get_text_at_path`` takes it ("$" is the whole value)."""

@@ -1,700 +1,96 @@
-"""A LangGraph long-term ``BaseStore`` whose answers follow the checkpoint tree."""
+"""``BranchStore`` and ``AsyncBranchStore``: the checkpoint-gated store (``gated``) with the
+lifecycle methods of LangGraph's SQL stores, so code written for ``SqliteStore`` or
+``PostgresStore`` (sync) or their async variants runs unchanged. Both serve every sync and
+async read and write alike; they differ only in whether ``setup``, ``sweep_ttl``,
+``start_ttl_sweeper`` and ``stop_ttl_sweeper`` are plain calls or coroutines."""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import math
-import time
-import uuid
-from collections.abc import Iterable, Mapping, Sequence
-from contextvars import ContextVar
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
+import concurrent.futures
 
-from langchain_core.embeddings import Embeddings
-from langchain_core.runnables import RunnableConfig
-from langgraph.config import get_config
-from langgraph.store.base import (
-    BaseStore,
-    GetOp,
-    IndexConfig,
-    Item,
-    ListNamespacesOp,
-    Op,
-    PutOp,
-    Result,
-    SearchItem,
-    SearchOp,
-    TTLConfig,
-)
+from .gated import CheckpointNotMirrored, GatedStore, MissingAnchor
+from .items import ITEM_KIND, item_key
+from .ttl import TaskSweeper, ThreadSweeper, sweep_interval
 
-from ...errors import BranchmemError, InvalidInput, NotFoundError
-from ...memory import Memory
-from ...model import Record
-from .cache import ReadCache, Refreshed
-from .checkpointer import ASYNC_RUN, MIRRORED, BranchCheckpointer, step_event
-from .filters import matches, namespace_matches
-from .items import (
-    ITEM_KIND,
-    Found,
-    check_put,
-    encode,
-    item_key,
-    item_of,
-    key_prefix,
-    newest_first,
-)
-from .joining import LoopCalls, ThreadCalls
-from .mapping import (
-    CONFIG_KEY_CHECKPOINTER,
-    CONFIG_KEY_DURABILITY,
-    ROOT_NS,
-    checkpoint_event_id,
-    configurable,
-    running_checkpoint,
-    step_event_id,
-    thread_event_id,
-    thread_of,
-)
-from .ranking import Candidates, VectorIndex, ranked_by_words
-
-__all__ = ["ITEM_KIND", "BranchStore", "CheckpointNotMirrored", "MissingAnchor", "item_key"]
-
-# inside a batch: a slot for the stamp, read once when first needed (None: not in a batch)
-_BATCH_STAMP: ContextVar[list[int] | None] = ContextVar("branchmem_langgraph_stamp", default=None)
+__all__ = [
+    "ITEM_KIND",
+    "AsyncBranchStore",
+    "BranchStore",
+    "CheckpointNotMirrored",
+    "GatedStore",
+    "MissingAnchor",
+    "item_key",
+]
 
 
-class MissingAnchor(InvalidInput):
-    """A write has no checkpoint to be sourced at, and strict mode refuses legacy records."""
+class BranchStore(GatedStore):
+    """Answer every read as seen from a checkpoint; source every write at one (``GatedStore``),
+    with ``SqliteStore``'s and ``PostgresStore``'s ``setup`` and TTL sweeper."""
 
-    code = "missing_anchor"
+    def setup(self) -> None:
+        """Nothing to create: ``Memory.open`` made and migrated branchmem's schema. Kept so
+        that code calling it before first use, as LangGraph's SQL stores ask, runs as is."""
 
+    def sweep_ttl(self) -> int:
+        """Expired items are hidden from the moment they expire, in every process, and their
+        records stay in the Memory's history (``forget``/``erase`` remove content): a sweep
+        only drops what this process holds for them. Returns how many it dropped."""
+        return self._sweep()
 
-class CheckpointNotMirrored(BranchmemError):
-    """The running step's input checkpoint never reached the Memory."""
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: int | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Sweep every ``sweep_interval_minutes`` (else the TTL config's, else 5) in a daemon
+        thread until ``stop_ttl_sweeper`` or the returned future is cancelled. Without a TTL
+        config the future is already done, as in LangGraph's stores."""
+        if not self.ttl_config:
+            done: concurrent.futures.Future[None] = concurrent.futures.Future()
+            done.set_result(None)
+            return done
+        return self._sweeper().start(sweep_interval(self.ttl_config, sweep_interval_minutes))
 
-    code = "checkpoint_not_mirrored"
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread, waiting up to ``timeout`` seconds (None: for as long as
+        it takes). True if it stopped or was not running."""
+        return self._sweeper().stop(timeout)
 
-
-@dataclass(frozen=True, slots=True)
-class _Place:
-    """Where a batch reads from (``anchor``) and what its writes are sourced at."""
-
-    anchor: str | None
-    source: str | None
-    events: Sequence[dict[str, Any]] = ()
-
-
-class BranchStore(BaseStore):
-    """Answer every read as seen from a checkpoint; source every write at one.
-
-    Inside a node the checkpoint is the running step (see ``mapping``): reads see what the
-    step's input checkpoint sees plus the step's own writes; writes belong to the checkpoint
-    the step produces. Outside a run, ``at(config)`` (or ``config=``) names the checkpoint.
-    Items written on other threads count as seen from those threads' heads
-    (``cross_thread=True``), so long-term memory still crosses threads but never from an
-    abandoned branch. ``index`` is LangGraph's ``IndexConfig`` (``dims``, ``embed``,
-    ``fields``, ``distance_type``): with it ``search(query=...)`` ranks by similarity (cosine
-    unless ``distance_type`` is ``l2`` or ``inner_product``, scored as ``PostgresStore`` does);
-    without it by BM25 over the values' text. ``ttl`` is LangGraph's ``TTLConfig``.
-    """
-
-    supports_ttl: bool = True
-
-    def __init__(
-        self,
-        memory: Memory,
-        *,
-        namespace: str = "default",
-        cross_thread: bool = True,
-        mode: str | None = None,
-        wait_timeout: float = 30.0,
-        index: IndexConfig | None = None,
-        ttl: TTLConfig | None = None,
-        config: RunnableConfig | None = None,
-    ) -> None:
-        self.memory = memory
-        self.namespace = namespace
-        self.cross_thread = cross_thread
-        self.mode = mode if mode is not None else str(getattr(memory, "mode", "strict"))
-        if self.mode not in ("strict", "compat"):
-            raise InvalidInput(f"mode must be 'strict' or 'compat', got {self.mode!r}")
-        self.wait_timeout = wait_timeout
-        self.index_config = index
-        self._index = VectorIndex(index) if index is not None else None
-        self.ttl_config = ttl
-        # (record id, revision) -> expiry refreshed by a read; in this process only
-        self._refreshed = Refreshed()
-        # reads are cached against a stamp every write moves (see ReadCache); a backend with
-        # neither a process-local store nor a change stamp is read every time
-        self._stamped = not memory.process_local and memory.change_stamp(namespace) is not None
-        self._cache = ReadCache() if memory.process_local or self._stamped else None
-        if config is not None:
-            thread_of(config)
-        self._anchor_config = config
-        self._anchor: tuple[str, str | None] | None = None  # _anchor_of(config), once read
-        # calls waiting for the next batch of an explicit-anchor view (``joining``)
-        self._thread_calls = ThreadCalls()
-        self._loop_calls = LoopCalls()
-
-    @property
-    def embeddings(self) -> Embeddings | None:
-        """The index's embedder, as LangGraph's stores expose it."""
-        return self._index.embeddings if self._index is not None else None
-
-    def at(self, config: RunnableConfig) -> BranchStore:
-        """A view of this store anchored at ``config``'s checkpoint.
-
-        Without ``checkpoint_id`` the view follows the thread's head (its latest checkpoint,
-        what ``get_state`` returns). The view shares the index and the TTL refreshes.
-        """
-        thread_of(config)
-        view = BranchStore.__new__(type(self))
-        view.__dict__.update(self.__dict__)
-        view._anchor_config = config
-        view._anchor = None
-        view._thread_calls, view._loop_calls = ThreadCalls(), LoopCalls()
-        return view
-
-    # -- BaseStore ---------------------------------------------------------------------
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
-        # inside a run each call stands where its caller's step does; a call made inside
-        # this view's own running batch runs at once (it would otherwise wait for itself)
-        if self._anchor_config is None or self._thread_calls.inside():
-            return self._batch(ops)
-        # A view with an explicit anchor answers every caller alike: sync calls made from
-        # other threads while a batch runs wait and run together as the next one, as its
-        # async calls do (``joining``). A call that finds no batch running runs at once.
-        return self._thread_calls.run(ops, self._batch)
-
-    def _batch(self, ops: list[Op]) -> list[Result]:
-        self._refuse_on_event_loop()
-        token = _BATCH_STAMP.set([])  # the stamp is read once per batch, when first needed
-        try:
-            place = self._place()
-            with MIRRORED:
-                if place.events:
-                    self.memory.add_events(place.events, namespace=self.namespace)
-                return self._run_all(ops, place)
-        finally:
-            _BATCH_STAMP.reset(token)
-
-    def _stamp(self) -> int:
-        """What the cache is valid for: the in-memory Memory's write generation, or the
-        namespace's arrival counter in the database (read once per batch)."""
-        if not self._stamped:
-            return self.memory.write_generation
-        slot = _BATCH_STAMP.get()
-        if slot:
-            return slot[0]
-        stamp = self._store_stamp()
-        if slot is not None:
-            slot.append(stamp)
-        return stamp
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        # Off the event loop: a read may wait for a checkpoint the loop is still saving.
-        # ``to_thread`` copies the context, so the node's config is still visible there.
-        ops = list(ops)
-        if self._anchor_config is None:  # where it stands depends on each caller's run
-            return await asyncio.to_thread(self.batch, ops)
-        # A view with an explicit anchor answers every caller alike: calls made while a
-        # batch runs wait and run together as the next one, as LangGraph's batched async
-        # stores do (one stamp read and one write transaction for all of them; concurrent
-        # calls may be ordered either way, and an error fails every call of its batch).
-        return await self._loop_calls.run(ops, self.batch)
-
-    def _refuse_on_event_loop(self) -> None:
-        """A sync call on the event loop inside an async run would block the loop while it
-        waits for the step's checkpoint, which that same loop is saving: refuse at once, as
-        LangGraph's async stores do. Outside a run nothing waits, and a sync run started on
-        a thread with a running loop (a notebook) saves in worker threads: both allowed."""
-        if self._anchor_config is not None:
-            return
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        try:
-            config = get_config()
-        except RuntimeError:
-            return
-        if running_checkpoint(config) is not None and ASYNC_RUN.get():
-            raise asyncio.InvalidStateError(
-                "synchronous BranchStore calls are not allowed on the event loop inside a "
-                "run: use the async methods (aget, aput, asearch, ...) in async nodes"
-            )
-
-    # -- where the batch stands --------------------------------------------------------
-    def _place(self) -> _Place:
-        if self._anchor_config is not None:
-            return self._explicit_place(self._anchor_config)
-        try:
-            config = get_config()
-        except RuntimeError:  # not inside a runnable: no checkpoint to stand on
-            return _Place(anchor=None, source=None)
-        checkpoint_id = running_checkpoint(config)
-        if checkpoint_id is None:
-            return _Place(anchor=None, source=None)
-        conf = configurable(config)
-        if conf.get(CONFIG_KEY_DURABILITY) == "exit":
-            raise InvalidInput(
-                f"run on thread {thread_of(config)!r} uses durability='exit': its steps' "
-                "checkpoints are never saved, so memory cannot follow them"
-            )
-        checkpointer = conf.get(CONFIG_KEY_CHECKPOINTER)
-        if not isinstance(checkpointer, BranchCheckpointer) or not self._shares_memory(
-            checkpointer
-        ):
-            raise InvalidInput(
-                "BranchStore needs the graph compiled with "
-                "checkpointer=BranchCheckpointer(saver, memory) over the same Memory and "
-                f"namespace {self.namespace!r}, got {type(checkpointer).__name__}"
-            )
-        thread_id = thread_of(config)
-        if not checkpointer.wait_mirrored(thread_id, checkpoint_id, self.wait_timeout):
-            raise CheckpointNotMirrored(
-                f"checkpoint {checkpoint_id!r} of thread {thread_id!r} was not mirrored "
-                f"within {self.wait_timeout}s"
-            )
-        step = step_event_id(thread_id, checkpoint_id)
-        return _Place(anchor=step, source=step, events=[step_event(thread_id, checkpoint_id)])
-
-    def _explicit_place(self, config: RunnableConfig) -> _Place:
-        if self._anchor is None:
-            self._anchor = _anchor_of(config)
-        thread_id, checkpoint_id = self._anchor
-        if not checkpoint_id:
-            return _Place(anchor=(head := self._head(thread_id)), source=head)
-        anchor = checkpoint_event_id(thread_id, checkpoint_id)
-        with MIRRORED:
-            try:
-                self.memory.get_event(anchor, namespace=self.namespace)
-            except NotFoundError:
-                raise NotFoundError(
-                    f"checkpoint {checkpoint_id!r} of thread {thread_id!r} is not mirrored; "
-                    "save it through BranchCheckpointer or call mirror_thread()"
-                ) from None
-        return _Place(anchor=anchor, source=anchor)
-
-    def _head(self, thread_id: str) -> str | None:
-        """The event of the thread's latest mirrored checkpoint (cached per generation)."""
-        cache = self._cache
-        if cache is not None:
-            generation = self._stamp()
-            with cache.lock:
-                cache.fresh(generation)
-                if thread_id in cache.heads:
-                    return cache.heads[thread_id]
-        with MIRRORED:
-            head = self.memory.head(thread_event_id(thread_id), namespace=self.namespace)
-        if cache is not None:
-            with cache.lock:
-                if cache.generation == generation:
-                    cache.heads[thread_id] = head
-        return head
-
-    def _shares_memory(self, checkpointer: BranchCheckpointer) -> bool:
-        return checkpointer.memory is self.memory and checkpointer.namespace == self.namespace
-
-    # -- operations --------------------------------------------------------------------
-    def _run_all(self, ops: list[Op], place: _Place) -> list[Result]:
-        """Reads see the store as it was before the batch, then the puts apply in order,
-        the last put of a (namespace, key) winning, as in LangGraph's own stores."""
-        puts = [op for op in ops if isinstance(op, PutOp)]
-        for put in puts:
-            check_put(put)
-        results: list[Result] = []
-        for op in ops:
-            if isinstance(op, GetOp):
-                results.append(self._get(op, place))
-            elif isinstance(op, SearchOp):
-                results.append(self._search(op, place))
-            elif isinstance(op, ListNamespacesOp):
-                results.append(self._list_namespaces(op, place))
-            elif isinstance(op, PutOp):
-                results.append(None)
-            else:
-                raise InvalidInput(f"unknown store operation {type(op).__name__}")
-        last: dict[tuple[tuple[str, ...], str], PutOp] = {}
-        for put in puts:
-            last.pop((put.namespace, put.key), None)
-            last[(put.namespace, put.key)] = put
-        if last:
-            self._write_all(list(last.values()), place)
-        return results
-
-    def _record(self, namespace: tuple[str, ...], key: str, place: _Place) -> Record | None:
-        """The revision holding the item where ``place`` stands: one current-value lookup."""
-        record = self.memory.current(
-            item_key(namespace, key),
-            place.anchor,
-            cross_tree=self.cross_thread,
-            mode=self.mode,
-            namespace=self.namespace,
+    def _sweeper(self) -> ThreadSweeper:
+        """Made on first use (views made by ``at`` before then get their own)."""
+        sweeper: ThreadSweeper = self.__dict__.setdefault(
+            "_ttl_sweeper", ThreadSweeper(self.sweep_ttl)
         )
-        if record is None or record.kind != ITEM_KIND:
-            return None
-        return record
-
-    def _get(self, op: GetOp, place: _Place) -> Item | None:
-        if self._cached(place):
-            assert place.anchor is not None
-            live = self._live(place.anchor, ()).get(tuple(op.namespace), {})
-            found = live.get(op.key)
-            if found is None:
-                return None
-            held = found.record
-            if "ttl_minutes" in held.meta or self._refreshed:  # else it cannot expire
-                if self._expired(held):
-                    return None
-                self._refresh(held, op.refresh_ttl)
-            return found.item
-        record = self._record(op.namespace, op.key, place)
-        if record is None or self._expired(record):
-            return None
-        self._refresh(record, op.refresh_ttl)
-        return item_of(record)
-
-    # -- TTL ---------------------------------------------------------------------------
-    def _expires(self, record: Record) -> float | None:
-        refreshed = self._refreshed.get((record.id, record.revision))
-        if refreshed is not None:
-            return refreshed
-        expires = record.meta.get("expires_at")
-        return float(expires) if isinstance(expires, int | float) else None
-
-    def _expired(self, record: Record) -> bool:
-        expires = self._expires(record)
-        return expires is not None and expires <= time.time()
-
-    def _refresh(self, record: Record, wanted: bool) -> None:
-        if not wanted:
-            return
-        ttl = record.meta.get("ttl_minutes")
-        refresh = (self.ttl_config or {}).get("refresh_on_read", True)
-        if refresh and isinstance(ttl, int | float):
-            now = time.time()
-            expires, before = now + 60.0 * float(ttl), self._expires(record)
-            slot = (record.id, record.revision)
-            if before is not None and now < before <= expires:
-                self._refreshed.extend(slot, expires)
-            else:  # it gains an expiry, or an earlier one, or revives: cached sets rebuild
-                self._refreshed[slot] = expires
-
-    # -- reads over every visible item -------------------------------------------------
-    def _visible_items(self, place: _Place, prefix: tuple[str, ...] = ()) -> list[Found]:
-        """The live items under the namespace ``prefix`` where ``place`` stands."""
-        if place.anchor is None and self.mode == "strict":
-            return []
-        if not self._cached(place):
-            found = self._read_items(place.anchor, prefix)
-            return [f for f in found if not self._expired(f.record)]
-        assert place.anchor is not None
-        live = self._live(place.anchor, prefix)
-        return [
-            found
-            for namespace, items in live.items()
-            if namespace[: len(prefix)] == prefix
-            for found in items.values()
-            if not self._expired(found.record)
-        ]
-
-    def _cached(self, place: _Place) -> bool:
-        """Whether reads at ``place`` go through the cache: outside a run, where reads
-        repeat between writes (a step in a run writes its event first, so every batch of a
-        run would start a new generation and the whole read would be wasted)."""
-        return self._cache is not None and place.anchor is not None and not place.events
-
-    def _live(
-        self, anchor: str, prefix: tuple[str, ...]
-    ) -> dict[tuple[str, ...], dict[str, Found]]:
-        """Every live item seen from ``anchor``, by namespace and key, from the cache (filled
-        with every item, whatever ``prefix`` asked, so that later reads find it there)."""
-        return self._labelled_live(anchor)[1]
-
-    def _labelled_live(self, anchor: str) -> tuple[int, dict[tuple[str, ...], dict[str, Found]]]:
-        """``_live`` with the stamp of the state it shows. A fill reads the stamp in the same
-        snapshot as the items (under the Memory's lock: no write of this process lands in
-        between), so the label is exact and this store's next write can patch it."""
-        cache = self._cache
-        assert cache is not None
-        generation = self._stamp()
-        with cache.lock:
-            cache.fresh(generation)
-            live = cache.items.get(anchor)
-            label = cache.generation
-        if live is not None:
-            return label, live
-        live = {}
-        with self.memory.snapshot(self.namespace):
-            label = self._stamp_in_write()
-            for found in self._read_items(anchor, ()):
-                live.setdefault(found.item.namespace, {})[found.item.key] = found
-        with cache.lock:
-            cache.fresh(label)
-            if cache.generation == label:
-                cache.items[anchor] = live
-        return label, live
-
-    def _read_items(self, anchor: str | None, prefix: tuple[str, ...]) -> list[Found]:
-        """The live items under ``prefix`` read from the Memory: through the key index (the
-        cost of the live keys), or the whole view where only it can answer. Expired ones
-        are kept: expiry is decided when they are returned."""
-        records: list[Record] | None = None
-        if anchor is not None:
-            records = self.memory._currents(
-                anchor,
-                prefix=key_prefix(prefix),
-                cross_tree=self.cross_thread,
-                mode=self.mode,
-                namespace=self.namespace,
-            )
-        if records is None:
-            records = self.memory.visible(
-                anchor,
-                kind=ITEM_KIND,
-                cross_tree=self.cross_thread,
-                mode=self.mode,
-                namespace=self.namespace,
-            )
-        out = []
-        for record in records:
-            if record.kind != ITEM_KIND:
-                continue
-            item = item_of(record)
-            if item is not None and item.namespace[: len(prefix)] == prefix:
-                out.append(Found(item, record))
-        return out
-
-    def _search(self, op: SearchOp, place: _Place) -> list[SearchItem]:
-        prefix = tuple(op.namespace_prefix)
-        candidates = self._candidates(place, prefix, op.filter)
-        if candidates is not None:
-            found = candidates.found
-        else:
-            found = newest_first(
-                [f for f in self._visible_items(place, prefix) if matches(f.item.value, op.filter)]
-            )
-        window = slice(op.offset, op.offset + op.limit)
-        if not op.query:
-            page: list[tuple[float | None, Found]] = [(None, f) for f in found[window]]
-        elif self._index is not None:
-            page = self._by_vector(op.query, found)[window]
-        elif candidates is not None:
-            page = candidates.by_words(op.query)[window]
-        else:
-            page = ranked_by_words(op.query, found)[window]
-        if op.refresh_ttl:  # as LangGraph's stores do: the items returned
-            for _, found_item in page:
-                if "ttl_minutes" in found_item.record.meta:
-                    self._refresh(found_item.record, True)
-        return [
-            SearchItem(
-                namespace=f.item.namespace,
-                key=f.item.key,
-                value=f.item.value,
-                created_at=f.item.created_at,
-                updated_at=f.item.updated_at,
-                score=score,
-            )
-            for score, f in page
-        ]
-
-    def _candidates(
-        self, place: _Place, prefix: tuple[str, ...], conditions: Mapping[str, Any] | None
-    ) -> Candidates | None:
-        """The cached candidates of a search (None where reads are not cached, or the
-        filter is not plain JSON and so has no reliable cache key): built once per
-        generation from the live items, rebuilt when one may have expired or revived."""
-        cache = self._cache
-        if cache is None or not self._cached(place):
-            return None
-        assert place.anchor is not None
-        try:
-            shape = json.dumps(conditions, sort_keys=True) if conditions else ""
-        except (TypeError, ValueError):
-            return None
-        key = (place.anchor, prefix, shape)
-        generation = self._stamp()
-        refreshes = self._refreshed.version
-        with cache.lock:
-            cache.fresh(generation)
-            entry = cache.candidates.get(key)
-        if entry is not None and entry.refreshes == refreshes and time.time() < entry.horizon:
-            return entry
-        label, live = self._labelled_live(place.anchor)
-        now, horizon = time.time(), math.inf
-        found: list[Found] = []
-        for namespace, items in live.items():
-            if namespace[: len(prefix)] != prefix:
-                continue
-            for item in items.values():
-                expires = self._expires(item.record)
-                if expires is not None:
-                    if expires <= now:
-                        continue
-                    horizon = min(horizon, expires)
-                if matches(item.item.value, conditions):
-                    found.append(item)
-        entry = Candidates(newest_first(found), horizon, refreshes)
-        with cache.lock:
-            if cache.generation == label:
-                cache.candidates[key] = entry
-        return entry
-
-    def _by_vector(self, query: str, found: list[Found]) -> list[tuple[float | None, Found]]:
-        """The query's similarity (``distance_type``: cosine, -l2 distance or inner product,
-        as PostgresStore scores them) to each item's field vectors, the best field counting
-        (LangGraph's max pooling); items with nothing embedded follow, unscored."""
-        assert self._index is not None
-        query_vector = self._index.embeddings.embed_query(query)
-        vectors = self._index.vectors_of(found)
-        scored: list[tuple[float, Found]] = []
-        unscored: list[tuple[float | None, Found]] = []
-        for f in found:
-            own = vectors[(f.record_id, f.revision)]
-            if own:
-                scored.append((max(self._index.similarity(query_vector, v) for v in own), f))
-            else:
-                unscored.append((None, f))
-        scored.sort(key=lambda pair: pair[0], reverse=True)
-        return [*scored, *unscored]
-
-    def _write_all(self, puts: list[PutOp], place: _Place) -> None:
-        """Write a batch's items in one transaction. Where reads are cached, it also reads
-        the stamp before the writes and each written item's new revision after them: if the
-        cache held the store exactly as it was before, it is patched with those items (at
-        this anchor) and labelled with the stamp after, once the transaction has committed,
-        instead of being emptied, so an agent that writes and reads in turn does not re-read
-        every live item after each write."""
-        cache = self._cache
-        if cache is None or not self._cached(place):
-            for op in puts:
-                self._write_item(op, place, None)
-            return
-        anchor = place.anchor
-        assert anchor is not None
-        written: dict[tuple[tuple[str, ...], str], Found | None] = {}
-        with self.memory.transaction(self.namespace):
-            before = self._stamp_in_write()
-            with cache.lock:
-                live = cache.items.get(anchor) if cache.generation == before else None
-            for op in puts:
-                slots = live.get(tuple(op.namespace), {}) if live is not None else {}
-                known = slots.get(op.key)
-                self._write_item(op, place, known.record if known is not None else None)
-            if live is None:
-                return
-            for op in puts:
-                record = self._record(op.namespace, op.key, place)
-                item = item_of(record) if record is not None else None
-                found = Found(item, record) if item is not None and record is not None else None
-                written[(tuple(op.namespace), op.key)] = found
-            after = self._stamp_in_write()
-        if not self._stamped:
-            after += 1  # the generation this transaction's own end adds
-        patched = dict(live)
-        for (namespace, key), found in written.items():
-            slots = dict(patched.get(namespace, {}))
-            if found is not None:
-                slots[key] = found
-            else:
-                slots.pop(key, None)
-            if slots:
-                patched[namespace] = slots
-            else:
-                patched.pop(namespace, None)
-        with cache.lock:
-            if cache.generation == before:  # nothing refilled or emptied it meanwhile
-                cache.generation = after
-                cache.items = {anchor: patched}  # other anchors may see the items too
-                cache.candidates = {}
-
-    def _stamp_in_write(self) -> int:
-        """The stamp inside a write transaction or a read snapshot, where it is exactly that
-        of the state read (no other writer moves it there)."""
-        if not self._stamped:
-            return self.memory.write_generation
-        return self._store_stamp()
-
-    def _store_stamp(self) -> int:
-        stamp = self.memory.change_stamp(self.namespace)
-        assert stamp is not None  # _stamped: the backend keeps a counter
-        return stamp
-
-    def _write_item(self, op: PutOp, place: _Place, previous: Record | None) -> None:
-        """The put or delete itself; ``previous``, when known, spares a read."""
-        sources: list[str] | None
-        if place.source is not None:
-            sources = [place.source]
-        elif self.mode == "compat":
-            sources = None  # a legacy record: compat shows it everywhere and counts it
-        else:
-            raise MissingAnchor(
-                f"put {op.namespace!r}/{op.key!r} has no checkpoint to be sourced at; "
-                "use store.at(config), or a graph node with a BranchCheckpointer"
-            )
-        key = item_key(op.namespace, op.key)
-        if op.value is None:
-            self.memory.retract(
-                f"lg-delete:{uuid.uuid4().hex}",
-                sources=sources,
-                key=key,
-                scope="branch",
-                reason="langgraph store delete",
-                namespace=self.namespace,
-            )
-            return
-        now = datetime.now(UTC).isoformat()
-        if previous is None:
-            previous = self._record(op.namespace, op.key, place)
-        created = previous.meta.get("created_at") if previous is not None else None
-        meta: dict[str, Any] = {
-            "namespace": list(op.namespace),
-            "key": op.key,
-            "created_at": created if isinstance(created, str) else now,
-            "updated_at": now,
-        }
-        if op.index is not None:
-            meta["index"] = op.index if op.index is False else list(op.index)
-        ttl = op.ttl if op.ttl is not None else (self.ttl_config or {}).get("default_ttl")
-        if ttl is not None:
-            meta["ttl_minutes"] = float(ttl)
-            meta["expires_at"] = time.time() + 60.0 * float(ttl)
-        self.memory.add_record(
-            f"lg-item:{uuid.uuid4().hex}",
-            sources=sources,
-            content=encode(op.namespace, op.key, op.value),
-            kind=ITEM_KIND,
-            key=key,
-            meta=meta,
-            namespace=self.namespace,
-        )
-
-    def _list_namespaces(self, op: ListNamespacesOp, place: _Place) -> list[tuple[str, ...]]:
-        namespaces: set[tuple[str, ...]] = set()
-        for found in self._visible_items(place):
-            namespace = found.item.namespace
-            if all(namespace_matches(c, namespace) for c in op.match_conditions or ()):
-                depth = op.max_depth
-                namespaces.add(namespace[:depth] if depth is not None else namespace)
-        ordered = sorted(namespaces)
-        return ordered[op.offset : op.offset + op.limit]
+        return sweeper
 
 
-def _anchor_of(config: RunnableConfig) -> tuple[str, str | None]:
-    """The thread and checkpoint (None: the head) an explicit config names."""
-    conf = configurable(config)
-    thread_id = thread_of(config)
-    namespace = conf.get("checkpoint_ns", ROOT_NS) or ROOT_NS
-    if namespace != ROOT_NS:
-        raise InvalidInput(
-            f"checkpoint_ns {namespace!r}: anchor at the root graph's checkpoint; a "
-            "subgraph's memory belongs to the parent step it runs in"
-        )
-    checkpoint_id = conf.get("checkpoint_id")
-    return thread_id, str(checkpoint_id) if checkpoint_id else None
+class AsyncBranchStore(GatedStore):
+    """``BranchStore`` for code written for ``AsyncSqliteStore`` or ``AsyncPostgresStore``:
+    ``setup``, ``sweep_ttl``, ``start_ttl_sweeper`` and ``stop_ttl_sweeper`` are coroutines
+    (the sweeper a task on the running loop); reads and writes are the same store's."""
+
+    async def setup(self) -> None:
+        """Nothing to create: ``Memory.open`` made and migrated branchmem's schema."""
+
+    async def sweep_ttl(self) -> int:
+        """``BranchStore.sweep_ttl``, off the event loop."""
+        return await asyncio.to_thread(self._sweep)
+
+    async def start_ttl_sweeper(
+        self, sweep_interval_minutes: int | None = None
+    ) -> asyncio.Task[None]:
+        """Sweep every ``sweep_interval_minutes`` (else the TTL config's, else 5) in a task
+        until ``stop_ttl_sweeper`` or the task is cancelled; the running one if started."""
+        if not self.ttl_config:
+            return asyncio.get_running_loop().create_task(asyncio.sleep(0))
+        return self._sweeper().start(sweep_interval(self.ttl_config, sweep_interval_minutes))
+
+    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper task, waiting up to ``timeout`` seconds (None: for as long as it
+        takes). True if it stopped or was not running."""
+        return await self._sweeper().stop(timeout)
+
+    def _sweeper(self) -> TaskSweeper:
+        """Made on first use (views made by ``at`` before then get their own)."""
+        made = TaskSweeper(self.sweep_ttl)
+        sweeper: TaskSweeper = self.__dict__.setdefault("_ttl_sweeper", made)
+        return sweeper
