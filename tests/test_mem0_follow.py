@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import inspect
 import os
 import subprocess
 import sys
@@ -58,10 +59,16 @@ def texts(found: dict[str, Any]) -> set[str]:
 
 def readme_chat(memory: Any) -> list[list[str]]:
     """Mem0's README "Basic Usage" loop over three turns: search the user's memories,
-    answer, add the turn; what each turn's search showed."""
+    answer, add the turn; what each turn's search showed. In the installed Mem0's dialect
+    (1.0.x's README passes ``user_id=`` and ``limit=``)."""
+    mem0 = memory.memory if isinstance(memory, BranchMem0) else memory
+    dialect_2x = "top_k" in inspect.signature(mem0.search).parameters
 
     def chat_with_memories(message: str, user_id: str = "default_user") -> list[str]:
-        relevant = memory.search(query=message, filters={"user_id": user_id}, top_k=3)
+        if dialect_2x:
+            relevant = memory.search(query=message, filters={"user_id": user_id}, top_k=3)
+        else:
+            relevant = memory.search(query=message, user_id=user_id, limit=3)
         shown = [entry["memory"] for entry in relevant["results"]]
         system_prompt = "User Memories:\n" + "\n".join(f"- {m}" for m in shown)
         messages = [
