@@ -26,6 +26,13 @@ diagnosis, not the measurement as deployed. On one CPU a process the socket wake
 where its caller runs as soon as the caller waits; on several, the kernel wakes it on an
 idle CPU, which on a virtual machine may first have to be woken by its host.
 
+``--compare stock,no-direct`` times more servers in the same rounds, each a process of its own
+on the same file, to show what a piece of the server buys: ``stock``, the same app under
+uvicorn's own httptools protocol (no ``server/protocol.py``); ``no-direct``, every read
+through its FastAPI route (``create_app(direct_reads=False)``, no ``server/direct.py``),
+likewise under uvicorn's own protocol. Each is reported beside the service: p50, p99, their
+ratios to embedded, and the CPU a call used.
+
 ``--runs N`` repeats the measurement N times on the one store, each run with a fresh server
 process and a freshly opened embedded store (each warmed up as above), prints every run's
 p99 ratios and whether all N stayed within the goal. p99 of 3,000 rounds is the 30th
@@ -36,6 +43,7 @@ bench/results/service.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib.util
 import json
@@ -49,6 +57,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +107,41 @@ def server_cpu(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+VARIANTS = {
+    "stock": "the app under uvicorn's own httptools protocol",
+    "no-direct": "every read through its FastAPI route, uvicorn's own protocol",
+}
+
+
+@dataclass
+class VariantWorker(Worker):
+    """A server of ``--compare``: the same store, served as ``variant`` says."""
+
+    variant: str = "stock"
+
+    def start(self) -> None:
+        handle, name = tempfile.mkstemp(prefix="branchmem-variant-", suffix=".log")
+        self.log = Path(name)
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--serve-variant", self.variant, self.dsn,
+             "--port", str(self.port)],
+            stdout=handle, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        os.close(handle)
+
+
+def serve_variant(variant: str, path: str, port: int) -> int:
+    """The server of ``VariantWorker``, as ``branchmem serve`` runs one but for ``variant``."""
+    import uvicorn
+
+    from branchmem.server import create_app
+
+    with Memory.open(path) as mem:
+        app = create_app(mem, direct_reads=variant != "no-direct")
+        uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", http="auto")
+    return 0
+
+
 class Hop:
     """The same calls made by a second process on the same file (``--hop``): asked and
     answered over a bare loopback socket, a line each way."""
@@ -139,10 +183,18 @@ def hop_server(path: str) -> int:
 Timings = dict[str, dict[str, list[float]]]
 
 
+def cpu_keys(side: str) -> tuple[str, str]:
+    """Where a side's CPU is kept: this process's share, then the other process's."""
+    if side == "service":
+        return "client", "server"
+    if side == "hop":
+        return "hop_client", "hop"
+    return f"{side}_client", f"{side}_server"
+
+
 def measure(
     mem: Memory,
-    client: Client,
-    server_pid: int,
+    services: dict[str, tuple[Client, int]],
     anchors: list[str],
     rounds: int,
     warmup: int,
@@ -150,17 +202,20 @@ def measure(
 ) -> tuple[Timings, Timings]:
     """Per operation: one untimed pass over every anchor on every side (each process has
     its own caches: all start warm) and ``warmup`` untimed rounds, then interleaved rounds.
-    Returns wall-clock latencies and CPU seconds per call; a service call's CPU is this
-    process's (the client) plus the server's share of its CPU over the rounds, which a
-    loaded machine does not inflate (the hop's likewise)."""
+    ``services`` maps a side (``service``, then any ``--compare`` variant) to its client
+    and its server's pid. Returns wall-clock latencies and CPU seconds per call; a service
+    call's CPU is this process's (the client) plus the server's share of its CPU over the
+    rounds, which a loaded machine does not inflate (the hop's likewise)."""
     wall: Timings = {}
     cpu: Timings = {}
-    sides = ["embedded", "service"] + (["hop"] if hop is not None else [])
-    others = {"service": server_pid} | ({"hop": hop.process.pid} if hop is not None else {})
+    sides = ["embedded", *services] + (["hop"] if hop is not None else [])
+    others = {side: pid for side, (_, pid) in services.items()}
+    if hop is not None:
+        others["hop"] = hop.process.pid
     for op in ("visible", "search"):
         rng = random.Random(1)
         wall[op] = {side: [] for side in sides}
-        cpu[op] = {"embedded": [], "client": [], "server": [], "hop_client": [], "hop": []}
+        cpu[op] = {"embedded": []} | {key: [] for side in others for key in cpu_keys(side)}
         before: dict[str, float] = {}
         untimed = len(anchors) + warmup
         for index in range(untimed + rounds):
@@ -171,9 +226,10 @@ def measure(
             query = rng.choice(QUERIES)
             args = (anchor,) if op == "visible" else (query, anchor)
             calls: dict[str, Callable[[], Any]] = {
-                "embedded": functools.partial(getattr(mem, op), *args, namespace=NAMESPACE),
-                "service": functools.partial(getattr(client, op), *args, namespace=NAMESPACE),
+                "embedded": functools.partial(getattr(mem, op), *args, namespace=NAMESPACE)
             }
+            for side, (client, _) in services.items():
+                calls[side] = functools.partial(getattr(client, op), *args, namespace=NAMESPACE)
             if hop is not None:
                 calls["hop"] = functools.partial(hop.call, op, *args)
             turn = index % len(sides)  # each side first in as many rounds as the others
@@ -186,15 +242,16 @@ def measure(
                 used = time.process_time() - cpu_started
                 if timed:
                     wall[op][side].append(elapsed)
-                    cpu[op][{"service": "client", "hop": "hop_client"}.get(side, side)].append(used)
-            if answers["embedded"] != answers["service"]:
-                raise SystemExit(f"{op} at {anchor!r}: the service answered differently")
+                    cpu[op][side if side == "embedded" else cpu_keys(side)[0]].append(used)
+            for side in services:
+                if answers[side] != answers["embedded"]:
+                    raise SystemExit(f"{op} at {anchor!r}: {side} answered differently")
             if hop is not None and answers["hop"] != len(answers["embedded"]):
                 raise SystemExit(f"{op} at {anchor!r}: the hop's process answered differently")
         for side, pid in others.items():
             after = server_cpu(pid)
             if after is not None:
-                cpu[op]["server" if side == "service" else side] = [(after - before[side]) / rounds]
+                cpu[op][cpu_keys(side)[1]] = [(after - before[side]) / rounds]
     return wall, cpu
 
 
@@ -202,31 +259,44 @@ GOAL = 1.5  # service p99 / embedded p99, every operation, every run
 
 
 def one_run(
-    path: str, anchors: list[str], rounds: int, warmup: int, with_hop: bool = False
+    path: str,
+    anchors: list[str],
+    rounds: int,
+    warmup: int,
+    with_hop: bool = False,
+    compare: tuple[str, ...] = (),
 ) -> tuple[list[dict[str, Any]], int]:
-    """One measurement with a fresh server (and hop process) and a freshly opened embedded
+    """One measurement with fresh servers (and hop process) and a freshly opened embedded
     store: a row per operation, and how many records ``visible`` returns."""
     with Memory.open(path) as mem:
         api_key, _ = KeyRing(mem).create("bench", [NAMESPACE])
-        worker = Worker(path)
-        worker.start()
+        workers = {"service": Worker(path)} | {
+            variant: VariantWorker(path, variant=variant) for variant in compare
+        }
+        for worker in workers.values():
+            worker.start()
         hop = Hop(path) if with_hop else None
         try:
-            worker.wait_ready()
-            with Client(worker.url, api_key) as client:
+            with contextlib.ExitStack() as clients:
+                services: dict[str, tuple[Client, int]] = {}
+                for side, worker in workers.items():
+                    worker.wait_ready()
+                    assert worker.process is not None
+                    client = clients.enter_context(Client(worker.url, api_key))
+                    services[side] = (client, worker.process.pid)
                 visible_size = len(mem.visible(anchors[0], namespace=NAMESPACE))
-                assert worker.process is not None
-                timings, cpu = measure(
-                    mem, client, worker.process.pid, anchors, rounds, warmup, hop
-                )
+                timings, cpu = measure(mem, services, anchors, rounds, warmup, hop)
         finally:
-            worker.stop()
+            for worker in workers.values():
+                worker.stop()
             if hop is not None:
                 hop.close()
-    return summarise(timings, cpu), visible_size
+    return summarise(timings, cpu, compare), visible_size
 
 
-def summarise(timings: Timings, cpu: Timings) -> list[dict[str, Any]]:
+def summarise(
+    timings: Timings, cpu: Timings, compare: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
     rows = []
     for op, sides in timings.items():
         row: dict[str, Any] = {"operation": op}
@@ -248,11 +318,17 @@ def summarise(timings: Timings, cpu: Timings) -> list[dict[str, Any]]:
             row["hop_cpu_ms"] = 1000 * (
                 statistics.mean(spent["hop_client"]) + (spent["hop"][0] if spent["hop"] else 0)
             )
+        for variant in compare:
+            row[f"{variant}_ratio_p50"] = row[f"{variant}_p50_ms"] / row["embedded_p50_ms"]
+            row[f"{variant}_ratio_p99"] = row[f"{variant}_p99_ms"] / row["embedded_p99_ms"]
+            row[f"{variant}_client_cpu_ms"] = 1000 * statistics.mean(spent[f"{variant}_client"])
+            server = spent[f"{variant}_server"]
+            row[f"{variant}_server_cpu_ms"] = 1000 * server[0] if server else None
         rows.append(row)
     return rows
 
 
-def print_rows(rows: list[dict[str, Any]]) -> None:
+def print_rows(rows: list[dict[str, Any]], compare: tuple[str, ...] = ()) -> None:
     print(
         f"{'operation':<10} {'embedded p50':>13} {'p99':>8} {'service p50':>12} {'p99':>8} "
         f"{'ratio p50':>10} {'p99':>6}"
@@ -279,6 +355,17 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
                 f"{row['hop_p99_ms']:>8.2f} {row['hop_ratio_p50']:>9.2f}x "
                 f"{row['hop_ratio_p99']:>5.2f}x; CPU {row['hop_cpu_ms']:.2f} ms"
             )
+    for variant in compare:
+        print(f"{variant} ({VARIANTS[variant]}): p50, p99, ratios; CPU client + server")
+        for row in rows:
+            server = row[f"{variant}_server_cpu_ms"]
+            print(
+                f"{row['operation']:<10} {row[f'{variant}_p50_ms']:>10.2f} ms "
+                f"{row[f'{variant}_p99_ms']:>8.2f} {row[f'{variant}_ratio_p50']:>9.2f}x "
+                f"{row[f'{variant}_ratio_p99']:>5.2f}x; CPU "
+                f"{row[f'{variant}_client_cpu_ms']:.2f} + "
+                + ("n/a" if server is None else f"{server:.2f}")
+            )
 
 
 def main() -> int:
@@ -291,13 +378,28 @@ def main() -> int:
         "--hop", action="store_true", help="also time the same call in a second process"
     )
     parser.add_argument(
+        "--compare",
+        default="",
+        help=f"also time these servers, comma-separated: {', '.join(VARIANTS)}",
+    )
+    parser.add_argument(
         "--cpus", help="pin every process to these CPUs, e.g. 0 or 0,1 (Linux; a diagnosis)"
     )
     parser.add_argument("--hop-server", metavar="PATH", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--serve-variant", nargs=2, metavar=("VARIANT", "PATH"), help=argparse.SUPPRESS
+    )
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "service.json"))
     args = parser.parse_args()
     if args.hop_server:
         return hop_server(args.hop_server)
+    if args.serve_variant:
+        return serve_variant(*args.serve_variant, args.port)
+    compare = tuple(variant for variant in args.compare.split(",") if variant)
+    unknown = [variant for variant in compare if variant not in VARIANTS]
+    if unknown or len(set(compare)) < len(compare):
+        parser.error(f"--compare {args.compare!r}: each of {', '.join(VARIANTS)} at most once")
     if args.cpus:
         try:
             cpus = {int(cpu) for cpu in args.cpus.split(",")}
@@ -315,9 +417,10 @@ def main() -> int:
             f"SQLite, anchors at depth 200, {args.rounds} interleaved rounds after "
             f"{args.warmup} untimed, {http_stack()}"
             + (f", every process pinned to CPUs {args.cpus}" if args.cpus else "")
+            + (f", compared with {', '.join(compare)}" if compare else "")
         )
         for number in range(1, args.runs + 1):
-            rows, visible_size = one_run(path, anchors, args.rounds, args.warmup, args.hop)
+            rows, visible_size = one_run(path, anchors, args.rounds, args.warmup, args.hop, compare)
             load = os.getloadavg()
             ratios = {row["operation"]: row["ratio_p99"] for row in rows}
             print(
@@ -330,8 +433,15 @@ def main() -> int:
                     if args.hop
                     else ""
                 )
+                + "".join(
+                    f"; {variant}'s "
+                    + ", ".join(
+                        f"{row['operation']} {row[f'{variant}_ratio_p99']:.2f}x" for row in rows
+                    )
+                    for variant in compare
+                )
             )
-            print_rows(rows)
+            print_rows(rows, compare)
             runs.append({"load": load, "visible_size": visible_size, "rows": rows})
     worst = [max(row["ratio_p99"] for row in run["rows"]) for run in runs]
     within = all(ratio <= GOAL for ratio in worst)
@@ -354,6 +464,7 @@ def main() -> int:
                 "http": http_stack(),
                 "goal_p99_ratio": GOAL,
                 "hop": args.hop,
+                "compare": list(compare),
                 "cpus": args.cpus,
                 "worst_p99_ratio_per_run": worst,
                 "all_within_goal": within,

@@ -72,3 +72,24 @@ def test_the_hop_is_timed_in_the_same_rounds(tmp_path: Path) -> None:
         assert row["hop_cpu_ms"] > 0
         assert f"{row['operation']} {row['hop_ratio_p99']:.2f}x" in done.stdout
         assert f"{row['hop_ratio_p99']:>5.2f}x; CPU {row['hop_cpu_ms']:.2f} ms" in hop_lines
+
+
+def test_compared_servers_are_timed_in_the_same_rounds(tmp_path: Path) -> None:
+    """``--compare no-direct``: a server answering every read through its FastAPI route, a
+    side of every round, checked against the embedded answer and reported beside the
+    service with its own ratios and CPU."""
+    out = tmp_path / "service.json"
+    done = small_run(out, "--compare", "no-direct")
+    data = json.loads(out.read_text())
+    assert data["compare"] == ["no-direct"]
+    assert done.stdout.splitlines()[0].endswith("compared with no-direct")
+    lines = done.stdout.split("no-direct (every read through its FastAPI route", 1)[1]
+    for row in data["rows"]:
+        assert 0 < row["no-direct_p50_ms"] <= row["no-direct_p99_ms"]
+        assert row["no-direct_ratio_p99"] == row["no-direct_p99_ms"] / row["embedded_p99_ms"]
+        assert row["no-direct_client_cpu_ms"] > 0
+        assert f"{row['no-direct_ratio_p99']:>5.2f}x; CPU" in lines
+    ratios = ", ".join(
+        f"{row['operation']} {row['no-direct_ratio_p99']:.2f}x" for row in data["rows"]
+    )
+    assert f"; no-direct's {ratios}" in done.stdout
