@@ -403,19 +403,23 @@ def in_threads(calls: list[Any]) -> list[Any]:
 
 def test_concurrent_sync_calls_on_a_view_run_as_few_batches() -> None:
     """The sync twin of the async test above: threads calling one explicit-anchor view
-    while a batch runs join the next one, each still getting its own answer."""
+    while a batch runs join the next one, each still getting its own answer. (A get the
+    cache answers makes no batch at all.)"""
     store = held_view(callers=9)
     puts = in_threads([lambda i=i: store.put(NS, f"k{i}", {"i": i}) for i in range(10)])
     assert puts == [None] * 10
     assert store.sizes[0] == 1 and sum(store.sizes) == 10 and len(store.sizes) <= 3
     store.sizes.clear()
     got = in_threads(
-        [lambda i=i: store.get(NS, f"k{i}") for i in range(10)]
+        [lambda i=i: store.search(NS, filter={"i": i}) for i in range(10)]
         + [lambda: store.search(NS, limit=50)]
     )
-    assert [item.value["i"] for item in got[:10]] == list(range(10))
+    assert [[item.value["i"] for item in found] for found in got[:10]] == [[i] for i in range(10)]
     assert sorted(item.value["i"] for item in got[10]) == list(range(10))
     assert sum(store.sizes) == 11 and len(store.sizes) <= 3
+    store.sizes.clear()
+    found = store.get(NS, "k3")
+    assert found is not None and found.value == {"i": 3} and store.sizes == []
 
 
 def test_an_error_fails_the_sync_calls_of_its_batch_and_writes_none_of_them() -> None:

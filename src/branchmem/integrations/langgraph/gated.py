@@ -664,6 +664,8 @@ class GatedStore(BaseStore):
             return
         anchor = place.anchor
         assert anchor is not None
+        if puts:  # the items' previous revisions, as a read finds them (filled once)
+            self._live(anchor, ())
         written: dict[tuple[tuple[str, ...], str], Found | None] = {}
         with self.memory.transaction(self.namespace):
             before = self._stamp_in_write()
@@ -672,18 +674,18 @@ class GatedStore(BaseStore):
             for op in puts:
                 slots = live.get(tuple(op.namespace), {}) if live is not None else {}
                 known = slots.get(op.key)
-                self._write_item(op, place, known.record if known is not None else None)
+                new = self._write_item(op, place, known.record if known is not None else None)
+                if live is not None:
+                    written[(tuple(op.namespace), op.key)] = self._found_after(op, new, place)
             self._write_refreshes(refreshes)
-            if live is None:
-                return
-            for op in puts:
-                record = self._record(op.namespace, op.key, place)
-                item = item_of(record) if record is not None else None
-                found = Found(item, record) if item is not None and record is not None else None
-                written[(tuple(op.namespace), op.key)] = found
             after = self._stamp_in_write()
         if not self._stamped:
             after += 1  # the generation this transaction's own end adds
+        if live is None:  # no items to patch; the threads' heads hold (writes never move one)
+            with cache.lock:
+                if cache.generation == before:
+                    cache.generation, cache.items, cache.candidates = after, {}, {}
+            return
         patched = dict(live)
         for (namespace, key), found in written.items():
             slots = dict(patched.get(namespace, {}))
@@ -701,6 +703,14 @@ class GatedStore(BaseStore):
                 if written:
                     cache.items = {anchor: patched}  # other anchors may see the items too
                     cache.candidates = {}
+
+    def _found_after(self, op: PutOp, new: Record | None, place: _Place) -> Found | None:
+        """The item at ``place`` after ``op``. A put's new revision is sourced at the anchor
+        itself and arrived last (writers of a namespace take turns), so it is the current
+        one there; after a delete, another thread's value may show (``cross_thread``)."""
+        record = new if new is not None else self._record(op.namespace, op.key, place)
+        item = item_of(record) if record is not None else None
+        return Found(item, record) if item is not None and record is not None else None
 
     def _write_refreshes(self, refreshes: list[tuple[Record, float]]) -> None:
         """Persist TTL refreshes, so that every process sees the new expiries (``ttl``)."""
@@ -722,8 +732,9 @@ class GatedStore(BaseStore):
         assert stamp is not None  # _stamped: the backend keeps a counter
         return stamp
 
-    def _write_item(self, op: PutOp, place: _Place, previous: Record | None) -> None:
-        """The put or delete itself; ``previous``, when known, spares a read."""
+    def _write_item(self, op: PutOp, place: _Place, previous: Record | None) -> Record | None:
+        """The put or delete itself; ``previous``, when known, spares a read. A put's new
+        revision, None for a delete."""
         sources: list[str] | None
         if place.source is not None:
             sources = [place.source]
@@ -744,7 +755,7 @@ class GatedStore(BaseStore):
                 reason="langgraph store delete",
                 namespace=self.namespace,
             )
-            return
+            return None
         now = datetime.now(UTC).isoformat()
         if previous is None:
             previous = self._record(op.namespace, op.key, place)
@@ -761,7 +772,7 @@ class GatedStore(BaseStore):
         if ttl is not None:
             meta["ttl_minutes"] = float(ttl)
             meta["expires_at"] = time.time() + 60.0 * float(ttl)
-        self.memory.add_record(
+        return self.memory.add_record(
             f"lg-item:{uuid.uuid4().hex}",
             sources=sources,
             content=encode(op.namespace, op.key, op.value),
