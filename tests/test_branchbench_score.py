@@ -297,3 +297,23 @@ def test_retain_beyond_window_leaves_out_answers_the_recent_turns_hold() -> None
     rates = context_rates([recent, remembered, forgotten])
     assert rates["retain_beyond_window_rate"] == 0.5  # b of b and c; a is structural
     assert context_rates([recent])["retain_beyond_window_rate"] is None
+
+
+def test_the_bootstrap_resamples_forks_when_probes_name_one() -> None:
+    from branchbench.score import context_rates
+
+    def row(n: int, unit: str) -> dict[str, object]:
+        text = "Porto" if n % 2 else "Galway"  # every other fork leaks its sibling's value
+        return {
+            "scenario": "one-conversation", "unit": unit, "type": "leak", "answer": ["Galway"],
+            "forbidden": ["Porto"], "memory": text, "context": text, "transcript": "",
+            "tokens": 1, "has_memory": True,
+        }  # fmt: skip
+
+    by_fork = context_rates([row(n, f"one-conversation/f{n}") for n in range(8)])
+    assert by_fork["units"]["memory_leak_rate"] == 8
+    lo, hi = by_fork["bootstrap"]["memory_leak_rate"]
+    assert lo < 0.5 < hi  # forks vary, so the interval has width
+    one_unit = context_rates([row(n, "") for n in range(8)])
+    assert one_unit["units"]["memory_leak_rate"] == 1  # the scenario alone: a point
+    assert one_unit["bootstrap"]["memory_leak_rate"] == [0.5, 0.5]

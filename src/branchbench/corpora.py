@@ -137,14 +137,34 @@ class BeamContradiction:
 
 
 @dataclass(frozen=True)
+class BeamItem:
+    """A BEAM question of another ability whose answer lies in named turns
+    (``information_extraction``, ``temporal_reasoning``, ``multi_session_reasoning``)."""
+
+    ability: str
+    question: str
+    answer: str
+    source_ids: tuple[str, ...]
+    rubric: tuple[str, ...] = ()
+
+
+BEAM_SOURCED_ABILITIES = (
+    "information_extraction",
+    "temporal_reasoning",
+    "multi_session_reasoning",
+)
+
+
+@dataclass(frozen=True)
 class BeamChat:
     """One BEAM chat: its turns in order, its knowledge-update and its contradiction
-    items."""
+    items, and the items of other abilities that name their source turns."""
 
     id: str
     turns: tuple[CorpusTurn, ...]
     updates: tuple[BeamUpdate, ...]
     contradictions: tuple[BeamContradiction, ...] = ()
+    sourced: tuple[BeamItem, ...] = ()
 
     def turn(self, turn_id: str) -> CorpusTurn:
         """The turn with this id (KeyError naming it when absent)."""
@@ -358,11 +378,30 @@ def read_beam_chat(folder: Path) -> BeamChat:
                 rubric=_rubric(q),
             )
         )
+    sourced: list[BeamItem] = []
+    for ability in BEAM_SOURCED_ABILITIES:
+        for i, q in enumerate(_items(questions, ability, questions_path)):
+            at = f"{questions_path}: {ability}[{i}]"
+            ids = q.get("source_chat_ids", [])
+            if isinstance(ids, dict):  # some items split their turns by role
+                ids = [
+                    v for side in ids.values() for v in (side if isinstance(side, list) else [side])
+                ]
+            sourced.append(
+                BeamItem(
+                    ability=ability,
+                    question=_field(q, "question", str, at),
+                    answer=_answer_text(q.get("answer"), at),
+                    source_ids=_ids({"ids": ids}, "ids", at),
+                    rubric=_rubric(q),
+                )
+            )
     return BeamChat(
         id=folder.name,
         turns=tuple(turns),
         updates=tuple(updates),
         contradictions=tuple(contradictions),
+        sourced=tuple(sourced),
     )
 
 

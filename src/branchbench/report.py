@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
+from branchbench import lexical
 from branchbench.score import BOOTSTRAP_RESAMPLES
 
 # (key, header, is_memory): memory columns print n/a for a system without a memory section
@@ -62,10 +63,11 @@ MEASURED_NOTE = (
 )
 INTERVAL_NOTE = (
     "Rates are percentages; brackets hold a 95% interval, the wider at each end of the "
-    "Wilson interval (probes as independent draws) and a scenario bootstrap "
-    "({resamples} resamples of whole scenarios, fixed seed), since the probes of one "
-    "dialogue are not independent. n: probes / scenarios a figure rests on (in a header "
-    "when every row shares it, else in the cell)."
+    "Wilson interval (probes as independent draws) and a bootstrap ({resamples} "
+    "resamples, fixed seed) of whole scenarios, or on a scenario forked at several points "
+    "(corpus splits) of whole forks, each fork's probes drawn together, since the probes "
+    "of one dialogue are not independent. n: probes / scenarios a figure rests on (in a "
+    "header when every row shares it, else in the cell)."
 )
 # The chart files `branchbench run`/`score` draw (removed before drawing, so none is stale).
 
@@ -237,6 +239,7 @@ def markdown(summary: dict[str, Any]) -> str:
             else " This run recorded no file hashes: its files could not be checked."
         ),
         *same_inputs(summary),
+        *([lexical.note(summary["sibling_words"])] if "sibling_words" in summary else []),
         "## Structural bounds (true by construction)",
         BOUNDS_NOTE
         + f" The whole anchor path fit the budget on {any_entry.get('path_fits', 0)} of "

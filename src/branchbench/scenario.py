@@ -31,6 +31,7 @@ OPERATIONS = (
     "long_history",
     "late_sibling",
     "two_forks",
+    "multi_fork",  # corpus splits: one conversation forked at several annotated turns
 )
 PROBE_TYPES = ("leak", "retain", "stale", "retracted")
 ROLES = ("user", "assistant", "system", "tool")
@@ -82,6 +83,11 @@ class Probe:
     ``retracted``: forbidden = a value the user retracted. ``aliases`` maps a keyword to
     other spellings that count as it; ``unless`` maps a keyword to longer words that
     contain it without meaning it (see ``branchbench.keywords``).
+
+    A scenario forked at several points (corpus splits) says per probe which ``fork``
+    (the kept event where the branches part) the probe is about, the unit a bootstrap
+    resamples, and in which ``arrival`` order that fork's siblings came; both "" when the
+    scenario is the unit.
     """
 
     id: str
@@ -94,6 +100,8 @@ class Probe:
     asked_after: str | None = None
     aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)
     unless: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    fork: str = ""
+    arrival: str = ""
 
     def hit(self, text: str, keyword: str) -> bool:
         """Whether ``keyword`` (or an alias) occurs in ``text`` by the scorer's rules."""
@@ -116,6 +124,14 @@ class Scenario:
     # how the abandoned branch arrives relative to the kept one (corpus splits: one of
     # ARRIVALS), so results can be reported by order; "" when the scenario does not say
     arrival: str = ""
+
+    def probe_arrival(self, probe: Probe) -> str:
+        """The arrival order a probe's branches came in (its own, else the scenario's)."""
+        return probe.arrival or self.arrival
+
+    def probe_unit(self, probe: Probe) -> str:
+        """What a bootstrap resamples this probe with: its fork, else the scenario."""
+        return f"{self.id}/{probe.fork}" if probe.fork else self.id
 
     def probe_anchor(self, probe: Probe) -> str:
         """The anchor a probe is asked at (its own, else the scenario's)."""
@@ -222,6 +238,9 @@ def scenario_from_dict(raw: Any, source: str = "") -> Scenario:
         kind = _require(p, "type", str, where, sid)
         if kind not in PROBE_TYPES:
             raise ScenarioError(sid, f"{where}: unknown probe type {kind!r}")
+        probe_arrival = p.get("arrival", "")
+        if probe_arrival not in ARRIVALS:
+            raise ScenarioError(sid, f"{where}: unknown arrival {probe_arrival!r}")
         probes.append(
             Probe(
                 id=_require(p, "id", str, where, sid),
@@ -234,6 +253,8 @@ def scenario_from_dict(raw: Any, source: str = "") -> Scenario:
                 asked_after=p.get("asked_after"),
                 aliases=_keyword_map(p, "aliases", where, sid),
                 unless=_keyword_map(p, "unless", where, sid),
+                fork=str(p.get("fork", "")),
+                arrival=probe_arrival,
             )
         )
     return Scenario(
@@ -281,6 +302,10 @@ def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
             out["aliases"] = {k: list(v) for k, v in p.aliases.items()}
         if p.unless:
             out["unless"] = {k: list(v) for k, v in p.unless.items()}
+        if p.fork:
+            out["fork"] = p.fork
+        if p.arrival:
+            out["arrival"] = p.arrival
         out["notes"] = p.notes
         return out
 

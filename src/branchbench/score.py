@@ -17,9 +17,11 @@ stale, retracted) and the retain rate on probes whose path did not fit the budge
 A system without a memory section has no memory rates (None, printed n/a).
 
 Every rate comes with the number of probes and of scenarios it rests on, a 95% Wilson
-interval (``intervals``, probes taken as independent) and a 95% scenario-level
-bootstrap interval (``bootstrap``: whole scenarios resampled, since the probes of one
-dialogue share its facts and its system state; fixed seed, so two scorings agree).
+interval (``intervals``, probes taken as independent) and a 95% bootstrap interval
+(``bootstrap``: whole units resampled, since the probes of one dialogue share its facts
+and its system state; fixed seed, so two scorings agree). The unit is the scenario, or,
+in a scenario forked at several points (corpus splits), the fork: every probe about one
+fork (leak, retain, stale) is drawn together (``units`` counts them).
 
 With a model: the same keywords on each saved answer (three runs, two prompts).
 """
@@ -39,9 +41,10 @@ from typing import Any
 
 from branchbench.errors import BenchError, ResultsError
 from branchbench.keywords import contains
+from branchbench.lexical import sibling_words
 from branchbench.manifest import FROZEN_SPLIT, verify_manifest
 from branchbench.pipeline import PIPELINES, READ_POLICIES, pipeline_labels
-from branchbench.scenario import OPERATIONS, load_split
+from branchbench.scenario import OPERATIONS, Scenario, load_split
 
 Row = dict[str, Any]
 Rates = dict[str, Any]
@@ -106,6 +109,12 @@ def scenario_bootstrap(cells: Iterable[tuple[int, int]]) -> list[float] | None:
     return list(_bootstrap(kept))
 
 
+def _unit_of(row: Row) -> str:
+    """What the bootstrap resamples a row with: its fork on a scenario forked at several
+    points (corpus splits), else its scenario."""
+    return str(row.get("unit") or row.get("scenario", ""))
+
+
 class _Tally:
     """Rates with their intervals and probe and scenario counts, filled in one place."""
 
@@ -115,19 +124,21 @@ class _Tally:
         self.bootstrap: dict[str, list[float] | None] = {}
         self.counts: dict[str, int] = {}
         self.scenarios: dict[str, int] = {}
+        self.units: dict[str, int] = {}
 
     def add(self, key: str, rows: Sequence[Row], hit: Callable[[Row], bool]) -> None:
-        per_scenario: dict[str, list[int]] = {}
+        per_unit: dict[str, list[int]] = {}
         for r in rows:
-            cell = per_scenario.setdefault(str(r.get("scenario", "")), [0, 0])
+            cell = per_unit.setdefault(_unit_of(r), [0, 0])
             cell[0] += 1 if hit(r) else 0
             cell[1] += 1
-        hits = sum(h for h, _ in per_scenario.values())
+        hits = sum(h for h, _ in per_unit.values())
         self.rates[key] = round(hits / len(rows), 4) if rows else None
         self.intervals[key] = wilson(hits, len(rows))
-        self.bootstrap[key] = scenario_bootstrap((h, n) for h, n in per_scenario.values())
+        self.bootstrap[key] = scenario_bootstrap((h, n) for h, n in per_unit.values())
         self.counts[key] = len(rows)
-        self.scenarios[key] = len(per_scenario)
+        self.scenarios[key] = len({str(r.get("scenario", "")) for r in rows})
+        self.units[key] = len(per_unit)
 
     def skip(self, key: str) -> None:
         self.rates[key] = None
@@ -135,6 +146,7 @@ class _Tally:
         self.bootstrap[key] = None
         self.counts[key] = 0
         self.scenarios[key] = 0
+        self.units[key] = 0
 
     def figures(self) -> Rates:
         """The rates with their intervals and counts, as summary.json holds them."""
@@ -144,6 +156,7 @@ class _Tally:
             "bootstrap": self.bootstrap,
             "n": self.counts,
             "scenarios": self.scenarios,
+            "units": self.units,
         }
 
 
@@ -173,7 +186,7 @@ def context_rates(rows: Sequence[Row]) -> Rates:
     has_memory = any(r.get("has_memory") or r["memory"] for r in rows)
     # the path did not fit, and the transcript kept does not hold every answer keyword: only
     # then does retaining it say anything about memory (an answer in the recent turns, as
-    # on the corpus splits where the fork lies in the last four, is retained by construction)
+    # on the corpus splits where most forks' answers are, is retained by construction)
     beyond = [
         r for r in retain if not r.get("path_in_transcript", True) and not _all(r, "transcript")
     ]
@@ -326,7 +339,7 @@ def verify_results(results_dir: Path, meta: dict[str, Any]) -> bool:
     return True
 
 
-def _pinned(meta: dict[str, Any], rows: list[Row]) -> list[Row]:
+def _pinned(meta: dict[str, Any], rows: list[Row]) -> tuple[list[Row], list[Scenario]]:
     """The rows with every scoring field taken from the split itself, never from what the
     results saved: the frozen test split as its manifest pins it, a corpus split as its
     digest pins it, another split from the scenario root the run named. A row whose probe
@@ -340,15 +353,16 @@ def _pinned(meta: dict[str, Any], rows: list[Row]) -> list[Row]:
         scenarios = load_split(str(split), root)
     except BenchError as error:
         raise BenchError(f"cannot score: the split {split!r} the run used: {error}") from error
-    probes = {(s.id, p.id): p for s in scenarios for p in s.probes}
+    probes = {(s.id, p.id): (s, p) for s in scenarios for p in s.probes}
     out = []
     for row in rows:
-        probe = probes.get((str(row.get("scenario")), str(row.get("probe"))))
-        if probe is None:
+        found = probes.get((str(row.get("scenario")), str(row.get("probe"))))
+        if found is None:
             raise ResultsError(
                 f"row of {row.get('system')!r}: split {split!r} has no probe"
                 f" {row.get('scenario')}/{row.get('probe')}"
             )
+        scenario, probe = found
         pinned = {
             "type": probe.type,
             "question": probe.question,
@@ -357,6 +371,10 @@ def _pinned(meta: dict[str, Any], rows: list[Row]) -> list[Row]:
             "aliases": {k: list(v) for k, v in probe.aliases.items()},
             "unless": {k: list(v) for k, v in probe.unless.items()},
             "forbidden_in_question": any(probe.hit(probe.question, k) for k in probe.forbidden),
+            "unit": scenario.probe_unit(probe),
+            # a fork's own arrival order (corpus splits) groups its rows; a scenario-wide
+            # one is the row's as the run recorded it
+            **({"arrival": probe.arrival} if probe.arrival else {}),
         }
         for name, value in pinned.items():
             if name in row and row[name] != value:
@@ -365,7 +383,7 @@ def _pinned(meta: dict[str, Any], rows: list[Row]) -> list[Row]:
                     f" split's ({row[name]!r} saved, {value!r} in split {split!r})"
                 )
         out.append({**row, **pinned})
-    return out
+    return out, scenarios
 
 
 def summarize(results_dir: Path) -> dict[str, Any]:
@@ -385,7 +403,7 @@ def summarize(results_dir: Path) -> dict[str, Any]:
     rows = _read_jsonl(results_dir / "contexts.jsonl")
     if not rows:
         raise BenchError(f"{results_dir}/contexts.jsonl is missing or empty")
-    rows = _pinned(meta, rows)
+    rows, scenarios = _pinned(meta, rows)
     extractors = list(dict.fromkeys(_extractor_of(r) for r in rows))
     pipelines = _ordered(
         (_pipeline_of(r) for r in rows), pipeline_labels(PIPELINES, list(READ_POLICIES))
@@ -434,6 +452,9 @@ def summarize(results_dir: Path) -> dict[str, Any]:
         "systems": by_pipeline[pipelines[0]][extractors[0]]["systems"],
         "by_extractor": {e: t["systems"] for e, t in by_pipeline[pipelines[0]].items()},
         "by_pipeline": by_pipeline,
+        "sibling_words": sibling_words(
+            s for s in scenarios if s.id in {r["scenario"] for r in probes}
+        ),
         "sensitivity": {
             "dropped_probes": dropped,
             "systems": _per_system(kept, context_rates, systems),
