@@ -1,5 +1,6 @@
-"""BranchStore's TTL across stores and processes, and the lifecycle methods (``setup``, the
-TTL sweeper) of LangGraph's SQL stores, sync and async (docs/langgraph.md, "TTL")."""
+"""BranchStore's TTL across stores and processes, and the lifecycle methods
+(``from_conn_string``, ``setup``, the TTL sweeper) of LangGraph's SQL stores, sync and async
+(docs/langgraph.md, "TTL")."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
 from langgraph.store.sqlite import AsyncSqliteStore, SqliteStore
 
-from branchmem import Memory
+from branchmem import InvalidInput, Memory
 from branchmem.integrations.langgraph import (
     AsyncBranchStore,
     BranchCheckpointer,
@@ -68,7 +69,7 @@ def test_a_refresh_is_seen_by_another_store_on_the_same_file(
 
 CHILD = """
 import json, sys
-from branchmem import Memory
+from branchmem import InvalidInput, Memory
 from branchmem.integrations.langgraph import BranchStore, gated
 
 class Clock:
@@ -204,3 +205,55 @@ def test_the_async_sweeper_is_a_task_until_stopped() -> None:
         assert await view.stop_ttl_sweeper()
 
     asyncio.run(lifecycle())
+
+
+HEAD: Any = {"configurable": {"thread_id": "t"}}
+
+
+@pytest.mark.parametrize("stock", [PostgresStore, SqliteStore])
+def test_from_conn_string_takes_the_sql_stores_arguments(stock: type) -> None:
+    ours = inspect.signature(BranchStore.from_conn_string).parameters
+    assert set(inspect.signature(stock.from_conn_string).parameters) <= set(ours)
+
+
+def test_from_conn_string_opens_a_memory_for_the_stores_life(tmp_path: Path) -> None:
+    """PostgresStore's connection modes are accepted (branchmem's backend keeps its own
+    pool and pipelines); what one store wrote, the next one opened there reads."""
+    path = str(tmp_path / "m.db")
+    with BranchStore.from_conn_string(path, pipeline=True, pool_config={"max_size": 4}) as store:
+        thread_head(store.memory)
+        store.at(HEAD).put(NS, "k", {"v": 1})
+    with BranchStore.from_conn_string(path, config=HEAD) as store:
+        found = store.get(NS, "k")
+        assert found is not None and found.value == {"v": 1}
+    with (
+        pytest.raises(InvalidInput, match="pipeline"),
+        BranchStore.from_conn_string(
+            path,
+            pipeline="yes",  # type: ignore[arg-type]
+        ),
+    ):
+        pass
+    with (
+        pytest.raises(InvalidInput, match="pool_config"),
+        BranchStore.from_conn_string(
+            path,
+            pool_config=4,  # type: ignore[arg-type]
+        ),
+    ):
+        pass
+
+
+def test_the_async_from_conn_string_is_an_async_context(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.db")
+
+    async def roundtrip() -> Any:
+        async with AsyncBranchStore.from_conn_string(path) as store:
+            thread_head(store.memory)
+            await store.at(HEAD).aput(NS, "k", {"v": 2})
+        async with AsyncBranchStore.from_conn_string(path, config=HEAD) as store:
+            await store.setup()
+            return await store.aget(NS, "k")
+
+    found = asyncio.run(roundtrip())
+    assert found is not None and found.value == {"v": 2}

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.postgres import PostgresStore
 from peer_adapter import load, package
 
 from branchmem import Memory
@@ -30,6 +31,7 @@ from branchmem.integrations.langgraph import (
     item_key,
 )
 from branchmem.integrations.langgraph.gated import GatedStore
+from branchmem.integrations.langgraph.mapping import thread_event_id
 from branchmem.integrations.langgraph.ttl import expiry_key, expiry_spec, latest_expiries
 
 THREAD = "peer-thread"
@@ -74,19 +76,30 @@ def new_store(flavour: type[GatedStore] = BranchStore, **options: Any) -> Any:
     )  # fmt: skip
 
 
-class BranchPostgresStore:
-    """``PostgresStore`` for the upstream suite (``MIGRATIONS`` only for its own checks)."""
+def thread_head(memory: Memory) -> Any:
+    """The config of the head of ``THREAD``, saving it one checkpoint if it has none (the
+    stock fixture opens its database twice: first to set up, then to run the test)."""
+    if memory.head(thread_event_id(THREAD)) is None:
+        config: Any = {"configurable": {"thread_id": THREAD, "checkpoint_ns": ""}}
+        metadata: Any = {"source": "input", "step": -1, "parents": {}}
+        BranchCheckpointer(InMemorySaver(), memory).put(config, empty_checkpoint(), metadata, {})
+    return {"configurable": {"thread_id": THREAD}}
 
-    from langgraph.store.postgres import PostgresStore as _Stock
 
-    MIGRATIONS = _Stock.MIGRATIONS
+class PeerPostgresStore(BranchStore):
+    """``PostgresStore`` for the suite's own ``store`` fixture, which runs as written (its
+    fresh database per test, every connection mode, ``setup``, the TTL sweeper):
+    ``from_conn_string`` is BranchStore's, standing at the head of a thread saved there.
+    ``MIGRATIONS`` is PostgresStore's list, which the fixture reads and rewrites: branchmem's
+    schema is its own (made by ``Memory.open``), and ``setup`` applies nothing."""
 
-    @staticmethod
+    MIGRATIONS = PostgresStore.MIGRATIONS
+
+    @classmethod
     @contextmanager
-    def from_conn_string(conn_string: str, **options: Any) -> Iterator[BranchStore]:
-        options.pop("pipeline", None)
-        options.pop("pool_config", None)
-        yield new_store(**options)
+    def from_conn_string(cls, conn_string: str, **options: Any) -> Iterator[Any]:
+        with super().from_conn_string(conn_string, **options) as store:
+            yield store.at(thread_head(store.memory))
 
 
 @contextmanager
@@ -197,7 +210,7 @@ def sync_suite() -> ModuleType:
         "peer_lg_pg_store",
         aliases=_tests_package(),
     )
-    suite.PostgresStore = BranchPostgresStore
+    suite.PostgresStore = PeerPostgresStore
     suite._create_vector_store = vector_store
     _helpers(suite)
     return suite

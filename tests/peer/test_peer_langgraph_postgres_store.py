@@ -3,7 +3,6 @@ PostgreSQL backend (docs/langgraph.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,20 +26,16 @@ NOT_A_STORE: dict[str, str] = {
 }
 
 if PEER is not None:
-    from peer_postgres import TTL_CONFIG, new_store, peer_pg_memory, sync_suite
+    from peer_postgres import peer_pg_memory, sync_suite
 
     export(sync_suite(), globals(), expected=EXPECTED, skipped=NOT_A_STORE)
     __all__ = ["peer_pg_memory"]
 
-    @pytest.fixture
-    def store() -> Iterator[Any]:
-        """The suite's ``store`` fixture (its connection modes are PostgresStore's), with
-        its lifecycle: set up, the TTL sweeper running while the test does."""
-        built = new_store(ttl=dict(TTL_CONFIG))
-        built.setup()
-        built.start_ttl_sweeper()
-        yield built
-        assert built.stop_ttl_sweeper(timeout=10)
+    @pytest.fixture(autouse=True)
+    def stock_server(pg_dsn: str) -> None:
+        """The suite's own ``store`` fixture makes its database per test on the tests'
+        server (its ``DEFAULT_URI``)."""
+        sync_suite().DEFAULT_URI = pg_dsn
 
     @pytest.fixture
     def fake_embeddings() -> Any:

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, Self
 
+from langchain_core.runnables import RunnableConfig
+from langgraph.store.base import IndexConfig, TTLConfig
+
+from ...errors import InvalidInput
+from ...memory import Memory
 from .gated import CheckpointNotMirrored, GatedStore, MissingAnchor
 from .items import ITEM_KIND, item_key
 from .ttl import TaskSweeper, ThreadSweeper, sweep_interval
@@ -24,9 +32,45 @@ __all__ = [
 ]
 
 
+def _memory_at(conn_string: str, pipeline: object, pool_config: object) -> Memory:
+    """The Memory ``from_conn_string`` serves: ``:memory:`` (as SQLite's), else
+    ``Memory.open`` (a SQLite path or ``sqlite:///...``, or ``postgresql://...``).
+    ``pipeline`` and ``pool_config`` are PostgresStore's connection modes: branchmem's
+    PostgreSQL backend always keeps a pool and pipelines what it can, so either mode is
+    what it does anyway (the pool's sizes are its own)."""
+    if not isinstance(pipeline, bool):
+        raise InvalidInput(f"pipeline must be a bool, got {type(pipeline).__name__}")
+    if pool_config is not None and not isinstance(pool_config, Mapping):
+        raise InvalidInput(f"pool_config must be a mapping, got {type(pool_config).__name__}")
+    return Memory() if conn_string == ":memory:" else Memory.open(conn_string)
+
+
 class BranchStore(GatedStore):
     """Answer every read as seen from a checkpoint; source every write at one (``GatedStore``),
-    with ``SqliteStore``'s and ``PostgresStore``'s ``setup`` and TTL sweeper."""
+    with ``SqliteStore``'s and ``PostgresStore``'s ``from_conn_string``, ``setup`` and TTL
+    sweeper."""
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls,
+        conn_string: str,
+        *,
+        pipeline: bool = False,
+        pool_config: Mapping[str, Any] | None = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        namespace: str = "default",
+        config: RunnableConfig | None = None,
+    ) -> Iterator[Self]:
+        """A store over a Memory opened at ``conn_string`` (closed on exit), as
+        ``PostgresStore.from_conn_string`` and ``SqliteStore.from_conn_string`` give theirs;
+        ``config`` anchors it outside a run (``at``)."""
+        memory = _memory_at(conn_string, pipeline, pool_config)
+        try:
+            yield cls(memory, namespace=namespace, index=index, ttl=ttl, config=config)
+        finally:
+            memory.close()
 
     def setup(self) -> None:
         """Nothing to create: ``Memory.open`` made and migrated branchmem's schema. Kept so
@@ -67,6 +111,26 @@ class AsyncBranchStore(GatedStore):
     """``BranchStore`` for code written for ``AsyncSqliteStore`` or ``AsyncPostgresStore``:
     ``setup``, ``sweep_ttl``, ``start_ttl_sweeper`` and ``stop_ttl_sweeper`` are coroutines
     (the sweeper a task on the running loop); reads and writes are the same store's."""
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(
+        cls,
+        conn_string: str,
+        *,
+        pipeline: bool = False,
+        pool_config: Mapping[str, Any] | None = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        namespace: str = "default",
+        config: RunnableConfig | None = None,
+    ) -> AsyncIterator[Self]:
+        """``BranchStore.from_conn_string`` for ``async with``, as the async stores have it."""
+        memory = await asyncio.to_thread(_memory_at, conn_string, pipeline, pool_config)
+        try:
+            yield cls(memory, namespace=namespace, index=index, ttl=ttl, config=config)
+        finally:
+            await asyncio.to_thread(memory.close)
 
     async def setup(self) -> None:
         """Nothing to create: ``Memory.open`` made and migrated branchmem's schema."""
