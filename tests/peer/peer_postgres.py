@@ -22,6 +22,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.postgres import PostgresStore
 from peer_adapter import load, package
+from peer_stores import thread_head
 
 from branchmem import Memory
 from branchmem.integrations.langgraph import (
@@ -31,7 +32,6 @@ from branchmem.integrations.langgraph import (
     item_key,
 )
 from branchmem.integrations.langgraph.gated import GatedStore
-from branchmem.integrations.langgraph.mapping import thread_event_id
 from branchmem.integrations.langgraph.ttl import expiry_key, expiry_spec, latest_expiries
 
 THREAD = "peer-thread"
@@ -74,16 +74,6 @@ def new_store(flavour: type[GatedStore] = BranchStore, **options: Any) -> Any:
         memory, namespace=namespace, config={"configurable": {"thread_id": THREAD}}, index=index,
         **options,
     )  # fmt: skip
-
-
-def thread_head(memory: Memory) -> Any:
-    """The config of the head of ``THREAD``, saving it one checkpoint if it has none (the
-    stock fixture opens its database twice: first to set up, then to run the test)."""
-    if memory.head(thread_event_id(THREAD)) is None:
-        config: Any = {"configurable": {"thread_id": THREAD, "checkpoint_ns": ""}}
-        metadata: Any = {"source": "input", "step": -1, "parents": {}}
-        BranchCheckpointer(InMemorySaver(), memory).put(config, empty_checkpoint(), metadata, {})
-    return {"configurable": {"thread_id": THREAD}}
 
 
 class PeerPostgresStore(BranchStore):

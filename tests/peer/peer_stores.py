@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import empty_checkpoint
@@ -16,17 +15,19 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from branchmem import Memory
 from branchmem.integrations.langgraph import AsyncBranchStore, BranchCheckpointer, BranchStore
+from branchmem.integrations.langgraph.mapping import thread_event_id
 
 THREAD = "peer-thread"
 
 
-def _thread_head(memory: Memory) -> Any:
-    """A config naming the head of a thread with one checkpoint, mirrored into ``memory``."""
-    checkpointer = BranchCheckpointer(InMemorySaver(), memory)
-    config: Any = {"configurable": {"thread_id": THREAD, "checkpoint_ns": ""}}
-    checkpoint = empty_checkpoint()
-    checkpointer.put(config, checkpoint, {"source": "input", "step": -1, "parents": {}}, {})
-    return config
+def thread_head(memory: Memory) -> Any:
+    """The config of the head of ``THREAD``, saving it one checkpoint if it has none (a
+    suite may open one file or database twice)."""
+    if memory.head(thread_event_id(THREAD)) is None:
+        config: Any = {"configurable": {"thread_id": THREAD, "checkpoint_ns": ""}}
+        metadata: Any = {"source": "input", "step": -1, "parents": {}}
+        BranchCheckpointer(InMemorySaver(), memory).put(config, empty_checkpoint(), metadata, {})
+    return {"configurable": {"thread_id": THREAD}}
 
 
 class BranchInMemoryStore(BranchStore):
@@ -35,42 +36,26 @@ class BranchInMemoryStore(BranchStore):
 
     def __init__(self, **options: Any) -> None:
         memory = Memory()
-        super().__init__(memory, config=_thread_head(memory), **options)
-
-
-def _memory_at(conn_string: str) -> Memory:
-    if conn_string == ":memory:":
-        return Memory()
-    # the upstream fixture hands us an empty temp file; branchmem opens its own schema there
-    path = Path(conn_string)
-    if path.exists() and path.stat().st_size == 0:
-        path.unlink()
-    return Memory.open(path)
+        super().__init__(memory, config=thread_head(memory), **options)
 
 
 class BranchSqliteStore:
-    """``SqliteStore`` for the upstream suite: ``from_conn_string`` yields a BranchStore
-    over a Memory opened at that path (branchmem's own SQLite schema)."""
+    """``SqliteStore`` for the upstream suite: ``BranchStore.from_conn_string`` (a Memory
+    opened at that path, branchmem's own SQLite schema), standing at a thread's head."""
 
     @staticmethod
     @contextmanager
     def from_conn_string(conn_string: str, **options: Any) -> Iterator[BranchStore]:
-        memory = _memory_at(conn_string)
-        try:
-            yield BranchStore(memory, config=_thread_head(memory), **options)
-        finally:
-            memory.close()
+        with BranchStore.from_conn_string(conn_string, **options) as store:
+            yield store.at(thread_head(store.memory))
 
 
 class BranchAsyncSqliteStore:
-    """``AsyncSqliteStore`` for the upstream suite: an ``AsyncBranchStore``, whose
-    ``setup`` is a coroutine as the suite awaits it."""
+    """``AsyncSqliteStore`` for the upstream suite: ``AsyncBranchStore.from_conn_string``,
+    whose ``setup`` is a coroutine as the suite awaits it."""
 
     @staticmethod
     @asynccontextmanager
     async def from_conn_string(conn_string: str, **options: Any) -> AsyncIterator[AsyncBranchStore]:
-        memory = _memory_at(conn_string)
-        try:
-            yield AsyncBranchStore(memory, config=_thread_head(memory), **options)
-        finally:
-            memory.close()
+        async with AsyncBranchStore.from_conn_string(conn_string, **options) as store:
+            yield store.at(thread_head(store.memory))
