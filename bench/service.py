@@ -11,8 +11,7 @@ pass over every anchor on both sides and ``--warmup`` untimed rounds, interleave
 answered the same, and print p50/p99 of each and the ratio service / embedded (goal: p99
 ratio <= 1.5 for both), and the CPU each call used (client and server processes for the
 service), which unlike latency does not grow with what else the machine runs, and the HTTP
-stack the server runs (httptools, with the direct reads answered in branchmem's protocol, and
-uvloop when installed, else h11 and asyncio).
+stack the server runs (httptools and uvloop when installed, else h11 and asyncio).
 
 ``--hop`` times a third side in the same rounds (the order within a round then rotates over
 the three): the same call made by a second process on the same file, asked and answered over
@@ -26,12 +25,10 @@ diagnosis, not the measurement as deployed. On one CPU a process the socket wake
 where its caller runs as soon as the caller waits; on several, the kernel wakes it on an
 idle CPU, which on a virtual machine may first have to be woken by its host.
 
-``--compare stock,no-direct`` times more servers in the same rounds, each a process of its own
-on the same file, to show what a piece of the server buys: ``stock``, the same app under
-uvicorn's own httptools protocol (no ``server/protocol.py``); ``no-direct``, every read
-through its FastAPI route (``create_app(direct_reads=False)``, no ``server/direct.py``),
-likewise under uvicorn's own protocol. Each is reported beside the service: p50, p99, their
-ratios to embedded, and the CPU a call used.
+``--compare no-direct`` times another server in the same rounds, a process of its own on the
+same file, to show what a piece of the server buys: ``no-direct`` answers every read through
+its FastAPI route (``create_app(direct_reads=False)``: no ``server/direct.py``). It is
+reported beside the service: p50, p99, their ratios to embedded, and the CPU a call used.
 
 ``--runs N`` repeats the measurement N times on the one store, each run with a fresh server
 process and a freshly opened embedded store (each warmed up as above), prints every run's
@@ -90,10 +87,8 @@ def build(path: str, records: int) -> list[str]:
 
 
 def http_stack() -> str:
-    """What ``branchmem serve`` runs in this environment (the server runs in the same one):
-    with httptools, its own protocol answers the direct reads (``server/protocol.py``)."""
-    httptools = importlib.util.find_spec("httptools") is not None
-    parser = "httptools, direct reads in the protocol" if httptools else "h11"
+    """What ``branchmem serve`` runs in this environment (the server runs in the same one)."""
+    parser = "httptools" if importlib.util.find_spec("httptools") else "h11"
     loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
     return f"uvicorn with {parser} and {loop}"
 
@@ -108,8 +103,7 @@ def server_cpu(pid: int) -> float | None:
 
 
 VARIANTS = {
-    "stock": "the app under uvicorn's own httptools protocol",
-    "no-direct": "every read through its FastAPI route, uvicorn's own protocol",
+    "no-direct": "every read through its FastAPI route",
 }
 
 
@@ -117,7 +111,7 @@ VARIANTS = {
 class VariantWorker(Worker):
     """A server of ``--compare``: the same store, served as ``variant`` says."""
 
-    variant: str = "stock"
+    variant: str = "no-direct"
 
     def start(self) -> None:
         handle, name = tempfile.mkstemp(prefix="branchmem-variant-", suffix=".log")
@@ -138,7 +132,7 @@ def serve_variant(variant: str, path: str, port: int) -> int:
 
     with Memory.open(path) as mem:
         app = create_app(mem, direct_reads=variant != "no-direct")
-        uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", http="auto")
+        uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
     return 0
 
 

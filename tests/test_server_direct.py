@@ -225,6 +225,81 @@ def test_the_direct_path_reads_the_query_guard_parsed_and_checked(pair: Pair) ->
     assert sent[0]["status"] == 200 and len(page["items"]) == 1 and page["next_cursor"]
 
 
+def test_a_key_in_use_is_read_again_on_the_loop_and_a_deleted_one_stops_working(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The service's own ring (``AfterTheAnswer``) under uvicorn: a key's row is read again
+    on the event loop's thread while every request is answered directly, and a key another
+    worker deletes is refused once the copy is read again (by the refresh alone: the copy
+    never ages out here, however long a loaded machine takes between requests)."""
+    pytest.importorskip("uvicorn", reason="the service needs the 'server' extra")
+    import socket
+
+    from test_server_harness import LiveService
+    from timing import deadline
+
+    monkeypatch.setattr(keys, "CACHE_SECONDS", 3600.0)
+    monkeypatch.setattr(keys, "REFRESH_SECONDS", 0.2)
+    memory = Memory()
+    chengdu(memory)
+    app = create_app(memory)
+    ring = app.state.keys
+    key, grant = ring.create("acme", ["default"])
+    readers: list[int] = []
+    refresh = ring._refresh
+
+    def recorded(key_id: str) -> None:
+        readers.append(threading.get_ident())
+        refresh(key_id)
+
+    monkeypatch.setattr(ring, "_refresh", recorded)
+    service = LiveService(app).start()
+    raw = f"GET {NS}/visible?anchor=a2b HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {key}\r\n\r\n"
+
+    def status(sock: socket.socket) -> bytes:
+        """The status line of the answer to ``raw``, its body read by its length."""
+        sock.sendall(raw.encode())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            assert chunk, "the server closed the connection"
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+        while len(body) < length:
+            body += sock.recv(65536)
+        return head.split(b"\r\n", 1)[0][:12]
+
+    try:
+        with socket.create_connection(("127.0.0.1", service.port), timeout=scaled(10)) as sock:
+            assert status(sock) == b"HTTP/1.1 200"  # reads the row: through the app
+            answered = sum(app.state.direct_reads.values())
+            until = deadline(30)
+            sent = 0
+            while len(readers) < 3 and time.monotonic() < until:
+                assert status(sock) == b"HTTP/1.1 200"
+                sent += 1
+                time.sleep(0.02)
+            assert len(readers) >= 3, "the row was not read again"
+            assert set(readers) == {service.thread.ident}  # on the loop, not in a thread
+            assert sum(app.state.direct_reads.values()) == answered + sent
+            KeyRing(memory).delete(grant.key_id)  # another worker
+            last = b""
+            while time.monotonic() < until:
+                last = status(sock)
+                if last != b"HTTP/1.1 200":
+                    break
+                time.sleep(0.02)
+            assert last == b"HTTP/1.1 401"
+    finally:
+        service.stop()
+        memory.close()
+
+
 def first_match(path: str) -> str | None:
     """The read the table's order picks for ``path`` (every pattern tried in turn)."""
     return next((read.op.name for read in reads() if read.pattern.match(path)), None)

@@ -56,16 +56,15 @@ class Router:
 class LiveService:
     """uvicorn serving a ``Router`` in a daemon thread."""
 
-    def __init__(self, app: App | None = None, *, http: Any = "auto") -> None:
-        """Serve ``app`` at the root, or (without one) a ``Router`` to ``mount`` apps on;
-        ``http``: uvicorn's HTTP protocol (a name or a class)."""
+    def __init__(self, app: App | None = None) -> None:
+        """Serve ``app`` at the root, or (without one) a ``Router`` to ``mount`` apps on."""
         self.router = Router()
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._names = itertools.count(1)
         config = uvicorn.Config(
             app or self.router, host="127.0.0.1", port=self.port, log_level="warning",
-            lifespan="on" if app is None else "off", http=http,
+            lifespan="on" if app is None else "off",
         )  # fmt: skip
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

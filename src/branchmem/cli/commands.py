@@ -180,7 +180,6 @@ def serve(
 
     from ..server import Limits, create_app
     from ..server.explorer import LocalSession
-    from ..server.protocol import direct_protocol
 
     memory = Memory.open(db, migrate=migrate_store)
     loopback = host in ("127.0.0.1", "localhost", "::1")
@@ -194,11 +193,8 @@ def serve(
         f"explorer: {local.link(host, port) if local else f'http://{shown}:{port}/ui'}",
         markup=False,
     )
-    # plainly valid reads answered inside the HTTP protocol (server/protocol.py); at trace
-    # level every ASGI message is logged, so every request goes through the app
-    protocol = direct_protocol(service) if log_level.lower() != "trace" else None
     try:
-        uvicorn.run(service, host=host, port=port, log_level=log_level, http=protocol or "auto")
+        uvicorn.run(service, host=host, port=port, log_level=log_level)
     finally:
         memory.close()
     return 0

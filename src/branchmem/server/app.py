@@ -83,11 +83,8 @@ def create_app(
     install(app)
     limits = limits or Limits()
     app.state.direct_reads = Counter[str]()  # reads answered directly, per operation
-    # the direct path, or None: branchmem serve's HTTP protocol asks it too (protocol.py)
-    app.state.direct_reader = None
     if direct_reads:  # added first, so Guard (added last: outermost) checks them before
         reader = DirectReader(app.state, app.state.direct_reads)
-        app.state.direct_reader = reader
         app.add_middleware(DirectReads, reader=reader)
     app.add_middleware(Guard, limits=limits)
     app.state.limits = limits  # the import endpoint derives its decompression limits from them

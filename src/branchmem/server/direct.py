@@ -16,8 +16,7 @@ busy machine is most of what a request pays over the call; other reads, and any 
 a write holds the store, run in a thread as FastAPI would run them.
 
 ``DirectReader`` decides and answers outside any ASGI layer; ``DirectReads`` is the ASGI
-middleware around it, and ``branchmem serve``'s HTTP protocol (``protocol.py``) asks the same
-reader before uvicorn makes a task, so a read answered on the loop skips the ASGI stack too.
+middleware around it.
 
 Anything else goes on, unchanged, to the FastAPI route: a missing, unknown or uncached key,
 a namespace the key is not bound to, an empty or out-of-range value, an unknown parameter.
@@ -66,10 +65,6 @@ ON_LOOP: Final = frozenset(
 )
 
 Parse = Callable[[str], Any]
-# the scope key under which branchmem serve's protocol (protocol.py) leaves a read it planned
-# but did not call (the store busy, or a read that takes a thread): the middleware uses it
-# instead of planning the request again
-PLANNED: Final = "branchmem.direct_plan"
 
 
 class Defer(Exception):
@@ -236,7 +231,7 @@ class DirectReads:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         reader = self.reader
-        planned = scope.pop(PLANNED, None) or reader.plan(scope)
+        planned = reader.plan(scope)
         if planned is None:
             await self.app(scope, receive, send)
             return
@@ -249,8 +244,8 @@ class DirectReads:
 
 
 class DirectReader:
-    """What the direct path decides and answers, outside any ASGI layer: the middleware above
-    and ``branchmem serve``'s HTTP protocol (``protocol.py``) share one.
+    """What the direct path decides and answers, outside any ASGI layer (the middleware
+    above asks it).
 
     ``served`` counts the requests answered directly, by operation."""
 
