@@ -133,6 +133,19 @@ def test_sweeping_keeps_an_expired_item_hidden(monkeypatch: pytest.MonkeyPatch) 
     assert store.get(NS, "k") is None and [i.key for i in store.search(NS)] == ["other"]
 
 
+def test_forgetting_an_item_takes_its_stored_refreshes() -> None:
+    """A refresh is built on the item revision it extends: a forget that erases the item
+    erases it too, and no text of the item is left (its key, say) for the check to find."""
+    memory = Memory()
+    thread_head(memory)
+    store = at_head(memory, ttl={"default_ttl": 5.0})
+    store.put(("user", "facts"), "cat", {"name": "Mittens"})
+    assert store.get(("user", "facts"), "cat") is not None  # stores a refresh
+    receipt = memory.forget("subject", "facts")
+    assert len(receipt.erased["records"]) == 2 and receipt.check.clean
+    assert store.get(("user", "facts"), "cat") is None
+
+
 @pytest.mark.parametrize(
     ("ours", "theirs"),
     [

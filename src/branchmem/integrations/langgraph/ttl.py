@@ -1,9 +1,10 @@
 """Item expiry that every process sees, and the sweeper's lifecycle of LangGraph's stores.
 
-A TTL refresh is a record of its own (``EXPIRY_KIND``), keyed by the item's slot and
-sourced where the item revision it extends is: it is visible wherever that item is, so
-another process (or another store on the same file) reads the same expiry. Only the
-latest refresh of a slot counts, and only for the revision it names.
+A TTL refresh is a record of its own (``EXPIRY_KIND``), keyed by the item's slot and built
+on the item revision it extends (its one source, pinned): it is visible wherever that item
+is, so another process (or another store on the same file) reads the same expiry, and it is
+the item's dependent, so erasing or forgetting the item takes it too. Only the latest
+refresh of a slot counts, and only for the revision it names.
 """
 
 from __future__ import annotations
@@ -46,26 +47,30 @@ def expiry_prefix(prefix: Sequence[str]) -> str:
 
 
 def expiry_spec(item: Record, expires: float) -> dict[str, Any]:
-    """The ``add_records`` item that moves ``item``'s expiry to ``expires`` (epoch seconds).
-    It holds ids and a time, never the item's value."""
+    """The ``add_records`` item that moves ``item``'s expiry to ``expires`` (epoch seconds):
+    its one source names the item revision, its meta holds the time alone (a forget checks
+    that no text of what it erased is left, and a tombstone keeps ids)."""
     meta = item.meta
     return {
         "id": f"lg-expiry:{uuid.uuid4().hex}",
-        "sources": list(item.sources) if item.sources is not None else None,
+        "sources": [f"{item.id}@{item.revision}"],
         "kind": EXPIRY_KIND,
         "key": expiry_key(meta["namespace"], str(meta["key"])),
-        "meta": {"record": item.id, "revision": item.revision, "expires_at": expires},
+        "meta": {"expires_at": expires},
     }
 
 
 def stored_expiry(record: Record) -> tuple[tuple[str, int], float] | None:
     """(item record id, revision) and the expiry a refresh record holds; None if it is not
     one (or its content was erased)."""
-    meta = record.meta
-    expires = meta.get("expires_at")
-    if record.kind != EXPIRY_KIND or not isinstance(expires, int | float):
+    expires = record.meta.get("expires_at")
+    sources = record.sources or ()
+    if record.kind != EXPIRY_KIND or not isinstance(expires, int | float) or len(sources) != 1:
         return None
-    return (str(meta.get("record")), int(meta.get("revision", 0))), float(expires)
+    item_id, _, revision = sources[0].rpartition("@")
+    if not item_id or not revision.isdigit():
+        return None
+    return (item_id, int(revision)), float(expires)
 
 
 def latest_expiries(records: Sequence[Record]) -> dict[tuple[str, int], float]:
