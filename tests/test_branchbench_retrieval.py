@@ -186,29 +186,31 @@ def test_score_beam_scores_contradictions_in_the_same_pass() -> None:
 # -- retrievers on a tiny conversation --------------------------------------------------
 def test_memory_search_ranks_turns_through_record_sources() -> None:
     [ranking] = MemorySearch().rank(TRIP, ["What did Biscuit chew?"], 3)
-    assert ranking[:2] == ["t3", "t1"]  # both name Biscuit; t3 also says "chewed"
+    # both name Biscuit; t3 also says "chewed"; then t2, beside t3 on the path (0.3 of its
+    # score; a larger share let the turns beside t3 pass t1: docs/retrieval.md)
+    assert ranking == ["t3", "t1", "t2"]
 
 
 def test_memory_search_with_an_embedder_ranks_every_turn() -> None:
     [lexical] = MemorySearch().rank(TRIP, ["puppy"], 10)
     [hybrid] = MemorySearch(HashingEmbedder()).rank(TRIP, ["puppy"], 10)
-    assert lexical == ["t1"]  # only matching turns
+    assert lexical == ["t1", "t2"]  # the matching turn, and the turn beside it on the path
     assert hybrid[0] == "t1" and len(hybrid) == len(TRIP.documents)
 
 
 def test_memory_context_ranks_by_order_of_use() -> None:
     question = "trip budget dollars"
     [searched] = MemorySearch().rank(TRIP, [question], 10)
-    assert sorted(searched) == ["t4", "t5"]
+    assert searched == ["t5", "t4", "t3", "t6"]  # the matching turns, then those beside them
     # 60 tokens: the records' half holds the matching turns, the transcript the last ones
     [ranking] = MemoryContext(budget=60).rank(TRIP, [question], 10)
-    assert ranking[:2] == searched  # the records, in the order the context ranks them
+    assert ranking[:2] == searched[:2]  # the records, in the order the context ranks them
     assert ranking[2] == "t6"  # then the anchor's own turn, from the transcript
     assert len(ranking) == len(set(ranking)) < len(TRIP.documents)
     [wide] = MemoryContext(budget=5000).rank(TRIP, [question], 10)
-    assert wide[:2] == searched
+    assert wide[:4] == searched
     # every other record fits too (most recent first), so every turn is used by a record
-    assert wide[2:] == ["t6", "t3", "t2", "t1"]
+    assert wide[4:] == ["t2", "t1"]
 
 
 def test_bm25s_ranks_matching_turns_only() -> None:

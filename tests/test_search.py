@@ -102,6 +102,9 @@ def random_query(rng: random.Random) -> str:
 SAME_THING = 0.9
 HEAVIER_SHARE = 0.3
 WINDOW = 10
+NEIGHBOUR_SHARE = 0.3
+REACH = 1
+LENDERS = 10
 
 
 def naive_lexical(
@@ -196,6 +199,36 @@ def naive_newest_first(
             placed.add(here)
             waiting.pop(0)
     return out + [(doc_id, "") for doc_id in ranking[WINDOW:]]
+
+
+def naive_neighbours(hits: list[Any], depth: dict[str, int | None]) -> list[LexicalHit]:
+    """Path neighbours, written apart: every candidate 1..REACH path steps from one of the
+    first LENDERS hits with a positive score gains NEIGHBOUR_SHARE of the best such hit's
+    score (the smaller id on a tie); order by the new score, then the old rank (non-hits
+    last), then id."""
+    old = {h.doc_id: (number, h) for number, h in enumerate(hits)}
+    out = []
+    for doc_id, at in depth.items():
+        lenders = [
+            (h.score, h.doc_id)
+            for h in hits[:LENDERS]
+            if at is not None
+            and h.score > 0
+            and depth.get(h.doc_id) is not None
+            and 1 <= abs(depth[h.doc_id] - at) <= REACH  # type: ignore[operator]
+        ]
+        best = min(lenders, key=lambda lender: (-lender[0], lender[1]), default=None)
+        if doc_id not in old and best is None:
+            continue
+        number, hit = old.get(doc_id, (len(hits), None))
+        score = 0.0 if hit is None else hit.score
+        why = "" if hit is None else hit.why
+        if best is not None:
+            score += NEIGHBOUR_SHARE * best[0]
+            near = f"beside {best[1]} on the path (+{NEIGHBOUR_SHARE * best[0]:.3f})"
+            why = f"{why}; {near}" if why else near
+        out.append((-score, number, doc_id, LexicalHit(doc_id, score, why)))
+    return [hit for *_, hit in sorted(out)]
 
 
 def naive_blend(
@@ -433,6 +466,7 @@ class SearchScenario:
             c.record_id: self.depth(self.oracle.records[c.record_id][c.revision - 1], anchor)
             for c in found.values()
         }
+        hits = naive_neighbours(hits, depth)
         order = naive_newest_first([h.doc_id for h in hits], depth, matched, weights)
         by_id = {h.doc_id: h for h in hits}
         out = []

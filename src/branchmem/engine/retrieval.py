@@ -20,6 +20,7 @@ from ..questions import Questions
 from ..search.context import Context, Memo, assemble_context
 from ..search.embedding import blend_rank, lexical_weight
 from ..search.lexical import query_terms, ranking
+from ..search.neighbours import beside, by_place, with_neighbours
 from ..search.newest import WINDOW, lend, newest_first
 from ..search.tokens import TokenCounter
 from ..store.base import PathMessage
@@ -49,6 +50,17 @@ def _place(depth: int | None) -> int:
     return -1 if depth is None else depth
 
 
+def path_places(
+    anchor: EventNode | None, nodes: Mapping[str, RevisionNode]
+) -> tuple[dict[str, int | None], dict[int, list[str]]]:
+    """Every candidate's place on the anchor's path (``path_depth``) and the candidates at
+    each place: what path neighbours and newest first order by (none without an anchor)."""
+    if anchor is None or not anchor.attached:
+        return {}, {}
+    place = {record_id: path_depth(anchor, node) for record_id, node in nodes.items()}
+    return place, by_place(place)
+
+
 def ranked(
     ns: Namespace,
     query: str,
@@ -61,7 +73,7 @@ def ranked(
 ) -> list[tuple[str, float, str]]:
     """(record id, score, why) of the ``k`` best of ``nodes`` for ``query``: BM25 (blended
     with cosine similarity when the query has a vector, ``embedding.blend_rank``), then
-    ``newest.newest_first``.
+    ``neighbours.with_neighbours``, then ``newest.newest_first``.
     ``superseded``: superseded record id -> (its revision shown, its visible superseder):
     scored with the candidates' statistics, each lends its lexical rank (``newest.lend``).
     ``kept``: the view ``nodes`` came from, when kept between calls: its term index ranks
@@ -70,6 +82,12 @@ def ranked(
     superseder = {old: new for old, (_, new) in lent.items()}
     also = {old: node.content for old, (node, _) in lent.items()}
     index = None if kept is None else kept.term_index(ns.views.index_after if ns.views else 1)
+    if kept is None:
+        place, places = path_places(anchor, nodes)
+    else:
+        if kept.places is None:
+            kept.places = path_places(anchor, nodes)
+        place, places = kept.places
     documents: Mapping[str, str] = {}
     if index is None or query_vector is not None:
         documents = {record_id: node.content for record_id, node in nodes.items()}
@@ -77,9 +95,17 @@ def ranked(
         lexical = ranking(query, documents, also)
     else:
         # only the best the answer can reach: lending merges at most one hit per superseded
-        # record, and newest first reorders the first WINDOW (a blend ranks every candidate)
+        # record, newest first reorders the first WINDOW (a blend ranks every candidate), and
+        # path neighbours re-score only the neighbours of the first LENDERS <= WINDOW hits
         top = None if query_vector is not None else max(k, WINDOW) + len(lent)
         lexical = index.ranking(query, also, top=top, matched_for=set(superseder.values()))
+        if top is not None and places:  # a neighbour further down needs its own score too
+            hits, _ = lend(lexical.hits, lexical.matched, superseder)
+            scored = beside([(h.doc_id, h.score, h.why) for h in hits], place, places)
+            if scored.keys() - {h.doc_id for h in hits}:
+                lexical = index.ranking(
+                    query, also, top=top, matched_for=set(superseder.values()), scored_for=scored
+                )
     hits, matched = lend(lexical.hits, lexical.matched, superseder)
     if query_vector is None:
         found = [(h.doc_id, h.score, h.why) for h in hits]
@@ -101,7 +127,8 @@ def ranked(
             lexical=hits,
         )
         found = [(h.doc_id, h.score, h.why) for h in fused]
-    depth = {doc_id: path_depth(anchor, nodes[doc_id]) for doc_id, _, _ in found[:WINDOW]}
+    found = with_neighbours(found, place, places)
+    depth = {doc_id: place.get(doc_id) for doc_id, _, _ in found[:WINDOW]}
     order = newest_first([doc_id for doc_id, _, _ in found], depth, matched, lexical.weights)
     by_id = {doc_id: (doc_id, score, why) for doc_id, score, why in found}
     out: list[tuple[str, float, str]] = []

@@ -44,6 +44,9 @@ class SearchView:
     superseded: Superseded | None = None
     index: TermIndex | None = field(default=None, repr=False)
     vectors: Mapping[str, Sequence[float]] | None = field(default=None, repr=False)
+    places: tuple[dict[str, int | None], dict[int, list[str]]] | None = field(
+        default=None, repr=False
+    )  # each candidate's path place, and the candidates at each (``retrieval.path_places``)
 
     def term_index(self, after: int) -> TermIndex | None:
         """The view's term index, built at its ``after``-th use or later (None before)."""

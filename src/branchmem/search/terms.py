@@ -45,7 +45,16 @@ _K1_PLUS_1: Final = K1 + 1.0
 class TermIndex:
     """Postings of one candidate set (id -> text), built once and read by many queries."""
 
-    __slots__ = ("_grams", "_ids", "_norms", "_numbers", "_stats", "_trigrams", "_words")
+    __slots__ = (
+        "_grams",
+        "_ids",
+        "_last",
+        "_norms",
+        "_numbers",
+        "_stats",
+        "_trigrams",
+        "_words",
+    )
 
     def __init__(self, documents: Mapping[str, str]) -> None:
         ids: list[str] = []
@@ -79,6 +88,8 @@ class TermIndex:
             for gram in {word[i : i + _GRAM] for i in range(len(word) - _GRAM + 1)}:
                 trigrams.setdefault(gram, []).append(word)
         self._trigrams = trigrams
+        # the last query's postings: a search may rank one query twice (path neighbours)
+        self._last: tuple[tuple[str, ...], dict[str, dict[int, int]]] = ((), {})
 
     @property
     def stats(self) -> CorpusStats:
@@ -122,16 +133,20 @@ class TermIndex:
         *,
         top: int | None = None,
         matched_for: Collection[str] = (),
+        scored_for: Collection[str] = (),
     ) -> Ranking:
         """``lexical.ranking(query, documents, also)`` over the indexed documents. ``top``:
         only the best ``top`` candidates' hits (every hit of ``also`` is kept), as the first
-        ``top`` of the full ranking's candidates; ``matched`` then covers those hits and the
+        ``top`` of the full ranking's candidates, and the hits of the candidates in
+        ``scored_for`` (in their place after them); ``matched`` then covers those hits and the
         ids in ``matched_for``."""
         terms = query_terms(query)
         if not terms:
             return Ranking([], {}, {})
         stats = self._stats
-        postings = {term: self.postings(term) for term in terms}
+        if self._last[0] != terms:
+            self._last = (terms, {term: self.postings(term) for term in terms})
+        postings = self._last[1]
         frequencies = {term: len(found) for term, found in postings.items()}
         weights = {term: idf(frequencies[term], stats) for term in terms}
         norms = self._norms
@@ -147,6 +162,13 @@ class TermIndex:
             best = sorted(scores.items(), key=lambda item: (-item[1], ids[item[0]]))
         else:
             best = heapq.nsmallest(top, scores.items(), key=lambda item: (-item[1], ids[item[0]]))
+            if scored_for:  # every candidate left out ranks after the kept ones
+                kept = {number for number, _ in best}
+                more = {self._numbers.get(doc_id) for doc_id in scored_for} - kept - {None}
+                best += sorted(
+                    ((n, scores[n]) for n in more if n is not None and n in scores),
+                    key=lambda item: (-item[1], ids[item[0]]),
+                )
         numbers = self._numbers
 
         def found_in(number: int) -> dict[str, int]:
