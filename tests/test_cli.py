@@ -32,6 +32,8 @@ NO_COMMAND = {
     "process_local": "an attribute: whether only this process writes the store",
     "schema_version": "branchmem migrate URL prints it",
     "api_keys": "branchmem keys create/list/delete",
+    "currents": "a cost hint for an in-process cache; visible and current answer the same",
+    "forget_with": "takes a Python function (the cleaner of the caller's own store)",
 }
 OTHER_COMMANDS = [
     "import", "tree", "namespaces", "scan-store", "migrate", "serve", "mcp", "demo", "keys create",

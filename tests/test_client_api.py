@@ -42,6 +42,8 @@ EMBEDDED_ONLY = {
     "process_local": "an attribute: whether only this process writes the store",
     "schema_version": "the store's schema, what branchmem migrate reports",
     "api_keys": "the service's keys, kept in its store: branchmem keys and the server use it",
+    "currents": "a cost hint (None: ask visible) for an in-process cache over the store",
+    "forget_with": "takes a Python function (the cleaner of the caller's own store)",
 }
 # declared in MemoryAPI without a route of their own, and why
 NOT_ROUTED = {

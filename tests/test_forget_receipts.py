@@ -22,7 +22,7 @@ import pytest
 from branchmem import Memory
 from branchmem.cli import main
 from branchmem.errors import InvalidInput, NotFoundError
-from branchmem.receipt import WINDOW, Receipt
+from branchmem.receipt import WINDOW, ByteCheck, Receipt, StoreSection
 from branchmem.store import CleanupPending
 from branchmem.testing import chengdu
 from test_erasure_residue import MARKER, file_hits, pg_hits
@@ -325,6 +325,27 @@ def test_a_receipt_not_in_the_audit_gets_no_byte_check() -> None:
     chosen = dataclasses.replace(real, fingerprints=dry.fingerprints, key=dry.key)
     checked = mem.verify_receipt(chosen)
     assert not checked.hash_matches and checked.check is None and not checked.ok
+
+
+def test_forget_with_hands_the_erased_text_to_the_callers_store_and_hashes_its_section() -> None:
+    """``forget_with``: the caller's cleaner runs after the erase with the erased text, and
+    the section it returns is in the receipt, its hash and the audit entry."""
+    mem = Memory()
+    write_marked(mem)
+    seen: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+
+    def also(receipt: Receipt, texts: tuple[str, ...]) -> tuple[StoreSection, ...]:
+        seen.append((receipt.erased["events"], texts))
+        check = ByteCheck("outside", {"rows": 0}, (), True, time.time())
+        return (StoreSection("outside", {"rows": ("r1",)}, {"rows": 1}, check, ()),)
+
+    receipt = mem.forget_with("branch", "s", also=also)
+    assert seen[0][0] == ("s", "s2")
+    assert any(MARKER in text for text in seen[0][1])
+    assert [section.name for section in receipt.stores] == ["outside"]
+    assert receipt.hash_matches and mem.verify_receipt(receipt).in_audit
+    tampered = dataclasses.replace(receipt, stores=())
+    assert not tampered.hash_matches
 
 
 # -- a forget run again, a forget that finds nothing ---------------------------------------

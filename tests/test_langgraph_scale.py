@@ -254,7 +254,7 @@ def test_the_checkpointer_has_no_capability_the_saver_lacks(saver: str) -> None:
 def test_currents_is_current_of_every_key(
     seed: int, cross_tree: bool, backend: str, tmp_path: Path
 ) -> None:
-    """``Memory._currents`` (what search reads) against ``current`` key by key, on random
+    """``Memory.currents`` (what search reads) against ``current`` key by key, on random
     forked trees with heads, rewrites, retractions and supersedes, at every event; and
     None (read the whole view) at a shallow anchor with more keys than path events."""
     import random
@@ -287,12 +287,12 @@ def test_currents_is_current_of_every_key(
     shown = 0
     for anchor in events:
         with index_reads(memory, 0):  # whenever the anchor allows, however shallow
-            found = memory._currents(anchor, prefix="k", cross_tree=cross_tree)
+            found = memory.currents(anchor, prefix="k", cross_tree=cross_tree)
         assert found is not None
         expected = [memory.current(f"k{k}", anchor, cross_tree=cross_tree) for k in range(6)]
         assert [r.id for r in found] == [r.id for r in expected if r is not None], anchor
         shown += len(found)
-    assert memory._currents("r0", prefix="k", cross_tree=cross_tree) is None
+    assert memory.currents("r0", prefix="k", cross_tree=cross_tree) is None
     memory.close()
     assert shown > len(events)  # not a comparison of empty answers
 

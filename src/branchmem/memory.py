@@ -63,9 +63,9 @@ from .model import (
 from .receipt import (
     FORGET_KINDS,
     ByteCheck,
+    OutsideStore,
     Receipt,
     ReceiptCheck,
-    StoreSection,
     key_bytes,
     new_key,
     receipt_hash,
@@ -598,17 +598,24 @@ class Memory:
     ) -> Receipt:
         return self._forget(kind, id, dry_run, namespace, None)
 
-    def _forget(
+    def forget_with(
         self,
         kind: str,
         id: str,
-        dry_run: bool,
-        namespace: str,
-        outside: Callable[[Receipt, tuple[str, ...]], tuple[StoreSection, ...]] | None,
+        *,
+        also: OutsideStore,
+        dry_run: bool = False,
+        namespace: str = DEFAULT_NAMESPACE,
     ) -> Receipt:
-        """``forget``; ``outside`` (an integration wrapping another store: Mem0) gets the
-        receipt and the erased text after the erase, cleans its store and returns its
-        sections, which the receipt's hash and audit entry cover."""
+        """``forget``, carried into a store outside branchmem that the caller wraps (Mem0's,
+        a LangGraph saver): after the erase commits, ``also`` gets the receipt and the
+        erased text, cleans its store and returns its sections; the receipt's content hash
+        and audit entry cover them. In-process only: ``also`` is a Python function."""
+        return self._forget(kind, id, dry_run, namespace, also)
+
+    def _forget(
+        self, kind: str, id: str, dry_run: bool, namespace: str, outside: OutsideStore | None
+    ) -> Receipt:
         if kind not in FORGET_KINDS:
             raise InvalidInput(f"forget kind must be one of {FORGET_KINDS}, got {kind!r}")
         check_id(id, f"forget {kind}: id")
@@ -772,7 +779,7 @@ class Memory:
             point = None if as_of is None else asof.point(ns, as_of)  # the present: the usual
             return views.current(ns, key, anchor, scope, cross_tree, mode, point)
 
-    def _currents(
+    def currents(
         self,
         anchor: str,
         *,
@@ -784,7 +791,8 @@ class Memory:
         """``current(key, anchor)`` of every key starting with ``prefix`` that has a value
         there, by key, at the cost of the keys rather than of the history; None when only
         the whole view can answer (a detached anchor or head, a backend without a key
-        index): then use ``visible``."""
+        index): then use ``visible``. In-process only: the None is a cost hint for a cache
+        over this Memory (the LangGraph store), which a client has no use for."""
         with self._read(namespace) as ns:
             check_id(anchor, "anchor")
             return views.currents(ns, anchor, cross_tree, mode, lambda key: key.startswith(prefix))

@@ -201,6 +201,11 @@ class Receipt:
         return receipt_hash(self) == self.content_hash
 
 
+# what ``Memory.forget_with`` calls after the erase: given the receipt and the erased text,
+# clean a store outside branchmem and return its sections (the receipt's hash covers them)
+OutsideStore = Callable[[Receipt, tuple[str, ...]], tuple[StoreSection, ...]]
+
+
 @dataclass(frozen=True, slots=True)
 class ReceiptCheck:
     """``verify_receipt``'s answer: the receipt is intact and in the audit, every id it

@@ -348,12 +348,12 @@ class BranchCheckpointer(BaseCheckpointSaver[Any]):
         this refuses to run there, before anything is erased."""
         refuse_on_saver_loop(self.saver, "forget")
         with MIRRORED:
-            return self.memory._forget(
+            return self.memory.forget_with(
                 kind,
                 id,
-                dry_run,
-                self.namespace,
-                lambda receipt, texts: (forget_in_saver(self, receipt),),
+                also=lambda receipt, texts: (forget_in_saver(self, receipt),),
+                dry_run=dry_run,
+                namespace=self.namespace,
             )
 
     async def aforget(self, kind: str, id: str, *, dry_run: bool = False) -> Receipt:

@@ -552,7 +552,7 @@ class GatedStore(BaseStore):
         only it can answer."""
         records: list[Record] | None = None
         if anchor is not None:
-            records = self.memory._currents(
+            records = self.memory.currents(
                 anchor,
                 prefix=prefix,
                 cross_tree=self.cross_thread,

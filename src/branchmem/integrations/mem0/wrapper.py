@@ -527,12 +527,12 @@ class BranchMem0:
         section (ids and counts per table, a byte check of Mem0's files); its content hash
         and audit entry cover it. ``dry_run`` changes nothing in either."""
         with self._lock:
-            return self.store._forget(
+            return self.store.forget_with(
                 kind,
                 id,
-                dry_run,
-                self.namespace,
-                lambda receipt, texts: (forget_in_mem0(self, receipt, texts),),
+                also=lambda receipt, texts: (forget_in_mem0(self, receipt, texts),),
+                dry_run=dry_run,
+                namespace=self.namespace,
             )
 
     def verify_receipt(self, receipt: Receipt | Mapping[str, Any]) -> WrappedReceiptCheck:
