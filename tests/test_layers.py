@@ -279,3 +279,141 @@ def test_the_private_import_check_sees_one(source: str) -> None:
 )
 def test_the_private_import_check_lets_public_names_through(source: str) -> None:
     assert not list(private_imports(source))
+
+
+# -- private attributes stay in their package ----------------------------------------------------
+# An attribute with a leading underscore belongs to the package that defines it (a module of
+# branchmem's top level is its own package): its modules may read each other's objects'
+# private attributes (the Mem0 wrapper's split files read ``wrapper._done``), nothing outside
+# may, on any receiver but ``self``/``cls``, by ``x._name`` or ``getattr(x, "_name")``. What
+# another package needs gets a public, documented hook (``Memory.currents``,
+# ``Memory.forget_with``). A name is defined where a ``def``/``class`` takes it, where
+# ``self``/``cls`` carry it, or where it is assigned; a name defined nowhere in the project
+# is a third party's private and is refused too.
+# (module, attribute) -> why it may cross; each is a debt, not a pattern.
+CROSSINGS: dict[tuple[str, str], str] = {
+    ("branchmem/testing/differential.py", "_read"): (
+        "compares every decision of a view with the oracle inside one snapshot, as one "
+        "public call would (the door's one exception)"
+    ),
+    ("branchmem/memory.py", "_current_seq"): (
+        "change_stamp reads the SQL stores' arrival counter where one exists; the Store "
+        "contract has no port for it yet"
+    ),
+    ("branchmem/server/direct.py", "_lock"): (
+        "answers a read on the event loop only while the Memory's lock is free; Memory has "
+        "no public try-lock yet"
+    ),
+    ("branchmem/server/keys.py", "_lock"): (
+        "runs a key look-up on the event loop only while the Memory's lock is free, as "
+        "direct.py does"
+    ),
+}
+SOURCES = PACKAGE.parent
+ATTRIBUTE_CALLS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
+
+
+def private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def package_of(path: Path) -> str:
+    """``branchmem/integrations/mem0`` for a module in a subpackage; a top-level module is
+    its own package (``branchmem/memory``)."""
+    parts = path.relative_to(SOURCES).with_suffix("").parts
+    return "/".join(parts[:-1] if len(parts) > 2 else parts)
+
+
+def private_names_defined(tree: ast.AST) -> Iterator[str]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield node.name
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            yield node.id
+        elif isinstance(node, ast.Attribute) and is_own(node.value):
+            yield node.attr
+
+
+def is_own(receiver: ast.expr) -> bool:
+    return isinstance(receiver, ast.Name) and receiver.id in ("self", "cls")
+
+
+def private_reaches(tree: ast.AST) -> Iterator[tuple[int, str, str]]:
+    """(line, code, attribute) of every private attribute read or written on a receiver
+    that is not ``self``/``cls``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and private(node.attr) and not is_own(node.value):
+            yield node.lineno, ast.unparse(node), node.attr
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ATTRIBUTE_CALLS
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and private(node.args[1].value)
+            and not is_own(node.args[0])
+        ):
+            yield node.lineno, ast.unparse(node), node.args[1].value
+
+
+TREES = {path: ast.parse(path.read_text()) for path in PROJECT_MODULES}
+OWNERS: dict[str, set[str]] = {}
+for _path, _tree in TREES.items():
+    for _name in private_names_defined(_tree):
+        if private(_name):
+            OWNERS.setdefault(_name, set()).add(package_of(_path))
+
+
+def crossings(path: Path) -> list[str]:
+    here = package_of(path)
+    module = path.relative_to(SOURCES).as_posix()
+    return [
+        f"{module}:{line} {code} (defined in {sorted(OWNERS.get(name, ())) or 'no package'})"
+        for line, code, name in private_reaches(TREES[path])
+        if here not in OWNERS.get(name, ()) and (module, name) not in CROSSINGS
+    ]
+
+
+@pytest.mark.parametrize("path", PROJECT_MODULES, ids=lambda p: str(p.relative_to(SOURCES)))
+def test_no_module_reads_another_packages_private_attribute(path: Path) -> None:
+    found = crossings(path)
+    assert not found, f"use (or add) a public, documented hook instead: {found}"
+
+
+def test_every_allowed_crossing_is_still_taken() -> None:
+    taken = {
+        (path.relative_to(SOURCES).as_posix(), name)
+        for path in PROJECT_MODULES
+        for _line, _code, name in private_reaches(TREES[path])
+    }
+    assert set(CROSSINGS) <= taken, f"drop these from CROSSINGS: {set(CROSSINGS) - taken}"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "self.memory._forget('branch', 'b1', False, 'default', None)",
+        "records = memory._currents('a1')",
+        "lock = getattr(self.memory, '_lock', None)",
+        "wrapper._done(result)",
+        "view._bound_anchor = anchor",
+    ],
+)
+def test_the_private_attribute_check_sees_a_reach(source: str) -> None:
+    assert [name for _line, _code, name in private_reaches(ast.parse(source))]
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["self._lock", "cls._cache", "memory.currents('a1')", "getattr(memory, 'mode', None)"],
+)
+def test_the_private_attribute_check_lets_own_and_public_names_through(source: str) -> None:
+    assert not list(private_reaches(ast.parse(source)))
+
+
+def test_a_package_may_read_its_own_objects_private_attributes() -> None:
+    mem0 = PACKAGE / "integrations" / "mem0"
+    assert package_of(mem0 / "reads.py") == package_of(mem0 / "wrapper.py")
+    assert "branchmem/integrations/mem0" in OWNERS["_done"]
+    assert package_of(PACKAGE / "memory.py") != package_of(PACKAGE / "receipt.py")
