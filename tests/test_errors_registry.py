@@ -20,13 +20,16 @@ def subclasses(cls: type[BranchmemError]) -> Iterator[type[BranchmemError]]:
         yield from subclasses(sub)
 
 
+INTEGRATIONS = (
+    "branchmem.integrations.mem0.observe",
+    "branchmem.integrations.langgraph.store",
+    "branchmem.integrations.langgraph.checkpointer",
+)
+
+
 def test_every_code_names_exactly_one_error_family() -> None:
-    for module in (
-        "branchmem.integrations.mem0.observe",
-        "branchmem.integrations.langgraph.store",
-        "branchmem.integrations.langgraph.checkpointer",
-    ):
-        with contextlib.suppress(ImportError):  # theirs must not collide with ours either
+    for module in INTEGRATIONS:
+        with contextlib.suppress(ImportError):  # a class they declared would show up here
             importlib.import_module(module)
     holders: dict[str, type[BranchmemError]] = {}
     for cls in [BranchmemError, *subclasses(BranchmemError)]:
@@ -60,6 +63,50 @@ def test_the_old_import_paths_still_name_the_same_classes() -> None:
     assert ImportTooLarge is errors.ImportTooLarge
     assert EmbedderUnavailable is errors.EmbedderUnavailable
     assert CleanupPending is Base is errors.CleanupPending
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [
+        ("branchmem.integrations.mem0", "MemoryNotVisible"),
+        ("branchmem.integrations.mem0.observe", "UnknownMemory"),
+        ("branchmem.integrations.mem0.observe", "AmbiguousHead"),
+        ("branchmem.integrations.langgraph", "UnsupportedSaver"),
+        ("branchmem.integrations.langgraph.gated", "MissingAnchor"),
+        ("branchmem.integrations.langgraph.store", "CheckpointNotMirrored"),
+    ],
+)
+def test_the_integrations_errors_are_the_registrys(module: str, name: str) -> None:
+    """Declared in ``errors.py`` with their codes (one tree, one registry); the modules that
+    declared them before still export them."""
+    cls = getattr(errors, name)
+    assert PROBLEMS[cls.code] is cls
+    try:
+        found = importlib.import_module(module)
+    except ImportError as error:  # the integration's extra is not installed
+        pytest.skip(f"{module}: {error}")
+    assert getattr(found, name) is cls
+
+
+def test_no_integration_declares_a_coded_error_of_its_own() -> None:
+    for module in INTEGRATIONS:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
+    outside = [
+        f"{cls.__module__}.{cls.__qualname__}"
+        for cls in subclasses(BranchmemError)
+        if "code" in vars(cls)
+        and not cls.__module__.startswith("branchmem.errors")
+        and cls.__module__.startswith("branchmem.")
+    ]
+    assert not outside, f"declare these in branchmem/errors.py (re-export them): {outside}"
+
+
+def test_an_ambiguous_head_from_a_problem_has_its_fields() -> None:
+    error = errors.AmbiguousHead.from_problem("conversation 't' has no head and 2 leaves")
+    assert isinstance(error, errors.AmbiguousHead)
+    assert (error.tree, error.candidates) == ("", ())
+    assert str(error) == "conversation 't' has no head and 2 leaves"
 
 
 @pytest.mark.parametrize("code", sorted(PROBLEMS))

@@ -14,6 +14,7 @@ a class may restate an ancestor's code (``ImportTooLarge`` is the ``too_large`` 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from types import MappingProxyType
 from typing import ClassVar, Final, Protocol
 
@@ -272,6 +273,73 @@ class ImportTooLarge(ImportFormatError, TooLarge):
         )
         error.summary = summary
         return error
+
+
+# -- the integrations' own problems (their modules re-export them) -----------------------
+class MemoryNotVisible(NotFoundError, ValueError):
+    """The Mem0 memory does not exist, or is not visible where the call stands. A
+    ``ValueError`` too, as mem0 raises for an unknown memory id."""
+
+    code = "memory_not_visible"
+    status = 404
+
+
+class UnknownMemory(NotFoundError, ValueError):
+    """``history`` of a memory the Mem0 wrapper never wrote: no rows to tell, and an empty
+    list would read as "never changed". A ``ValueError`` too, as Mem0 raises for unknown
+    ids."""
+
+    code = "memory_unknown"
+    status = 404
+
+
+class AmbiguousHead(InvalidInput):
+    """A Mem0 call gave no anchor and the conversation it follows has no head to stand at:
+    no head was set and the tree has several leaves (a fork). Strict mode refuses rather
+    than guess which branch the conversation is on; ``tree`` and ``candidates`` (the
+    leaves, oldest first) say where to choose."""
+
+    code = "ambiguous_head"
+    status = 422
+
+    def __init__(self, tree: str, candidates: Sequence[str]) -> None:
+        self.tree = tree
+        self.candidates = tuple(candidates)
+        super().__init__(
+            f"conversation {tree!r} has no head and {len(self.candidates)} leaves "
+            f"{list(self.candidates)}: pass anchor=, bind one with at(anchor), or "
+            f"store.set_head(<one of them>)"
+        )
+
+    @classmethod
+    def from_problem(cls, detail: str) -> BranchmemError:
+        error = cls.__new__(cls)
+        Exception.__init__(error, detail)  # the detail names the tree and its leaves
+        error.tree, error.candidates = "", ()
+        return error
+
+
+class UnsupportedSaver(InvalidInput):
+    """The LangGraph saver cannot give a checkpoint tree (it keeps only the latest
+    checkpoint)."""
+
+    code = "unsupported_saver"
+    status = 422
+
+
+class MissingAnchor(InvalidInput):
+    """A LangGraph store write has no checkpoint to be sourced at, and strict mode refuses
+    legacy records."""
+
+    code = "missing_anchor"
+    status = 422
+
+
+class CheckpointNotMirrored(BranchmemError):
+    """The running LangGraph step's input checkpoint never reached the Memory."""
+
+    code = "checkpoint_not_mirrored"
+    status = 409
 
 
 # -- warnings ----------------------------------------------------------------------------

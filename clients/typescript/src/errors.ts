@@ -28,6 +28,12 @@ export const PROBLEM_STATUS = {
   storage: 503,
   schema_version: 503,
   unavailable: 503,
+  memory_not_visible: 404,
+  memory_unknown: 404,
+  ambiguous_head: 422,
+  unsupported_saver: 422,
+  missing_anchor: 422,
+  checkpoint_not_mirrored: 409,
   error: 400,
   internal: 500,
 } as const;
@@ -99,6 +105,18 @@ export class MethodNotAllowed extends ServiceError {}
 export class NotImplementedError extends ServiceError {}
 /** No worker answered: the request may or may not have been applied (503). */
 export class Unavailable extends ServiceError {}
+/** The Mem0 wrapper's memory does not exist or is not visible here (404). */
+export class MemoryNotVisible extends NotFoundError {}
+/** The Mem0 wrapper never wrote this memory: it has no history (404). */
+export class UnknownMemory extends NotFoundError {}
+/** The Mem0 wrapper's conversation has no head and several leaves to stand at (422). */
+export class AmbiguousHead extends InvalidInput {}
+/** The LangGraph saver keeps no checkpoint tree (422). */
+export class UnsupportedSaver extends InvalidInput {}
+/** A LangGraph store write has no checkpoint to be sourced at, in strict mode (422). */
+export class MissingAnchor extends InvalidInput {}
+/** The running LangGraph step's input checkpoint never reached the Memory (409). */
+export class CheckpointNotMirrored extends BranchmemError {}
 
 type ErrorClass = new (problem: Problem) => BranchmemError;
 
@@ -122,6 +140,12 @@ export const ERROR_CLASSES: { readonly [C in ProblemCode]: ErrorClass } = {
   storage: StorageError,
   schema_version: SchemaVersionError,
   unavailable: Unavailable,
+  memory_not_visible: MemoryNotVisible,
+  memory_unknown: UnknownMemory,
+  ambiguous_head: AmbiguousHead,
+  unsupported_saver: UnsupportedSaver,
+  missing_anchor: MissingAnchor,
+  checkpoint_not_mirrored: CheckpointNotMirrored,
   error: BranchmemError,
   internal: ServiceError,
 };

@@ -19,7 +19,10 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.config import get_config
 
-from ...errors import InvalidInput, NotFoundError
+from ...errors import NotFoundError
+from ...errors import (
+    UnsupportedSaver as UnsupportedSaver,
+)  # declared in errors; kept importable here
 from ...memory import Memory
 from ...receipt import Receipt, WrappedReceiptCheck
 from .forget import forget_in_saver, refuse_on_saver_loop, verify_in_saver
@@ -68,12 +71,6 @@ def refuse_sync_call_in_async_run() -> None:
             "synchronous BranchStore calls are not allowed on the event loop inside a "
             "run: use the async methods (aget, aput, asearch, ...) in async nodes"
         )
-
-
-class UnsupportedSaver(InvalidInput):
-    """The saver cannot give a checkpoint tree (it keeps only the latest checkpoint)."""
-
-    code = "unsupported_saver"
 
 
 # Saver methods the wrapper has only when the wrapped saver's class does, since LangGraph

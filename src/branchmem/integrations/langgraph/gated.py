@@ -31,7 +31,9 @@ from langgraph.store.base import (
     TTLConfig,
 )
 
-from ...errors import BranchmemError, InvalidInput, NotFoundError
+from ...errors import CheckpointNotMirrored as CheckpointNotMirrored  # in errors; kept here
+from ...errors import InvalidInput, NotFoundError
+from ...errors import MissingAnchor as MissingAnchor  # in errors; kept importable here
 from ...memory import Memory
 from ...model import Record
 from .cache import ReadCache, Refreshed
@@ -90,18 +92,6 @@ class _NotCached:
 
 
 _NOT_CACHED: Final = _NotCached()
-
-
-class MissingAnchor(InvalidInput):
-    """A write has no checkpoint to be sourced at, and strict mode refuses legacy records."""
-
-    code = "missing_anchor"
-
-
-class CheckpointNotMirrored(BranchmemError):
-    """The running step's input checkpoint never reached the Memory."""
-
-    code = "checkpoint_not_mirrored"
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,11 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from branchmem.errors import InvalidInput, NotFoundError
+from branchmem.errors import (
+    AmbiguousHead as AmbiguousHead,
+)  # declared in errors; kept importable here
+from branchmem.errors import MemoryNotVisible as MemoryNotVisible
+from branchmem.errors import UnknownMemory as UnknownMemory
 
 IDENTITY_KEYS = ("user_id", "agent_id", "run_id")
 MEM0_KIND = "mem0_memory"  # the kind of the record mirroring a Mem0 memory
@@ -28,38 +32,6 @@ class Unset(enum.Enum):
 
 
 UNSET: Final = Unset.UNSET  # "not given here": fall back to the bound anchor
-
-
-class MemoryNotVisible(NotFoundError, ValueError):
-    """The Mem0 memory does not exist, or is not visible where the call stands. A
-    ``ValueError`` too, as mem0 raises for an unknown memory id."""
-
-    code = "memory_not_visible"
-
-
-class UnknownMemory(NotFoundError, ValueError):
-    """``history`` of a memory the wrapper never wrote: no rows to tell, and an empty list
-    would read as "never changed". A ``ValueError`` too, as Mem0 raises for unknown ids."""
-
-    code = "memory_unknown"
-
-
-class AmbiguousHead(InvalidInput):
-    """A call gave no anchor and the conversation it follows has no head to stand at: no
-    head was set and the tree has several leaves (a fork). Strict mode refuses rather than
-    guess which branch the conversation is on; ``tree`` and ``candidates`` (the leaves,
-    oldest first) say where to choose."""
-
-    code = "ambiguous_head"
-
-    def __init__(self, tree: str, candidates: Sequence[str]) -> None:
-        self.tree = tree
-        self.candidates = tuple(candidates)
-        super().__init__(
-            f"conversation {tree!r} has no head and {len(self.candidates)} leaves "
-            f"{list(self.candidates)}: pass anchor=, bind one with at(anchor), or "
-            f"store.set_head(<one of them>)"
-        )
 
 
 def record_id_for(memory_id: str) -> str:
