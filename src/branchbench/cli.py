@@ -123,6 +123,17 @@ def _parser() -> argparse.ArgumentParser:
     p_curve.add_argument("--scenarios", type=Path, help="scenario root (default: packaged)")
     p_curve.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    p_cas = sub.add_parser(
+        "cascade",
+        help="the correction cascade: stale summaries/profiles over cadences, repair on/off",
+        description="Run the cascade split over each cadence constant, with and without "
+        "each system's repair mechanism; write cascade.json and cascade.md.",
+    )
+    p_cas.add_argument("--split", default="cascade", choices=SPLITS, help="split to run")
+    p_cas.add_argument("--out", required=True, type=Path, help="results directory")
+    p_cas.add_argument("--systems", nargs="+", default=[], metavar="NAME", help="systems")
+    p_cas.add_argument("--scenarios", type=Path, help="scenario root (default: packaged)")
+
     p_val = sub.add_parser(
         "validate",
         help="check that every probe tests what it claims",
@@ -420,6 +431,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_run(args, console)
         if args.command == "curve":
             return cmd_curve(args, console)
+        if args.command == "cascade":
+            from branchbench.cascade import cascade_markdown, run_cascade
+
+            config = RunConfig(
+                split=args.split,
+                systems=list(args.systems),
+                extractors=["oracle"],
+                scenarios_root=str(args.scenarios) if args.scenarios else None,
+            )
+            result = run_cascade(config, args.out)
+            console.print(cascade_markdown(result), highlight=False, markup=False, soft_wrap=True)
+            return 0
         if args.command == "validate":
             return cmd_validate(args, console)
         if args.command == "score":

@@ -28,6 +28,12 @@ Each mode (``PIPELINES``):
   messages since the previous summary together with that summary;
 - ``profile``: the message's facts, and every ``PROFILE_EVERY`` arrivals a profile built from
   the facts shown (derived from derived).
+
+The three constants are the defaults of a ``Cadence``; a run may set others (the
+``cascade`` split sweeps them). A summary or profile records, for each fact it restates,
+the fact memory that stated it (``origins``): with transitive attribution it cites those
+memories, so it goes stale when one of them is corrected (SPEC §5), as well as the
+messages it read.
 """
 
 from __future__ import annotations
@@ -48,6 +54,22 @@ RECALL_ALL = 100  # "every memory" for a summariser or profile builder
 SUMMARY_KEY = "summary"
 PROFILE_KEY = "profile"
 _SEP = {"zh": "；", "en": "; "}
+
+
+@dataclass(frozen=True)
+class Cadence:
+    """How often the pipeline's periodic steps run: the window a ``window`` step reads, and
+    the arrivals between two summaries and two profiles."""
+
+    window: int = WINDOW
+    summary_every: int = SUMMARY_EVERY
+    profile_every: int = PROFILE_EVERY
+
+    def __post_init__(self) -> None:
+        for name in ("window", "summary_every", "profile_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+
 
 WindowOrder = Literal["arrival", "path"]
 Shown = Literal["path", "ungated"]
@@ -157,6 +179,16 @@ def _entry(fact: Fact) -> tuple[str, str | None]:
     return (fact.key, fact.scope)
 
 
+def _track(origin: dict[tuple[str, str | None], str], fact: Fact, record: str | None) -> None:
+    """Follow ``_merged``: the newest assert of a (key, scope) wins, a retraction drops it."""
+    if fact.op == "retract":
+        origin.pop(_entry(fact), None)
+    elif record is not None and fact.key not in (SUMMARY_KEY, PROFILE_KEY):
+        origin[_entry(fact)] = record
+    elif fact.key not in (SUMMARY_KEY, PROFILE_KEY):
+        origin.pop(_entry(fact), None)
+
+
 class Pipeline:
     """One system's pipeline over one scenario: ``derive`` is called once per arriving
     message, before the system ingests it, and returns what the system should store."""
@@ -169,6 +201,7 @@ class Pipeline:
         facts_of: FactsOf,
         language: str,
         reads_input: InputExtractor | None = None,
+        cadence: Cadence | None = None,
     ) -> None:
         if mode not in PIPELINES:
             raise ValueError(f"unknown pipeline {mode!r}; choose from {', '.join(PIPELINES)}")
@@ -178,6 +211,7 @@ class Pipeline:
         self.facts_of = facts_of
         self.language = language
         self.reads_input = reads_input
+        self.cadence = cadence or Cadence()
         self.messages: dict[str, Message] = {}
         self.arrivals: list[str] = []
         # what each derived memory restates, by id and by stored text (Mem0 answers text)
@@ -191,6 +225,10 @@ class Pipeline:
         self.summary_arrival = 0  # arrivals up to the last summary
         self.serial = 0
         self.log: list[tuple[str, Fact]] = []  # (message written at, memory), in write order
+        # the fact memory each (message, key, scope) was stored as, and for each summary or
+        # profile the fact memory behind each (key, scope) it restates
+        self.record_of: dict[tuple[str, str, str | None], str] = {}
+        self.origins: dict[str, dict[tuple[str, str | None], str]] = {}
 
     # ------------------------------------------------------------ inputs
 
@@ -296,18 +334,22 @@ class Pipeline:
         seen: list[str] = [message.id]
         extra: list[Fact] = []
         if self.mode == "window":
-            window = self._window(message, WINDOW)
+            window = self._window(message, self.cadence.window)
             own = self._carry(message, window, ())
             seen = [m.id for m in window]
         elif self.mode == "consult":
             recalled = self._recall(message, message.content, CONSULT_K)
             own = self._carry(message, [message], recalled)
             seen = [message.id, *(r.id for r in recalled)]
-        elif self.mode == "summary" and len(self.arrivals) % SUMMARY_EVERY == 0:
-            extra.extend(self._summary(message))
-        elif self.mode == "profile" and len(self.arrivals) % PROFILE_EVERY == 0:
-            extra.extend(self._profile(message, own))
         out = [self._attributed(message, fact, seen) for fact in own]
+        if self.mode in ("summary", "profile"):
+            for fact in out:
+                if fact.op == "assert" and fact.id:
+                    self.record_of[(message.id, *_entry(fact))] = fact.id
+        if self.mode == "summary" and len(self.arrivals) % self.cadence.summary_every == 0:
+            extra.extend(self._summary(message))
+        elif self.mode == "profile" and len(self.arrivals) % self.cadence.profile_every == 0:
+            extra.extend(self._profile(message, out))
         out.extend(extra)
         self.log.extend((message.id, fact) for fact in out)
         return tuple(out)
@@ -318,34 +360,60 @@ class Pipeline:
         # the newest summary shown (an ungated store shows the last one written)
         previous = max(summaries, key=lambda r: self._order(r), default=None)
         window = self._summary_window(message, previous.id if previous else None)
+        origin: dict[tuple[str, str | None], str] = {}
         if self.reads_input is not None:
             carried = list(self.reads_input(window, [previous.text] if previous else []))
         else:
             carried = self._restated([previous] if previous else [])
+            if previous is not None:
+                origin.update(self.origins.get(previous.id, {}))
             for seen in window:
-                carried.extend(self.facts_of(seen))
+                for fact in self.facts_of(seen):
+                    carried.append(fact)
+                    _track(origin, fact, self.record_of.get((seen.id, *_entry(fact))))
         parts = self._merged(carried)
         digest = self._digest(SUMMARY_KEY, "summary", parts)
         self.summary_arrival = len(self.arrivals)
         if digest is None:
             return []
-        seen_ids = [m.id for m in window] + ([previous.id] if previous else [])
+        kept = {e: origin[e] for e in map(_entry, parts) if e in origin}
+        if self.reads_input is not None or len(kept) < len(parts):
+            # what it restates cannot be traced to fact memories: cite what it read
+            seen_ids = [m.id for m in window] + ([previous.id] if previous else [])
+        else:
+            # the messages it read and the fact memory behind each fact it restates (not
+            # the previous summary: it replaces that one, and would be its dependent)
+            seen_ids = [m.id for m in window] + list(kept.values())
         fact = self._attributed(message, digest, seen_ids, suffix="summary")
         self.written_at[fact.id or ""] = message.id
+        self.origins[fact.id or ""] = kept
         self._remember(fact, parts)
         return [fact]
 
     def _profile(self, message: Message, own: Sequence[Fact]) -> list[Fact]:
         recalled = self._recall(message, PROFILE_KEY, RECALL_ALL)
         facts = [r for r in recalled if self._kind(r) == "fact"]
+        origin: dict[tuple[str, str | None], str] = {}
         if self.reads_input is not None:
             parts = self._merged(self.reads_input([message], [r.text for r in facts]))
         else:
+            for item in facts:
+                for part in self.components.get(item.id) or self.by_text.get(item.text, ()):
+                    _track(origin, part, item.id)
+            for fact in own:
+                _track(origin, fact, fact.id)
             parts = self._merged([*self._restated(facts), *own])
         digest = self._digest(PROFILE_KEY, "profile", parts)
         if digest is None:
             return []
-        fact = self._attributed(message, digest, [message.id, *(r.id for r in facts)], "profile")
+        kept = {e: origin[e] for e in map(_entry, parts) if e in origin}
+        # the message and the fact memory behind each fact it restates (not one that the
+        # message's own fact replaced: the profile would be stale the moment it is written)
+        cited = [message.id, *kept.values()] if self.reads_input is None else [
+            message.id, *(r.id for r in facts)
+        ]  # fmt: skip
+        fact = self._attributed(message, digest, cited, "profile")
+        self.origins[fact.id or ""] = kept
         self._remember(fact, parts)
         return [fact]
 

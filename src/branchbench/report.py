@@ -212,6 +212,31 @@ def split_rows(systems: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
     return bounds, measured
 
 
+def failed_checks(summary: dict[str, Any]) -> list[str]:
+    """Cells where a system dropped a summary or profile it was given (its stale rate is
+    then n/a: a failure, not 0%), or repeated raw path messages in its memory section
+    (scored as a structural bound)."""
+    found: list[str] = []
+    for pipeline, extractors in summary.get("by_pipeline", {}).items():
+        for extractor, table in extractors.items():
+            for name, entry in table.get("systems", {}).items():
+                if entry.get("dropped_artifacts"):
+                    found.append(
+                        f"- `{name}` under `{pipeline}` (`{extractor}`): dropped "
+                        f"{entry['dropped_artifacts']} summary/profile it was given "
+                        "(check `stored` failed; stale n/a)"
+                    )
+                if entry.get("raw_path_in_memory"):
+                    found.append(
+                        f"- `{name}` under `{pipeline}` (`{extractor}`): "
+                        f"{entry['raw_path_in_memory']} memory line(s) repeat a raw path "
+                        "message (structural, scored as a bound)"
+                    )
+    if not found:
+        return []
+    return ["## Failed checks", "\n".join(found)]
+
+
 def markdown(summary: dict[str, Any]) -> str:
     """The summary.md text: the same-inputs comparisons, bounds, measurements per
     extractor, context totals, per-operation tables, sensitivity tables, model tables."""
@@ -245,6 +270,7 @@ def markdown(summary: dict[str, Any]) -> str:
         + f" The whole anchor path fit the budget on {any_entry.get('path_fits', 0)} of "
         f"{summary['probes']} probes ({n_retain} retain probes).",
         _system_table(bounds, BOUNDS) if bounds else "(no such system in this run)",
+        *failed_checks(summary),
     ]
     pipeline = summary.get("pipeline", "one_message")
     for extractor, table in summary.get("by_extractor", {"": systems}).items():

@@ -20,6 +20,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from branchbench.artifacts import (
+    Artifacts,
+    current_values,
+    digests,
+    parts_of,
+    raw_path_lines,
+    stored,
+)
 from branchbench.context import DEFAULT_BUDGET
 from branchbench.errors import BenchError, ScenarioError
 from branchbench.extract import Extractor, LLMExtractor, OracleExtractor, RuleExtractor
@@ -28,14 +36,18 @@ from branchbench.manifest import FROZEN_SPLIT, results_record, run_record, verif
 from branchbench.pipeline import (
     ONE_MESSAGE,
     PIPELINES,
+    PROFILE_EVERY,
     READ_POLICIES,
+    SUMMARY_EVERY,
+    WINDOW,
+    Cadence,
     InputExtractor,
     Pipeline,
     describe,
     integration_of,
     pipeline_label,
 )
-from branchbench.scenario import Fact, Probe, Scenario, Tree, load_split
+from branchbench.scenario import Fact, Message, Probe, Scenario, Tree, load_split
 from branchbench.systems import registry
 from branchbench.systems.base import Setup, SystemFactory
 from branchbench.validate import validate_split
@@ -71,6 +83,17 @@ class RunConfig:
     limit: int | None = None
     pipelines: list[str] = field(default_factory=lambda: list(PIPELINES))
     read_policies: list[str] = field(default_factory=lambda: list(READ_POLICIES))
+    window: int = WINDOW
+    summary_every: int = SUMMARY_EVERY
+    profile_every: int = PROFILE_EVERY
+    repair: bool = False  # before each probe, a system with a repair mechanism runs it
+
+    def cadence(self) -> Cadence:
+        """The pipeline's cadence constants for this run."""
+        try:
+            return Cadence(self.window, self.summary_every, self.profile_every)
+        except ValueError as error:
+            raise BenchError(str(error)) from error
 
 
 def _check_inputs(config: RunConfig) -> tuple[list[Scenario], str | None]:
@@ -166,6 +189,8 @@ def context_rows(
     pipeline: str = "one_message",
     reads_input: InputExtractor | None = None,
     read_policy: str = "path",
+    cadence: Cadence | None = None,
+    repair: bool = False,
 ) -> list[dict[str, Any]]:
     """Feed one scenario to one fresh system through the run's pipeline and record the
     context of each probe.
@@ -177,7 +202,10 @@ def context_rows(
     over ``extracted``.
     Besides the context, a row records the transcript and memory apart, what the memory
     asserts as current, and whether the whole anchor path fit the budget: the scorer
-    needs them to tell measurements from what holds by construction.
+    needs them to tell measurements from what holds by construction, and what the
+    system did with the pipeline's summaries and profiles (``branchbench.artifacts``):
+    stale ones shown, ones missing at the anchor, ones it dropped when given them, and
+    the work of its repair mechanism when ``repair`` is set (None: it has none).
     """
     points = _probe_points(scenario)
     tree = Tree(scenario.messages)
@@ -192,14 +220,32 @@ def context_rows(
             lambda m: extracted[m.id],
             scenario.language,
             reads_input if pipeline != ONE_MESSAGE else None,
+            cadence,
         )
         label = pipeline_label(pipeline, read_policy)
+        made = Artifacts()
+        dropped: list[str] = []
+        repairer = getattr(system, "repair", None) if repair else None
+        by_id = {m.id: m for m in scenario.messages}
+
+        def facts_of(m: Message) -> tuple[Fact, ...]:
+            return extracted[m.id]
+
         try:
             for message in scenario.messages:
-                system.ingest(message, feed.derive(message))
+                derived = feed.derive(message)
+                system.ingest(message, derived)
+                for fact in digests(derived):
+                    made.add(fact.value, parts_of(fact, feed.components), message.id, fact.kind)
+                    if integration.gate != "none" and not stored(system, message, fact):
+                        dropped.append(fact.id or "")
                 for probe in points.get(message.id, []):
                     anchor = scenario.probe_anchor(probe)
+                    work = repairer(anchor) if callable(repairer) else None
+                    for text, parts in work.texts if work is not None else ():
+                        made.add(text, parts)
                     ctx = system.context(anchor, probe.question, budget)
+                    path = [by_id[i] for i in tree.path(anchor)]
                     shown = {t.event_id for t in ctx.transcript}
                     rows.append(
                         {
@@ -232,6 +278,14 @@ def context_rows(
                             "transcript": ctx.transcript_text(),
                             "context": ctx.render(),
                             "tokens": ctx.tokens(),
+                            "artifacts": made.observe(
+                                ctx.memory, [m.id for m in path], current_values(path, facts_of)
+                            ),
+                            "dropped": list(dropped),
+                            "repair": None
+                            if work is None
+                            else {"rebuilt": work.rebuilt, "read": work.read},
+                            "memory_raw_path": raw_path_lines(ctx.memory, path, facts_of),
                         }
                     )
         finally:
@@ -291,6 +345,8 @@ def run(config: RunConfig, out_dir: Path, progress: Progress | None = None) -> P
                             pipeline=pipeline,
                             reads_input=reads_input,
                             read_policy=policy,
+                            cadence=config.cadence(),
+                            repair=config.repair,
                         )
                     )
                     if progress:

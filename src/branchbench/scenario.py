@@ -17,7 +17,7 @@ from typing import Any, Literal, cast
 from branchbench.errors import ScenarioError
 from branchbench.keywords import contains
 
-SPLITS = ("dev", "test", "en", "long", "invalidation", "spread")
+SPLITS = ("dev", "test", "en", "long", "invalidation", "spread", "cascade")
 # Generated at run time from the public corpora (branchbench.corpusgen), never packaged.
 CORPUS_SPLITS = ("locomo", "beam")
 ARRIVALS = ("", "abandoned_first", "abandoned_last", "interleaved")
@@ -31,6 +31,7 @@ OPERATIONS = (
     "long_history",
     "late_sibling",
     "two_forks",
+    "cascade",  # facts corrected after summaries and profiles restated them
     "multi_fork",  # corpus splits: one conversation forked at several annotated turns
 )
 PROBE_TYPES = ("leak", "retain", "stale", "retracted")

@@ -184,6 +184,12 @@ def context_rates(rows: Sequence[Row]) -> Rates:
     # a system has a memory section when it declares one (an empty memory in every row of
     # one group is a measurement, not n/a); older rows only tell by their text
     has_memory = any(r.get("has_memory") or r["memory"] for r in rows)
+    # a memory section that repeats raw path messages verbatim is raw history: a bound
+    raw_path = sum(r.get("memory_raw_path") or 0 for r in rows)
+    if raw_path:
+        has_memory = False
+    # a summary or profile the system was given and did not keep: a failed check, not 0%
+    dropped = sorted({d for r in rows for d in r.get("dropped") or ()})
     # the path did not fit, and the transcript kept does not hold every answer keyword: only
     # then does retaining it say anything about memory (an answer in the recent turns, as
     # on the corpus splits where most forks' answers are, is retained by construction)
@@ -198,7 +204,10 @@ def context_rates(rows: Sequence[Row]) -> Rates:
     t.add("retain_beyond_window_rate", beyond, lambda r: _all(r, "context"))
     if has_memory:
         # from the rendered memory section, never from the system's own "asserted"
-        t.add("context_stale_rate", stale, lambda r: _any(r, "memory"))
+        if dropped:
+            t.skip("context_stale_rate")
+        else:
+            t.add("context_stale_rate", stale, lambda r: _any(r, "memory"))
         t.add("context_retracted_rate", retracted, lambda r: _any(r, "memory"))
         t.add("memory_leak_rate", leak, lambda r: _any(r, "memory"))
         t.add("memory_retain_rate", retain, lambda r: _all(r, "memory"))
@@ -213,6 +222,8 @@ def context_rates(rows: Sequence[Row]) -> Rates:
     return {
         **t.figures(),
         "has_memory": has_memory,
+        "raw_path_in_memory": raw_path,
+        "dropped_artifacts": len(dropped),
         "path_fits": sum(1 for r in rows if r.get("path_in_transcript", True)),
         "mean_context_tokens": round(sum(r["tokens"] for r in rows) / len(rows), 1)
         if rows
