@@ -18,8 +18,11 @@ PACKAGE = Path(__file__).parent.parent / "src" / "branchmem"
 
 CORE = (
     "errors", "model", "topology", "provenance", "resolution", "visibility", "retraction",
-    "validation", "audit", "keyed", "receipt", "bytescan", "rules", "questions",
+    "validation", "audit", "keyed", "receipt", "rules", "questions",
 )  # fmt: skip
+# Database drivers: the core never imports one (the byte scans over them are ``bytescan``'s
+# and the backends' ports, ``Store.residue_values`` and ``Store.scan_bytes``).
+DRIVERS = frozenset({"sqlite3", "psycopg", "psycopg_pool", "psycopg2", "aiosqlite"})
 
 # part -> the parts it may import (itself always). Mirrors the table in docs/architecture.md.
 # The service and the command line reach a store only through ``Memory`` (``Memory.open``,
@@ -27,7 +30,8 @@ CORE = (
 ALLOWED: dict[str, set[str]] = {
     "core": set(),
     "search": {"core"},
-    "store": {"core"},
+    "store": {"core", "bytescan"},
+    "bytescan": {"core"},
     "engine": {"core", "search", "store.base"},
     "memory": {"core", "search", "engine", "store", "importers", "api.protocol"},
     "importers": {"core", "memory"},
@@ -37,7 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     "async_client": {"core", "search", "api", "importers", "client", "package"},
     "async_memory": {"core", "search", "api", "memory", "importers"},
     "server": {"core", "search", "api", "memory", "importers", "package"},
-    "integrations": {"core", "search", "memory", "client", "package"},
+    "integrations": {"core", "search", "memory", "client", "bytescan", "package"},
     "testing": {"core", "search", "engine", "memory", "store", "package"},
     "cli": {
         "core",
@@ -117,6 +121,33 @@ def test_imports_follow_the_architecture(path: Path) -> None:
             f"{path.relative_to(PACKAGE)}:{line} ({source}) imports "
             f"{'.'.join(target)} ({qualified}); docs/architecture.md does not allow it"
         )
+
+
+def third_party_imports(source: str) -> Iterator[tuple[int, str]]:
+    """(line, top-level name) of every absolute import in ``source``, lazy ones included."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.lineno, node.module.split(".")[0]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in MODULES if part_of(p.relative_to(PACKAGE).with_suffix("").parts) == "core"],
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_the_core_imports_no_database_driver(path: Path) -> None:
+    found = [
+        f"{line}: {name}" for line, name in third_party_imports(path.read_text()) if name in DRIVERS
+    ]
+    assert not found, f"{path.relative_to(PACKAGE)} imports a driver: {found}"
+
+
+def test_the_driver_check_sees_a_lazy_import() -> None:
+    source = "def rows(db):\n    from psycopg.rows import tuple_row\n    import sqlite3.dbapi2\n"
+    assert {name for _line, name in third_party_imports(source)} == {"psycopg", "sqlite3"}
 
 
 def test_nothing_imports_the_command_line_or_the_benchmark() -> None:

@@ -73,6 +73,17 @@ class ByteCheck:
 
 
 @dataclass(frozen=True, slots=True)
+class StoreScan:
+    """What a store's whole-store scan read (``Store.scan_bytes``): fingerprint hits per
+    place, what it could not read (the scan is then not clean), and notes on what a scan of
+    its kind cannot see, which leave nothing unread."""
+
+    locations: dict[str, int]
+    unchecked: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ResidueScope:
     """The rows a receipt's check reads, in its namespace alone: the erased events and
     records, the retractions naming them, the audit entries that name them, the trees they

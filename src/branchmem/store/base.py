@@ -18,14 +18,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import ClassVar, Final, NamedTuple, Protocol
+from typing import Any, ClassVar, Final, NamedTuple, Protocol
 
 from ..audit import AuditEntry
 from ..errors import CleanupPending
 from ..model import ERASED, Delivery, RepairItem
 from ..provenance import RevisionNode
 from ..questions import Facts, IndexTooLarge, Questions, TreeIndex
-from ..receipt import ResidueScope
+from ..receipt import ResidueScope, StoreScan
 from ..resolution import RevisionKey
 from ..retraction import RetractionNode
 from ..rules import RankKey, rank_key
@@ -428,6 +428,17 @@ class Store(ABC):
         way the store keeps them (a SQL backend's rows table by table, the index rows
         included): what a forget receipt's check looks in. Only ``namespace``'s rows, and
         none outside the scope, so the answer never depends on another tenant's data."""
+
+    def scan_bytes(
+        self, key: str, fingerprints: frozenset[str], lock: AbstractContextManager[Any]
+    ) -> StoreScan:
+        """The operator's whole-store scan (``Memory.scan_store``): fingerprint hits in every
+        place the store keeps data, every namespace's included, read the way the backend
+        can read them without disturbing itself (a SQLite store's files by a child process).
+        Runs outside any transaction, one scan at a time per store; ``lock`` (the Memory's)
+        is for a backend whose objects writers change in place. The default reads nothing
+        and says so: a backend without one is never reported clean."""
+        return StoreScan({}, (f"a {self.backend} store: no byte scan is known for this backend",))
 
     def cleanup_due(self, namespace: str) -> bool:
         """True while an erase of ``namespace`` waits for its cleanup of the files."""

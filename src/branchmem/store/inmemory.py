@@ -14,7 +14,7 @@ import sys
 import threading
 from bisect import bisect_left, insort
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, is_dataclass, replace
 from dataclasses import fields as dataclass_fields
 from itertools import islice
@@ -26,13 +26,14 @@ from ..errors import ConflictError
 from ..model import RETRACTION_KIND, Delivery, RepairItem
 from ..provenance import EVENT, Gate, RevisionNode, SourceRef
 from ..questions import IndexTooLarge, TreeIndex
-from ..receipt import ResidueScope
+from ..receipt import ResidueScope, StoreScan
 from ..retraction import TREE, RetractionNode
 from ..rules import rank_key
 from ..topology import EventNode
 from ..validation import check_text
 from .base import TOMBSTONE, ItemByItemAnswers, MessageRow, PathMessage, RevisionKey
 from .keys import ApiKeyRow, KeyStore
+from .residue import object_hits
 
 # Shared by every stored revision and event without meta (readers copy meta out, nothing
 # writes into a stored one) and by every gate without detached or unknown sources.
@@ -209,6 +210,14 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
 
     def commit_stamp(self) -> int:
         return self._changes
+
+    def scan_bytes(
+        self, key: str, fingerprints: frozenset[str], lock: AbstractContextManager[Any]
+    ) -> StoreScan:
+        """Every string reachable from the store's objects, under ``lock``: writers change
+        them in place."""
+        with lock:
+            return StoreScan({"objects": object_hits(self, key, fingerprints)})
 
     def _undo(self, action: Callable[[], None]) -> None:
         self._changes += 1

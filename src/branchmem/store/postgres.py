@@ -27,13 +27,15 @@ import random
 import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from functools import lru_cache
 from typing import Any, Final
 
-from ..bytescan import clear_postgres_stats_of_empty
+from ..bytescan import clear_postgres_stats_of_empty, postgres_row_hits
 from ..errors import ConflictError, InvalidInput, MissingExtra, StorageError
+from ..receipt import StoreScan
 from . import codec
+from .residue import SHORT_IN_FILES
 from .sql import SQLStore
 
 try:
@@ -733,6 +735,21 @@ class PostgresStore(SQLStore):
         self._clear_stats_of_empty_tables()
         self._run("VACUUM pg_catalog.pg_statistic")
         return None
+
+    def scan_bytes(
+        self, key: str, fingerprints: frozenset[str], lock: AbstractContextManager[Any]
+    ) -> StoreScan:
+        """Every row, TOAST chunk and planner statistic of the store's schema, read through
+        SQL on a connection of its own in autocommit (no transaction of the pool's held);
+        pages are the server's (``CANNOT_CLEAN``). ``lock`` is not needed."""
+        try:
+            db = psycopg.connect(self.url, autocommit=True)
+        except psycopg.Error as error:
+            cause = type(error).__name__
+            return StoreScan({}, (f"PostgreSQL: cannot connect to read the rows ({cause})",))
+        with db:
+            hits, unread = postgres_row_hits(db, key, fingerprints)
+        return StoreScan(hits, tuple(unread), (SHORT_IN_FILES,))
 
     def _clear_stats_of_empty_tables(self) -> None:
         """ANALYZE keeps a table's statistics when an erase left it without rows, so the

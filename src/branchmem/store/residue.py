@@ -1,14 +1,16 @@
 """The byte checks of a receipt: what a forget left, looked for by keyed fingerprints.
 
-Two checks, for two readers. ``check_rows`` is the receipt's: the rows of one namespace
-that held what went (``ResidueScope``), read through the store's own driver, inside the
-forget's transaction or a reader's snapshot; it never reads another tenant's bytes, so its
-answer is the same whatever else the store holds, and a tenant cannot test guesses with it.
-``scan_store`` is the operator's: every place the store keeps data (a SQLite store's files,
-a PostgreSQL store's every row, TOAST chunk and planner statistic, an in-memory store's
-objects), for one receipt at a time per store, in bounded memory. Files are read by a child
-process (``branchmem.bytescan``): a process holding a SQLite database open must not open and
-close its files. The check looks for fingerprints (``branchmem.receipt``), never the text.
+Two checks, for two readers, each through a port every backend implements its own way.
+``check_rows`` is the receipt's: the rows of one namespace that held what went
+(``ResidueScope``), read through ``Store.residue_values``, inside the forget's transaction
+or a reader's snapshot; it never reads another tenant's bytes, so its answer is the same
+whatever else the store holds, and a tenant cannot test guesses with it. ``scan_store`` is
+the operator's: every place the store keeps data (a SQLite store's files, a PostgreSQL
+store's every row, TOAST chunk and planner statistic, an in-memory store's objects), read
+by ``Store.scan_bytes``, for one receipt at a time per store, in bounded memory. Files are
+read by a child process (``branchmem.bytescan``): a process holding a SQLite database open
+must not open and close its files. The check looks for fingerprints (``branchmem.receipt``),
+never the text.
 """
 
 from __future__ import annotations
@@ -21,10 +23,9 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import Any, Final
 
-from ..bytescan import postgres_row_hits, sqlite_file_hits
-from ..receipt import ByteCheck, HitCounter, ResidueScope, value_hits
+from ..bytescan import sqlite_file_hits
+from ..receipt import ByteCheck, HitCounter, ResidueScope, StoreScan, value_hits
 from .base import Store
-from .inmemory import InMemoryStore
 
 # What stays whatever a forget does, per backend (said in every receipt's cannot_clean).
 CANNOT_CLEAN: Final[dict[str, tuple[str, ...]]] = {
@@ -104,26 +105,20 @@ def scan_store(
 def _scan(
     store: Store, key: str, fingerprints: frozenset[str], lock: AbstractContextManager[Any]
 ) -> ByteCheck:
-    backend = backend_of(store)
-    locations: dict[str, int] = {}
-    unchecked: list[str] = []
-    if isinstance(store, InMemoryStore):
-        counter = HitCounter(key, fingerprints)
-        with lock:
-            for text in _reachable_strings(store):
-                counter.feed(text.encode("utf-8", "surrogatepass"))
-                counter.feed(b"\x00" * 16)  # no window spans two strings
-        locations["objects"] = counter.hits
-    elif backend == "sqlite":
-        _scan_files(str(getattr(store, "path", "")), key, fingerprints, locations, unchecked)
-    elif backend == "postgresql":
-        _scan_postgres(str(getattr(store, "url", "")), key, fingerprints, locations, unchecked)
-    else:
-        unchecked.append(f"a {backend} store: no byte scan is known for this backend")
-    clean = not any(locations.values()) and not unchecked
-    if backend in ("sqlite", "postgresql"):  # a note, not a place left unread
-        unchecked.append(SHORT_IN_FILES)
-    return ByteCheck(backend, locations, tuple(unchecked), clean, time.time())
+    scanned = store.scan_bytes(key, fingerprints, lock)  # each backend's port
+    clean = not any(scanned.locations.values()) and not scanned.unchecked
+    unchecked = (*scanned.unchecked, *scanned.notes)  # a note says what no scan can see
+    return ByteCheck(backend_of(store), dict(scanned.locations), unchecked, clean, time.time())
+
+
+def object_hits(root: object, key: str, fingerprints: frozenset[str]) -> int:
+    """Fingerprint hits in every string reachable from ``root`` (an in-memory store's
+    objects); the caller holds the lock its writers take."""
+    counter = HitCounter(key, fingerprints)
+    for text in _reachable_strings(root):
+        counter.feed(text.encode("utf-8", "surrogatepass"))
+        counter.feed(b"\x00" * 16)  # no window spans two strings
+    return counter.hits
 
 
 def _reachable_strings(root: object) -> Iterator[str]:
@@ -140,26 +135,13 @@ def _reachable_strings(root: object) -> Iterator[str]:
             stack.extend(gc.get_referents(item))
 
 
-def _scan_files(
-    path: str, key: str, fingerprints: frozenset[str], found: dict[str, int], unchecked: list[str]
-) -> None:
+def file_scan(path: str, key: str, fingerprints: frozenset[str]) -> StoreScan:
+    """A SQLite store's scan: its database file, journal, write-ahead log and shared memory,
+    read by a child process."""
     if path in ("", ":memory:"):
-        unchecked.append("an in-memory SQLite database has no files to read")
-        return
-    found.update(sqlite_file_hits(path, key, fingerprints, unchecked))
-
-
-def _scan_postgres(
-    url: str, key: str, fingerprints: frozenset[str], found: dict[str, int], unchecked: list[str]
-) -> None:
-    import psycopg
-
-    try:
-        db = psycopg.connect(url, autocommit=True)
-    except psycopg.Error as error:
-        unchecked.append(f"PostgreSQL: cannot connect to read the rows ({type(error).__name__})")
-        return
-    with db:
-        hits, unread = postgres_row_hits(db, key, fingerprints)
-    found.update(hits)
-    unchecked.extend(unread)
+        return StoreScan(
+            {}, ("an in-memory SQLite database has no files to read",), (SHORT_IN_FILES,)
+        )
+    unchecked: list[str] = []
+    found = sqlite_file_hits(path, key, fingerprints, unchecked)
+    return StoreScan(found, tuple(unchecked), (SHORT_IN_FILES,))

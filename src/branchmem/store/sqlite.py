@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConflictError, StorageError
+from ..receipt import StoreScan
 from .base import ItemByItemAnswers
+from .residue import file_scan
 from .sql import SQLStore
 
 BUSY_TIMEOUT_MS = 30_000
@@ -122,6 +124,13 @@ class SQLiteStore(ItemByItemAnswers, SQLStore):
         row = self._one("PRAGMA data_version")
         assert row is not None
         return self._commits, int(row[0])
+
+    def scan_bytes(
+        self, key: str, fingerprints: frozenset[str], lock: AbstractContextManager[Any]
+    ) -> StoreScan:
+        """The database file, journal, write-ahead log and shared memory, read by a child
+        process (this one holds the database open); ``lock`` is not needed."""
+        return file_scan(self.path, key, fingerprints)
 
     def _translate(self, error: Exception) -> Exception | None:
         if isinstance(error, sqlite3.IntegrityError):
