@@ -34,6 +34,7 @@ NO_COMMAND = {
     "api_keys": "branchmem keys create/list/delete",
     "currents": "a cost hint for an in-process cache; visible and current answer the same",
     "forget_with": "takes a Python function (the cleaner of the caller's own store)",
+    "when_free": "this process's lock, for the service's event loop",
 }
 OTHER_COMMANDS = [
     "import", "tree", "namespaces", "scan-store", "migrate", "serve", "mcp", "demo", "keys create",

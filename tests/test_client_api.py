@@ -44,6 +44,7 @@ EMBEDDED_ONLY = {
     "api_keys": "the service's keys, kept in its store: branchmem keys and the server use it",
     "currents": "a cost hint (None: ask visible) for an in-process cache over the store",
     "forget_with": "takes a Python function (the cleaner of the caller's own store)",
+    "when_free": "this process's lock, for the service's event loop",
 }
 # declared in MemoryAPI without a route of their own, and why
 NOT_ROUTED = {

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -94,3 +96,41 @@ def test_decided_records_assemble_as_if_the_competition_had_run(
             anchor="a", path_events=events, records=one_per_key, decided=True, **options
         )
         assert decided == competed
+
+
+# -- the in-process hooks outside MemoryAPI --------------------------------------------------
+def test_change_stamp_moves_with_a_write_of_another_memory_on_the_same_file(
+    tmp_path: Path,
+) -> None:
+    """``change_stamp`` reads the store's arrival counter (``Store.arrival_seq``), which any
+    writer moves; in memory, where only this process writes, it is None."""
+    assert Memory().change_stamp() is None
+    with Memory.open(tmp_path / "stamp.db") as reader, Memory.open(tmp_path / "stamp.db") as writer:
+        before = reader.change_stamp()
+        writer.add_event("e1", content="hello")
+        after = reader.change_stamp()
+        assert before is not None and after is not None and after > before
+        assert reader.change_stamp(namespace="other") == 0
+
+
+def test_when_free_does_not_wait_for_a_call_that_holds_the_memory() -> None:
+    memory = Memory()
+    holding, release = threading.Event(), threading.Event()
+
+    def write() -> None:
+        with memory.transaction():
+            holding.set()
+            release.wait(30)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        assert holding.wait(30)
+        with memory.when_free() as free:
+            assert free is False
+    finally:
+        release.set()
+        writer.join(30)
+    with memory.when_free() as free:
+        assert free is True
+        memory.add_event("e1", content="a call inside the block takes the Memory again")

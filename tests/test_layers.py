@@ -327,18 +327,6 @@ CROSSINGS: dict[tuple[str, str], str] = {
         "compares every decision of a view with the oracle inside one snapshot, as one "
         "public call would (the door's one exception)"
     ),
-    ("branchmem/memory.py", "_current_seq"): (
-        "change_stamp reads the SQL stores' arrival counter where one exists; the Store "
-        "contract has no port for it yet"
-    ),
-    ("branchmem/server/direct.py", "_lock"): (
-        "answers a read on the event loop only while the Memory's lock is free; Memory has "
-        "no public try-lock yet"
-    ),
-    ("branchmem/server/keys.py", "_lock"): (
-        "runs a key look-up on the event loop only while the Memory's lock is free, as "
-        "direct.py does"
-    ),
 }
 SOURCES = PACKAGE.parent
 ATTRIBUTE_CALLS = frozenset({"getattr", "hasattr", "setattr", "delattr"})

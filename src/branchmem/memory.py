@@ -307,11 +307,23 @@ class Memory:
         counter), read in the caller's snapshot; None when the backend keeps none (a
         process-local store, where ``write_generation`` is the stamp). For caching
         integrations (the LangGraph store); not part of ``MemoryAPI``."""
-        counter = getattr(self._store, "_current_seq", None)
-        if counter is None or self._store.process_local:
+        if self._store.process_local:
             return None
         with self._read(namespace) as ns:
-            return int(counter(ns.name))
+            return self._store.arrival_seq(ns.name)
+
+    @contextmanager
+    def when_free(self) -> Iterator[bool]:
+        """Hold this Memory for the block if no other call holds it now (True), without
+        waiting (False: nothing held): the service answers a short read on its event loop
+        only when that cannot make the loop wait for a call in a thread."""
+        if not self._lock.acquire(blocking=False):
+            yield False
+            return
+        try:
+            yield True  # the lock is reentrant: a call inside the block takes it again
+        finally:
+            self._lock.release()
 
     @contextmanager
     def snapshot(self, namespace: str = DEFAULT_NAMESPACE) -> Iterator[None]:

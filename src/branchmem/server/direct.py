@@ -280,13 +280,8 @@ class DirectReader:
         hop there and back costs two thread wake-ups. None: it takes a thread."""
         if name not in ON_LOOP:
             return None
-        lock = getattr(self.state.memory, "_lock", None)
-        if lock is None or not lock.acquire(blocking=False):
-            return None
-        try:
-            return settled(call)
-        finally:
-            lock.release()
+        with self.state.memory.when_free() as free:
+            return settled(call) if free else None
 
     def admit(self, scope: Scope, path: str) -> tuple[Read, str, dict[str, Any], ApiKey | None]:
         """The read, namespace, handler arguments and grant of a plainly valid request."""

@@ -282,13 +282,10 @@ class AfterTheAnswer(Executor):
     def _on_the_loop(
         self, future: Future[Any], fn: Callable[..., Any], args: Any, kwargs: Any
     ) -> None:
-        lock = getattr(self.memory, "_lock", None)
-        if lock is not None and lock.acquire(blocking=False):  # reentrant: fn takes it again
-            try:
+        with self.memory.when_free() as free:
+            if free:  # fn takes the Memory again: it is reentrant
                 run_into(future, fn, args, kwargs)
-            finally:
-                lock.release()
-            return
+                return
         try:  # the store is busy: the read waits for it in a thread, not on the loop
             self._threaded().submit(run_into, future, fn, args, kwargs)
         except RuntimeError as error:  # shut down meanwhile

@@ -429,6 +429,12 @@ class Store(ABC):
         included): what a forget receipt's check looks in. Only ``namespace``'s rows, and
         none outside the scope, so the answer never depends on another tenant's data."""
 
+    def arrival_seq(self, namespace: str) -> int | None:
+        """The last arrival number drawn in ``namespace``, read in the caller's snapshot:
+        every write of any process moves it, so a cache over a shared store compares it
+        (``Memory.change_stamp``). None: the backend keeps none (a process-local store)."""
+        return None
+
     def scan_bytes(
         self, key: str, fingerprints: frozenset[str], lock: AbstractContextManager[Any]
     ) -> StoreScan:

@@ -353,6 +353,9 @@ class SQLSession(ABC):
         row = self._one("SELECT seq FROM namespaces WHERE namespace = ?", (namespace,))
         return int(row[0]) if row else 0
 
+    def arrival_seq(self, namespace: str) -> int | None:
+        return self._current_seq(namespace)
+
 
 class _Snapshot:
     """``SQLSession.reading``: one snapshot for the reads of a call, in the call's session
