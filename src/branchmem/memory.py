@@ -11,7 +11,7 @@ import os
 import threading
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -40,7 +40,7 @@ from .engine.records import add_records as write_records
 from .engine.records import record_spec
 from .engine.telemetry import traced
 from .engine.viewcache import SearchViews
-from .errors import BranchmemError, ConflictError, InvalidInput, StorageError
+from .errors import BranchmemError, ConflictError, InvalidInput
 from .model import (
     ERASED,
     RETRACTION_KIND,
@@ -74,9 +74,10 @@ from .retraction import BRANCH, RETRACTION_SCOPES
 from .search.context import Context
 from .search.embedding import Embedder
 from .search.tokens import DEFAULT_COUNTER, TokenCounter
+from .store import refuse_missing
 from .store.base import CleanupPending, Store
 from .store.inmemory import InMemoryStore
-from .store.keys import ApiKeyRow, KeyStore
+from .store.keys import ApiKeyRow, ApiKeys, KeyStore
 from .store.residue import CANNOT_CLEAN, CLEANUP_DUE, ELSEWHERE, check_rows, scan_store
 from .topology import SettledPlaces
 from .validation import (
@@ -98,43 +99,6 @@ DEFAULT_BUDGET = 2000  # tokens of context when the caller names no budget
 NAMESPACES_KEPT = 1024  # (namespace, actor) settings a Memory keeps between calls
 
 __all__ = ["ApiKeyRow", "ApiKeys", "Memory", "refuse_missing"]
-
-
-def refuse_missing(url: str) -> None:
-    """Refuse a SQLite path that does not exist (``Memory.open(..., create=False)``)."""
-    if "://" in url and not url.startswith("sqlite:"):
-        return  # PostgreSQL: the server says whether the database exists
-    path = url.removeprefix("sqlite:///").removeprefix("sqlite://")
-    if path and path != ":memory:" and not os.path.exists(path):
-        raise StorageError(f"no store at {path}")
-
-
-class ApiKeys:
-    """The store's API keys for the service, one caller at a time (the Memory's lock): the
-    only way the server reaches them, so it never holds a store."""
-
-    def __init__(self, keys: KeyStore, lock: threading.RLock) -> None:
-        self._keys = keys
-        self._lock = lock
-
-    def add(self, row: ApiKeyRow, admit: Callable[[list[ApiKeyRow]], None]) -> None:
-        """Insert ``row`` if ``admit(every stored key)`` returns (one step; see KeyStore)."""
-        with self._lock:
-            self._keys.add_api_key(row, admit)
-
-    def get(self, key_id: str) -> ApiKeyRow | None:
-        with self._lock:
-            return self._keys.get_api_key(key_id)
-
-    def list(self) -> list[ApiKeyRow]:
-        """Every key, oldest first."""
-        with self._lock:
-            return self._keys.list_api_keys()
-
-    def delete(self, key_id: str) -> bool:
-        """Remove a key; False when there was none."""
-        with self._lock:
-            return self._keys.delete_api_key(key_id)
 
 
 class _Acting(threading.local):

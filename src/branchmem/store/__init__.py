@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, StorageError
 from .base import CleanupPending, Store
 from .inmemory import InMemoryStore
 from .keys import ApiKeyRow, KeyStore
@@ -33,4 +34,21 @@ def open_store(url: str | Path, *, migrate: bool = False) -> Store:
     return SQLiteStore(url, migrate=migrate)
 
 
-__all__ = ["ApiKeyRow", "CleanupPending", "InMemoryStore", "KeyStore", "Store", "open_store"]
+def refuse_missing(url: str) -> None:
+    """Refuse a SQLite path that does not exist (``Memory.open(..., create=False)``)."""
+    if "://" in url and not url.startswith("sqlite:"):
+        return  # PostgreSQL: the server says whether the database exists
+    path = url.removeprefix("sqlite:///").removeprefix("sqlite://")
+    if path and path != ":memory:" and not os.path.exists(path):
+        raise StorageError(f"no store at {path}")
+
+
+__all__ = [
+    "ApiKeyRow",
+    "CleanupPending",
+    "InMemoryStore",
+    "KeyStore",
+    "Store",
+    "open_store",
+    "refuse_missing",
+]

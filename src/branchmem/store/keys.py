@@ -6,11 +6,12 @@ namespace-free (it names the namespaces it may use), so these methods take no na
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["ApiKeyRow", "KeyStore"]
+__all__ = ["ApiKeyRow", "ApiKeys", "KeyStore"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,3 +47,31 @@ class KeyStore(ABC):
     @abstractmethod
     def delete_api_key(self, key_id: str) -> bool:
         """Remove a key; False when there was none."""
+
+
+class ApiKeys:
+    """The store's API keys for the service, one caller at a time (the Memory's lock): the
+    only way the server reaches them (``Memory.api_keys``), so it never holds a store."""
+
+    def __init__(self, keys: KeyStore, lock: threading.RLock) -> None:
+        self._keys = keys
+        self._lock = lock
+
+    def add(self, row: ApiKeyRow, admit: Callable[[list[ApiKeyRow]], None]) -> None:
+        """Insert ``row`` if ``admit(every stored key)`` returns (one step; see KeyStore)."""
+        with self._lock:
+            self._keys.add_api_key(row, admit)
+
+    def get(self, key_id: str) -> ApiKeyRow | None:
+        with self._lock:
+            return self._keys.get_api_key(key_id)
+
+    def list(self) -> list[ApiKeyRow]:
+        """Every key, oldest first."""
+        with self._lock:
+            return self._keys.list_api_keys()
+
+    def delete(self, key_id: str) -> bool:
+        """Remove a key; False when there was none."""
+        with self._lock:
+            return self._keys.delete_api_key(key_id)
