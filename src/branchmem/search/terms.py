@@ -42,6 +42,21 @@ _GRAM: Final = 3  # the trigram map's gram length: the shortest non-CJK term
 _K1_PLUS_1: Final = K1 + 1.0
 
 
+class _Scored:
+    """One query's postings, idfs and scores over the index, and its cut top lists."""
+
+    __slots__ = ("postings", "scores", "terms", "tops", "weights")
+
+    def __init__(
+        self,
+        terms: tuple[str, ...],
+        scored: tuple[dict[str, dict[int, int]], dict[str, float], dict[int, float]],
+    ) -> None:
+        self.terms = terms
+        self.postings, self.weights, self.scores = scored
+        self.tops: dict[int, list[tuple[int, float]]] = {}
+
+
 class TermIndex:
     """Postings of one candidate set (id -> text), built once and read by many queries."""
 
@@ -88,8 +103,8 @@ class TermIndex:
             for gram in {word[i : i + _GRAM] for i in range(len(word) - _GRAM + 1)}:
                 trigrams.setdefault(gram, []).append(word)
         self._trigrams = trigrams
-        # the last query's postings: a search may rank one query twice (path neighbours)
-        self._last: tuple[tuple[str, ...], dict[str, dict[int, int]]] = ((), {})
+        # the last query's scores: a search may rank one query twice (path neighbours)
+        self._last = _Scored((), ({}, {}, {}))
 
     @property
     def stats(self) -> CorpusStats:
@@ -97,6 +112,22 @@ class TermIndex:
 
     def __len__(self) -> int:
         return len(self._ids)
+
+    def _scored(
+        self, terms: tuple[str, ...]
+    ) -> tuple[dict[str, dict[int, int]], dict[str, float], dict[int, float]]:
+        """Each term's postings and idf, and every matching candidate's BM25 score."""
+        postings = {term: self.postings(term) for term in terms}
+        weights = {term: idf(len(postings[term]), self._stats) for term in terms}
+        norms = self._norms
+        scores: dict[int, float] = {}
+        for term in sorted(terms):  # bm25's order of addition, per document
+            weight = weights[term]
+            for number, tf in postings[term].items():
+                scores[number] = scores.get(number, 0.0) + weight * tf * _K1_PLUS_1 / (
+                    tf + K1 * norms[number]
+                )
+        return postings, weights, scores
 
     def postings(self, term: str) -> dict[int, int]:
         """Candidate number -> occurrences of ``term`` (a query term), for those it occurs in."""
@@ -144,24 +175,19 @@ class TermIndex:
         if not terms:
             return Ranking([], {}, {})
         stats = self._stats
-        if self._last[0] != terms:
-            self._last = (terms, {term: self.postings(term) for term in terms})
-        postings = self._last[1]
+        if self._last.terms != terms:
+            self._last = _Scored(terms, self._scored(terms))
+        postings, weights, scores = self._last.postings, self._last.weights, self._last.scores
         frequencies = {term: len(found) for term, found in postings.items()}
-        weights = {term: idf(frequencies[term], stats) for term in terms}
-        norms = self._norms
-        scores: dict[int, float] = {}
-        for term in sorted(terms):  # bm25's order of addition, per document
-            weight = weights[term]
-            for number, tf in postings[term].items():
-                scores[number] = scores.get(number, 0.0) + weight * tf * _K1_PLUS_1 / (
-                    tf + K1 * norms[number]
-                )
         ids = self._ids
         if top is None or top >= len(scores):
             best = sorted(scores.items(), key=lambda item: (-item[1], ids[item[0]]))
         else:
-            best = heapq.nsmallest(top, scores.items(), key=lambda item: (-item[1], ids[item[0]]))
+            if top not in self._last.tops:
+                self._last.tops[top] = heapq.nsmallest(
+                    top, scores.items(), key=lambda item: (-item[1], ids[item[0]])
+                )
+            best = list(self._last.tops[top])
             if scored_for:  # every candidate left out ranks after the kept ones
                 kept = {number for number, _ in best}
                 more = {self._numbers.get(doc_id) for doc_id in scored_for} - kept - {None}
