@@ -85,3 +85,37 @@ def test_a_warm_read_asks_no_event(tmp_path: Path) -> None:
         finally:
             store._connection().set_trace_callback(None)
         assert not [s for s in seen if "FROM events" in s], seen
+
+
+def test_a_full_table_lets_the_least_recently_read_go() -> None:
+    """Past its size a table lets one place (or anchor's path) go, the one read longest
+    ago, rather than starting again from nothing; kept places share their strings."""
+    from branchmem.topology import EventNode, SettledPlaces
+
+    nodes = {
+        f"e{i}": EventNode(f"e{i}", f"e{i - 1}" if i else None, "t", None, "user", f"text {i}",
+                           {"m": i}, None, i, True, i, f"e{i - 1}" if i else f"e{i}")
+        for i in range(6)
+    }  # fmt: skip
+    reads: list[str] = []
+
+    def read(event_id: str) -> EventNode | None:
+        reads.append(event_id)
+        return nodes.get(event_id)
+
+    places = SettledPlaces(lambda: False, limit=3, anchors=2)
+    place = places.lookup("ns", read)
+    for event_id in ("e0", "e1", "e2"):
+        place(event_id)
+    place("e0")  # read again: now the most recent
+    place("e3")  # full: e1, read longest ago, goes
+    assert [key[1] for key in places._places] == ["e2", "e0", "e3"]
+    kept = places._places[("ns", "e3")]
+    assert (kept.content, kept.role, kept.meta) == ("", "", {})
+    assert kept.parent is places._places[("ns", "e2")].id  # shared, not a copy
+    reads.clear()
+    place("e0")
+    assert reads == []
+    for anchor in ("e3", "e4", "e3", "e5"):
+        places.path("ns", nodes[anchor], place)
+    assert [key[1] for key in places._paths] == ["e3", "e5"]

@@ -8,7 +8,9 @@ O(log depth) steps, with O(1) extra storage per event — cheap enough to live i
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_left, insort
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -124,6 +126,12 @@ def is_ancestor_or_self(ancestor: EventNode, node: EventNode, lookup: Lookup) ->
 
 # the ancestors a path kept across calls remembers (past them it walks, as a fresh one does)
 KEPT_ANCESTORS = 512
+# what a ``SettledPlaces`` keeps: places of events (a few hundred bytes each, text left out)
+# and anchors' paths, each least recently used first out
+PLACES_KEPT = 1 << 19
+# the meta of every kept place (a place is never read for its text): one dict, never written
+_NO_META: dict[str, Any] = {}
+ANCHORS_KEPT = 1 << 14
 
 
 class AnchorPath:
@@ -162,7 +170,8 @@ class AnchorPath:
         if self.places_only:  # kept across calls: without text, and only so many
             if len(self._found) >= KEPT_ANCESTORS:
                 return node
-            node = node.place_only()
+            if node.content or node.role or node.meta:  # not already a kept place
+                node = node.place_only()
         insort(self._depths, depth)
         self._found[depth] = node
         return node
@@ -189,13 +198,15 @@ class SettledPlaces:
     """
 
     def __init__(
-        self, writing: Callable[[], bool], limit: int = 1 << 16, anchors: int = 256
+        self, writing: Callable[[], bool], limit: int = PLACES_KEPT, anchors: int = ANCHORS_KEPT
     ) -> None:
         self.writing = writing
         self.limit = limit
         self.anchors = anchors
-        self._places: dict[tuple[str, str], EventNode] = {}
-        self._paths: dict[tuple[str, str], AnchorPath] = {}
+        # least recently used first: a full table lets one go, so a read's cost does not
+        # depend on how many conversations the process serves while they fit
+        self._places: OrderedDict[tuple[str, str], EventNode] = OrderedDict()
+        self._paths: OrderedDict[tuple[str, str], AnchorPath] = OrderedDict()
         self._lookups: dict[str, Lookup] = {}
 
     def path(self, namespace: str, anchor: EventNode, lookup: Lookup) -> AnchorPath:
@@ -205,12 +216,15 @@ class SettledPlaces:
         places = self._lookups.get(namespace)
         if self.writing() or places is None:
             return AnchorPath(anchor, lookup)
-        known = self._paths.get((namespace, anchor.id))
+        paths, key = self._paths, (namespace, anchor.id)
+        known = paths.get(key)
         if known is None:
-            if len(self._paths) >= self.anchors:
-                self._paths.clear()
+            if len(paths) >= self.anchors:
+                paths.popitem(last=False)
             known = AnchorPath(anchor, places, places_only=True)  # holds no caller's lookup
-            self._paths[(namespace, anchor.id)] = known
+            paths[key] = known
+        else:
+            paths.move_to_end(key)
         return known.over(lookup)
 
     def lookup(self, namespace: str, read: Lookup) -> Lookup:
@@ -222,19 +236,36 @@ class SettledPlaces:
             made = self._lookups[namespace] = self._make_lookup(namespace, read)
         return made
 
+    def _compact(self, namespace: str, node: EventNode) -> EventNode:
+        """``node``'s place, sharing its strings with the places kept (its parent's and jump
+        target's ids, its tree's name): most of what a kept place weighs is its strings."""
+        places = self._places
+
+        def shared(event_id: str | None) -> str | None:
+            known = None if event_id is None else places.get((namespace, event_id))
+            return event_id if known is None else known.id
+
+        return EventNode(
+            node.id, shared(node.parent), None if node.tree is None else sys.intern(node.tree),
+            node.explicit_tree, "", "", _NO_META, node.ts, node.seq, node.attached, node.depth,
+            shared(node.jump),
+        )  # fmt: skip
+
     def _make_lookup(self, namespace: str, read: Lookup) -> Lookup:
         places = self._places
 
         def place(event_id: str) -> EventNode | None:
-            known = places.get((namespace, event_id))
+            key = (namespace, event_id)
+            known = places.get(key)
             if known is not None:
+                places.move_to_end(key)
                 return known
             node = read(event_id)
             if node is None or not node.attached or self.writing():
                 return node
             if len(places) >= self.limit:
-                places.clear()  # a full table starts again: the places stay readable
-            kept = places[(namespace, event_id)] = node.place_only()
+                places.popitem(last=False)  # the place read longest ago
+            kept = places[(namespace, node.id)] = self._compact(namespace, node)
             return kept
 
         return place

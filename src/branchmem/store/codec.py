@@ -155,7 +155,17 @@ def gate_json(gate: Gate, sources: Sequence[str] | None = None) -> str:
     return dumps(frontiers)
 
 
+# the usual stored gate: one frontier, no conflict, its event a source's place or an id
+_ONE_FRONTIER = re.compile(r'\[\["([^"\\]*)",(?:([0-9]+)|"([^"\\]*)"),([0-9]+)\]\]\Z')
+_NO_NAMES: frozenset[str] = frozenset()
+
+
 def gate_value(text: str, sources: Sequence[str] | None = None) -> Gate:
+    one = _ONE_FRONTIER.match(text)
+    if one is not None:  # decoded without the JSON parser: this runs per revision read
+        tree, place, event, depth = one.groups()
+        frontier = _frontier(sources, tree, event if place is None else int(place), int(depth))
+        return Gate((frontier,), _NO_NAMES, _NO_NAMES, False)
     data = json.loads(text)
     if isinstance(data, list):
         return Gate(frontiers=tuple(_frontier(sources, *item) for item in data))
@@ -225,7 +235,9 @@ def refs_value(sources: Sequence[str] | None, text: str | None) -> tuple[SourceR
     if sources is None:
         raise StorageError(f"stored references {text!r} without sources")
     if not text:
-        return tuple(SourceRef(source, EVENT, source) for source in sources)
+        if len(sources) == 1:
+            return (SourceRef(sources[0], EVENT, sources[0]),)
+        return tuple([SourceRef(source, EVENT, source) for source in sources])
     codes = _REF_CODES.findall(text)
     if "".join(codes) != text or len(codes) != len(sources):
         raise StorageError(f"stored references {text!r} do not fit sources {list(sources)!r}")
@@ -256,8 +268,19 @@ def revision_row(node: RevisionNode) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
+def sources_value(text: str | None) -> tuple[str, ...] | None:
+    """A revision's ``sources`` as written by ``dumps``: a JSON list of ids."""
+    if text is None:
+        return None
+    if "\\" not in text and text.startswith('["') and text.endswith('"]'):
+        # without a backslash no id holds a quote (``dumps`` escapes quotes, backslashes
+        # and control characters, nothing else), so the ids are what lies between '","'
+        return tuple(text[2:-2].split('","'))
+    return tuple(json.loads(text))
+
+
 def _revision_node(row: Row) -> RevisionNode:
-    sources = None if row[4] is None else tuple(json.loads(row[4]))
+    sources = sources_value(row[4])
     return RevisionNode(
         record_id=row[0], revision=int(row[1]), kind=row[2], content=row[3], sources=sources,
         refs=refs_value(sources, row[5]), key=row[6], scope=row[7], meta=meta_value(row[8]),
@@ -265,7 +288,7 @@ def _revision_node(row: Row) -> RevisionNode:
     )  # fmt: skip
 
 
-revision_node = DecodedRows(_revision_node, maxsize=50_000, max_bytes=64 << 20)
+revision_node = DecodedRows(_revision_node, maxsize=200_000, max_bytes=64 << 20)
 
 
 def retraction_node(row: tuple[Any, ...]) -> RetractionNode:
