@@ -66,8 +66,8 @@ INTERVAL_NOTE = (
     "Wilson interval (probes as independent draws) and a bootstrap ({resamples} "
     "resamples, fixed seed) of whole scenarios, or on a scenario forked at several points "
     "(corpus splits) of whole forks, each fork's probes drawn together, since the probes "
-    "of one dialogue are not independent. n: probes / scenarios a figure rests on (in a "
-    "header when every row shares it, else in the cell)."
+    "of one dialogue are not independent. n: probes / scenarios a figure rests on, and the "
+    "forks where they are the unit (in a header when every row shares it, else in the cell)."
 )
 # The chart files `branchbench run`/`score` draw (removed before drawing, so none is stale).
 
@@ -97,20 +97,25 @@ def interval(entry: dict[str, Any], key: str) -> list[float] | None:
     return [min(ci[0] for ci in found), max(ci[1] for ci in found)]
 
 
-def _count(entry: dict[str, Any], key: str) -> tuple[int, int]:
-    return entry.get("n", {}).get(key, 0), entry.get("scenarios", {}).get(key, 0)
+def _count(entry: dict[str, Any], key: str) -> tuple[int, int, int]:
+    scenarios = entry.get("scenarios", {}).get(key, 0)
+    # the bootstrap's units: forks on a corpus split, else the scenarios themselves
+    units = entry.get("units", {}).get(key, scenarios)
+    return entry.get("n", {}).get(key, 0), scenarios, units
 
 
-def _shared_count(systems: dict[str, Any], key: str) -> tuple[int, int] | None:
-    """The (probes, scenarios) of a column when every system with a figure shares it."""
+def _shared_count(systems: dict[str, Any], key: str) -> tuple[int, int, int] | None:
+    """The (probes, scenarios, units) of a column when every system with a figure shares
+    it."""
     counts = {_count(s, key) for s in systems.values() if s.get(key) is not None}
     if not counts:  # no figure at all: say on how little
         counts = {_count(s, key) for s in systems.values()}
     return counts.pop() if len(counts) == 1 else None
 
 
-def _count_text(count: tuple[int, int]) -> str:
-    return f"n={count[0]}/{count[1]}"
+def _count_text(count: tuple[int, int, int]) -> str:
+    forks = f", {count[2]} forks" if count[2] != count[1] else ""
+    return f"n={count[0]}/{count[1]}{forks}"
 
 
 def _cell(
