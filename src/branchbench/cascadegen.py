@@ -20,7 +20,7 @@ import random
 from pathlib import Path
 
 from branchbench.scenario import Fact, Probe, Scenario, dump_scenario, scenarios_root
-from branchbench.spreadgen import EN, ZH, Language, _Tree
+from branchbench.spreadgen import EN, ZH, Language, ScenarioTree
 
 SEED = 20261205
 DRAWS = 6  # per language
@@ -32,7 +32,7 @@ TRIP_NEW = {
 REGENERATED = {"zh": "好的，我在。", "en": "Sure, I'm here."}
 
 
-class _Cascade(_Tree):
+class _Cascade(ScenarioTree):
     def say(self, tip: str, turns: int, facts: list[tuple[str, str, str]]) -> str:
         """``turns`` filler pairs from ``tip``; each (key, sentence, value) of ``facts`` is
         said inside one of them, at drawn positions."""

@@ -171,7 +171,7 @@ EN = Language(
 LANGUAGES = (ZH, EN)
 
 
-class _Tree:
+class ScenarioTree:
     """Appends messages; each branch is a chain continued from its own tip."""
 
     def __init__(self, lang: Language, rng: random.Random, avoid: list[str]) -> None:
@@ -229,7 +229,7 @@ def generate(template: str, lang: Language, draw: int, seed: int = SEED) -> Scen
     budget_kept, budget_gone = rng.sample(lang.budgets, 2)
     avoid = [pet, allergy, home, kid, job_old, job_new, trip_kept, trip_gone]
     avoid += [budget_kept, budget_gone]
-    t = _Tree(lang, rng, avoid)
+    t = ScenarioTree(lang, rng, avoid)
     n = rng.randint(70, 170)  # user/assistant pairs on the kept path, roughly
 
     root = t.add(None, "user", lang.opening[0])
