@@ -88,8 +88,8 @@ def test_a_warm_read_asks_no_event(tmp_path: Path) -> None:
 
 
 def test_a_full_table_lets_the_least_recently_read_go() -> None:
-    """Past its size a table lets one place (or anchor's path) go, the one read longest
-    ago, rather than starting again from nothing; kept places share their strings."""
+    """Past its size a table lets one entry go rather than starting again from nothing: the
+    place kept longest ago, the anchor's path read longest ago; kept places share strings."""
     from branchmem.topology import EventNode, SettledPlaces
 
     nodes = {
@@ -107,15 +107,16 @@ def test_a_full_table_lets_the_least_recently_read_go() -> None:
     place = places.lookup("ns", read)
     for event_id in ("e0", "e1", "e2"):
         place(event_id)
-    place("e0")  # read again: now the most recent
-    place("e3")  # full: e1, read longest ago, goes
-    assert [key[1] for key in places._places] == ["e2", "e0", "e3"]
+    place("e3")  # full: e0, kept longest ago, goes
+    assert [key[1] for key in places._places] == ["e1", "e2", "e3"]
     kept = places._places[("ns", "e3")]
     assert (kept.content, kept.role, kept.meta) == ("", "", {})
     assert kept.parent is places._places[("ns", "e2")].id  # shared, not a copy
     reads.clear()
-    place("e0")
+    place("e1")
     assert reads == []
+    place("e0")  # read again, and kept again
+    assert reads == ["e0"] and [key[1] for key in places._places] == ["e2", "e3", "e0"]
     for anchor in ("e3", "e4", "e3", "e5"):
         places.path("ns", nodes[anchor], place)
     assert [key[1] for key in places._paths] == ["e3", "e5"]

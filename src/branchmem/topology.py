@@ -203,8 +203,9 @@ class SettledPlaces:
         self.writing = writing
         self.limit = limit
         self.anchors = anchors
-        # least recently used first: a full table lets one go, so a read's cost does not
-        # depend on how many conversations the process serves while they fit
+        # a full table lets one go, so a read's cost does not depend on how many
+        # conversations the process serves while they fit: the anchor read least recently,
+        # the place kept longest ago (a place still in use is read again once)
         self._places: OrderedDict[tuple[str, str], EventNode] = OrderedDict()
         self._paths: OrderedDict[tuple[str, str], AnchorPath] = OrderedDict()
         self._lookups: dict[str, Lookup] = {}
@@ -255,16 +256,14 @@ class SettledPlaces:
         places = self._places
 
         def place(event_id: str) -> EventNode | None:
-            key = (namespace, event_id)
-            known = places.get(key)
-            if known is not None:
-                places.move_to_end(key)
+            known = places.get((namespace, event_id))
+            if known is not None:  # not moved to the end: a hit costs one look-up (it is hot)
                 return known
             node = read(event_id)
             if node is None or not node.attached or self.writing():
                 return node
             if len(places) >= self.limit:
-                places.popitem(last=False)  # the place read longest ago
+                places.popitem(last=False)  # the place kept longest ago
             kept = places[(namespace, node.id)] = self._compact(namespace, node)
             return kept
 
