@@ -125,17 +125,34 @@ def _conversation() -> Conversation:
 
 
 OTHER = {"place": [Candidate(Value("Tallinn", "place"), "elsewhere", "c2")]}
+# enough values said elsewhere for five forks of up to three siblings each, none shared
+ELSEWHERE = {
+    "place": [
+        Candidate(Value(city, "place"), "elsewhere", "c2")
+        for city in (
+            "Tallinn", "Riga", "Vilnius", "Oslo", "Bergen", "Turku", "Tampere", "Gdansk",
+            "Krakow", "Brno", "Graz", "Linz", "Basel", "Lyon", "Porto", "Cadiz",
+        )
+    ]
+}  # fmt: skip
 
 
 def test_a_fork_per_fact_with_siblings_off_the_kept_path() -> None:
     conv = _conversation()
     facts = conv.facts[:5]
     built = build_valid(
-        conv, facts, OTHER, key="k", split="locomo", title="t",
+        conv, facts, ELSEWHERE, key="k", split="locomo", title="t",
         layout=Layout(1, 1), seed="s", minimum=5,
     )  # fmt: skip
     assert built is not None
     scenario, drawn = built
+    values = [c.value.text for d in drawn for c in d.siblings]
+    assert len(values) == len(set(values))  # no value is a sibling at two forks
+    # with only the sixth city and one value from elsewhere, two forks at most get one
+    assert build_valid(
+        conv, facts, OTHER, key="k", split="locomo", title="t",
+        layout=Layout(1, 1), seed="s", minimum=5,
+    ) is None  # fmt: skip
     assert validate_split([scenario], "locomo") == []
     tree = Tree(scenario.messages)
     path = tree.path(scenario.anchor)

@@ -113,16 +113,18 @@ def _draw_siblings(
     conv: Conversation,
     corpus_pool: Mapping[str, Sequence[Candidate]],
     path_text: str,
+    drawn_before: Sequence[str] = (),
 ) -> list[Candidate]:
     """1-3 sibling values: same kind, this conversation's first, never on the kept path,
-    in the question, or one inside another."""
+    in the question, one inside another, or drawn by an earlier fork of the scenario (so a
+    fork leaks only through its own siblings, and its arrival order says when they came)."""
     wanted = rng.randint(1, MAX_SIBLINGS)
     own = [c for c in conv.pool if c.value.kind == fact.value.kind]
     other = [c for c in corpus_pool.get(fact.value.kind, ()) if c.conversation != conv.id]
     rng.shuffle(own)
     rng.shuffle(other)
     chosen: list[Candidate] = []
-    taken = [fact.value.text]
+    taken = [fact.value.text, *drawn_before]
     for c in own + other:
         if len(chosen) == wanted:
             break
@@ -167,10 +169,12 @@ def draw(
     indices = excerpt(conv, facts, layout)
     path_text = "\n".join(m.content for m in _kept_path(conv, facts, indices))
     out = []
+    drawn_before: list[str] = []
     for f in sorted(facts, key=lambda x: x.at):
         rng = _fork_rng(seed, conv.id, f)
         order = rng.choice(ORDERS)
-        siblings = _draw_siblings(f, rng, conv, corpus_pool, path_text)
+        siblings = _draw_siblings(f, rng, conv, corpus_pool, path_text, drawn_before)
+        drawn_before.extend(c.value.text for c in siblings)
         out.append(Drawn(f, conv.turns[f.at].id, order, siblings))
     return out
 

@@ -91,12 +91,12 @@ class Pin:
 # upstream commits named; a change to the generator or the corpora means changing these.
 PINNED = {
     "locomo": Pin(
-        "c5b2aca341146a8a0e10889abe3ac82508ce80922652a5865f10887deab38a43",
+        "7b5680d0ee93e07a1c484998161c3bcda86bc942552038ae54bd5dbba04a78ac",
         (LOCOMO_DIR,),
         LOCOMO_UPSTREAM,
     ),
     "beam": Pin(
-        "5a6663d07387acf7cf43b2699ac591f4edff4ef19145d2a4c4698afb61885372",
+        "54289f1ee57b2c8368c0ce7acc6af26ed87b325acbab70d6720205f90bc34ce5",
         (BEAM_DIR, BEAM_500K_DIR),
         BEAM_UPSTREAM,
     ),
