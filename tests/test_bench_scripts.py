@@ -41,3 +41,13 @@ def test_erase_soak_runs_and_finds_no_residue(backend: str, request: pytest.Fixt
         args += ["--pg-dsn", request.getfixturevalue("pg_dsn")]
     out = run("erase_soak.py", *args)
     assert "residues 0" in out and "failures 0" in out, out
+
+
+def test_active_conversations_and_ingest_floor_run(tmp_path: Path) -> None:
+    out = run(
+        "active_conversations.py", "--large", "30", "--small", "5", "--queries", "5",
+        "--rounds", "1", "--out", str(tmp_path / "active.json"),
+    )  # fmt: skip
+    assert "t(30 active) / t(5 active)" in out
+    out = run("ingest_floor.py", "--records", "300", "--out", str(tmp_path / "ingest.json"))
+    assert "store / floor:" in out
