@@ -40,7 +40,7 @@ UNSCORED_CODE = (
     "propagation/probes.py",
     "propagation/report.py",
 )
-RECORDED_PACKAGES = ("branchmem", "mem0ai", "langgraph")
+RECORDED_PACKAGES = ("branchmem", "mem0ai", "langgraph", "graphiti-core")
 
 
 def file_sha256(path: Path) -> str:

@@ -38,6 +38,7 @@ CORE_SYSTEMS: dict[str, SystemFactory] = {
 OPTIONAL_MODULES = {
     "branchbench.systems.mem0": "mem0",
     "branchbench.systems.langgraph": "langgraph",
+    "branchbench.systems.graphiti": "graphiti_core",
 }
 
 
