@@ -16,10 +16,14 @@ the line every system derives (``fact_line``); a fact is a duplicate of an edge 
 same text and contradicts an edge of the same topic with another text (a retraction
 contradicts every edge of its topic). Graphiti then invalidates the contradicted edge
 (``invalid_at``/``expired_at``) itself. Validity comes from the episode's reference time, a
-fixed clock one second per message, so two runs give the same stamps. The embedder is
-branchmem's deterministic ``HashingEmbedder``. Search ranks every edge (no similarity cut,
-as the Mem0 rows use threshold 0) and shows each with its validity, as Graphiti's docs
-print a result (``fact``, ``valid_at``, ``invalid_at``): Graphiti's default search returns
+fixed clock one second per message, and node and edge ids are numbered in creation order
+(Graphiti's search breaks ties in id order). Contexts are still not byte for byte the same
+from run to run: Graphiti runs its queries concurrently, and an equal score can come out in
+either order (one context in 143 on the test split's first four scenarios, oracle
+extractor); the rates do not change, but ``branchbench score --reproduce`` fails on this
+row. The embedder is branchmem's deterministic ``HashingEmbedder``. Search ranks every
+edge (no similarity cut, as the Mem0 rows use threshold 0) and shows each with its
+validity, as Graphiti's docs print a result (``fact``, ``valid_at``, ``invalid_at``): Graphiti's default search returns
 invalidated edges too. The transcript is the anchor's path: Graphiti keeps no thread.
 """
 
@@ -27,11 +31,15 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
+import importlib
+import itertools
 import json
 import os
 import re
+import uuid
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from importlib.metadata import version
 from typing import Any
@@ -242,6 +250,29 @@ def graphiti_line(edge: Any) -> str:
     return f"{text} ({', '.join(stamps)})" if stamps else text
 
 
+_ID_MODULES = ("graphiti_core.nodes", "graphiti_core.edges", "graphiti_core.graphiti")
+
+
+@contextlib.contextmanager
+def numbered_ids(counter: Iterator[int]) -> Iterator[None]:
+    """Graphiti names nodes and edges with ``uuid4``, and its search breaks ties in that
+    order; under this, ids are numbered in creation order (their order of creation can
+    still vary where Graphiti awaits several queries at once)."""
+    modules = [importlib.import_module(name) for name in _ID_MODULES]
+    real = [module.uuid4 for module in modules]
+
+    def numbered() -> uuid.UUID:
+        return uuid.UUID(int=next(counter))
+
+    for module in modules:
+        setattr(module, "uuid4", numbered)  # noqa: B010 (mypy: untyped module attribute)
+    try:
+        yield
+    finally:
+        for module, original in zip(modules, real, strict=True):
+            setattr(module, "uuid4", original)  # noqa: B010
+
+
 class GraphitiKuzu:
     """Graphiti on embedded Kuzu: one episode per message, hybrid edge search."""
 
@@ -268,6 +299,7 @@ class GraphitiKuzu:
         )
         self.loop.run_until_complete(self._setup())
         self.ticks = 0
+        self.ids = itertools.count(1)
 
     async def _setup(self) -> None:
         await self.graphiti.build_indices_and_constraints()
@@ -279,15 +311,16 @@ class GraphitiKuzu:
         self.ticks += 1
         self.llm.script(facts)
         role = _ROLES.get(message.role, "user")
-        self.loop.run_until_complete(
-            self.graphiti.add_episode(
-                name=message.id,
-                episode_body=f"{role}: {message.content}",
-                source=EpisodeType.message,
-                source_description="chat",
-                reference_time=CLOCK_START + timedelta(seconds=self.ticks),
+        with numbered_ids(self.ids):
+            self.loop.run_until_complete(
+                self.graphiti.add_episode(
+                    name=message.id,
+                    episode_body=f"{role}: {message.content}",
+                    source=EpisodeType.message,
+                    source_description="chat",
+                    reference_time=CLOCK_START + timedelta(seconds=self.ticks),
+                )
             )
-        )
 
     def memory_lines(self, question: str) -> list[str]:
         found = self.loop.run_until_complete(self.graphiti.search_(question, config=SEARCH))
