@@ -23,8 +23,8 @@ either order (one context in 143 on the test split's first four scenarios, oracl
 extractor); the rates do not change, but ``branchbench score --reproduce`` fails on this
 row. The embedder is branchmem's deterministic ``HashingEmbedder``. Search ranks every
 edge (no similarity cut, as the Mem0 rows use threshold 0) and shows each with its
-validity, as Graphiti's docs print a result (``fact``, ``valid_at``, ``invalid_at``): Graphiti's default search returns
-invalidated edges too. The transcript is the anchor's path: Graphiti keeps no thread.
+validity, as Graphiti's docs print a result (``fact``, ``valid_at``, ``invalid_at``):
+Graphiti's default search returns invalidated edges too. The transcript is the anchor's path: Graphiti keeps no thread.
 """
 
 from __future__ import annotations
