@@ -24,7 +24,8 @@ extractor); the rates do not change, but ``branchbench score --reproduce`` fails
 row. The embedder is branchmem's deterministic ``HashingEmbedder``. Search ranks every
 edge (no similarity cut, as the Mem0 rows use threshold 0) and shows each with its
 validity, as Graphiti's docs print a result (``fact``, ``valid_at``, ``invalid_at``):
-Graphiti's default search returns invalidated edges too. The transcript is the anchor's path: Graphiti keeps no thread.
+Graphiti's default search returns invalidated edges too. The transcript is the anchor's
+path: Graphiti keeps no thread.
 """
 
 from __future__ import annotations
