@@ -14,7 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 JOBS=${SMOKE_JOBS:-2}
-ALL_FLAVOURS=(mem0 langgraph bench server mcp postgres wordllama client base)  # slowest installs first
+ALL_FLAVOURS=(mem0 langgraph graphiti bench server mcp postgres wordllama client base)  # slowest installs first
 if (($#)); then FLAVOURS=("$@"); else FLAVOURS=("${ALL_FLAVOURS[@]}"); fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/branchmem-smoke.XXXXXX")
@@ -312,6 +312,12 @@ smoke() {
       ;;
     mem0)
       check "import the Mem0 integration" 0 "$PY" "$WORK/snippets/smoke_mem0.py"
+      ;;
+    graphiti)
+      check "branchbench runs the graphiti row offline" 0 "$BIN/branchbench" run --split test \
+        --out "$data/graphiti" --systems graphiti --limit 1 --pipeline one_message \
+        --read-policy path --extractor oracle --runs 1
+      expect "the graphiti row is in the table" "graphiti"
       ;;
   esac
   record PASS "checks ($((SECONDS - t0)) s)"

@@ -149,3 +149,11 @@ def test_optional_system_that_fails_to_import_is_skipped(
     module = _optional_module(tmp_path, "raise ImportError('broken adapter')\n", monkeypatch)
     monkeypatch.setattr(registry_module, "OPTIONAL_MODULES", {module: "json"})
     assert list(registry()) == list(CORE_SYSTEMS)
+
+
+def test_a_run_without_names_leaves_out_the_named_only_systems() -> None:
+    from branchbench.systems import NAMED_ONLY, default_systems
+
+    assert "graphiti" in NAMED_ONLY
+    assert default_systems() == [name for name in registry() if name not in NAMED_ONLY]
+    assert "branchmem" in default_systems() and "graphiti" not in default_systems()

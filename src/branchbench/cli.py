@@ -32,7 +32,7 @@ from branchbench.runner import (
 )
 from branchbench.scenario import CORPUS_SPLITS, SPLITS, load_file, load_split, split_files
 from branchbench.score import summarize
-from branchbench.systems import registry
+from branchbench.systems import NAMED_ONLY, registry
 from branchbench.validate import Problem, keyword_warnings, validate_scenario, validate_split
 from branchmem import __version__
 
@@ -59,7 +59,10 @@ def _parser() -> argparse.ArgumentParser:
         nargs="+",
         default=[],
         metavar="NAME",
-        help=f"systems to run (default: all; {', '.join(registry())})",
+        help=(
+            f"systems to run (default: all but {', '.join(sorted(NAMED_ONLY))}; "
+            f"{', '.join(registry())})"
+        ),
     )
     p_run.add_argument(
         "--budget", type=int, default=DEFAULT_BUDGET, help="token budget of every context"

@@ -48,7 +48,7 @@ from branchbench.pipeline import (
     pipeline_label,
 )
 from branchbench.scenario import Fact, Message, Probe, Scenario, Tree, load_split
-from branchbench.systems import registry
+from branchbench.systems import default_systems, registry
 from branchbench.systems.base import Setup, SystemFactory
 from branchbench.validate import validate_split
 
@@ -118,7 +118,7 @@ def _check_inputs(config: RunConfig) -> tuple[list[Scenario], str | None]:
 
 def _systems(names: Sequence[str]) -> dict[str, SystemFactory]:
     available = registry()
-    chosen = list(names) or list(available)
+    chosen = list(names) or default_systems()
     unknown = [n for n in chosen if n not in available]
     if unknown:
         raise BenchError(f"unknown system {unknown[0]!r}; available: {', '.join(available)}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import warnings
 
 from branchbench.systems.base import Conversation, Setup, System, SystemFactory
 from branchbench.systems.derived import (
@@ -49,13 +50,26 @@ def optional_systems() -> dict[str, SystemFactory]:
         try:
             if importlib.util.find_spec(library) is None:
                 continue
-            module = importlib.import_module(module_name)
+            with warnings.catch_warnings():  # a library's import-time deprecations
+                warnings.simplefilter("ignore")
+                module = importlib.import_module(module_name)
         except Exception:  # an optional adapter must never break the core benchmark
             continue
         systems = getattr(module, "SYSTEMS", None)
         if isinstance(systems, dict):
             found.update(systems)
     return found
+
+
+# Run only when named (``--systems graphiti``): minutes per split, and its contexts are not
+# byte-for-byte reproducible (Graphiti runs its queries concurrently), so a default run,
+# ``make run`` and ``score --reproduce`` leave it out.
+NAMED_ONLY = frozenset({"graphiti"})
+
+
+def default_systems() -> list[str]:
+    """The systems a run takes when none is named: every available one but ``NAMED_ONLY``."""
+    return [name for name in registry() if name not in NAMED_ONLY]
 
 
 def registry() -> dict[str, SystemFactory]:
@@ -65,10 +79,12 @@ def registry() -> dict[str, SystemFactory]:
 
 __all__ = [
     "CORE_SYSTEMS",
+    "NAMED_ONLY",
     "Conversation",
     "Setup",
     "System",
     "SystemFactory",
+    "default_systems",
     "optional_systems",
     "registry",
 ]
