@@ -92,12 +92,16 @@ def test_the_facts_answer_as_the_questions_did(tmp_path: Path, anchor: str) -> N
 
 def test_a_warm_keyed_read_sends_one_statement(tmp_path: Path) -> None:
     """Once its anchor's ancestors were read, a plain winner is one statement in a snapshot:
-    the candidates with their facts, the sources' statuses among them."""
+    the candidates with their facts, the sources' statuses among them (after the commit
+    stamp, under which the answer is kept); asked again with nothing committed, the stamp
+    alone."""
     with Memory.open(tmp_path / "m.db") as mem:
         head = agent(mem, 40)
         mem.current("k1", head)
         seen = statements_of(mem, lambda: mem.current("k2", head))
-        assert [s.split()[0] for s in seen] == ["BEGIN", "SELECT", "ROLLBACK"], seen
+        assert [s.split()[0] for s in seen] == ["BEGIN", "PRAGMA", "SELECT", "ROLLBACK"], seen
+        seen = statements_of(mem, lambda: mem.current("k2", head))
+        assert [s.split()[0] for s in seen] == ["BEGIN", "PRAGMA", "ROLLBACK"], seen
 
 
 def test_a_source_with_a_status_is_still_asked_about(tmp_path: Path) -> None:

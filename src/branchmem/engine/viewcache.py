@@ -25,9 +25,12 @@ from ..topology import EventNode
 VIEWS_KEPT: Final = 8  # views kept per Memory, least recently used dropped first
 RECORDS_KEPT: Final = 1 << 18  # ... and no more records than this across them
 INDEX_AFTER: Final = 1  # searches of a view before it gets a term index (1: at the second)
+CURRENTS_KEPT: Final = 4096  # ``current`` answers kept per Memory, least recently used first out
 
 ViewKey = tuple[str, str | None, bool, str, str | None, str | None, str | None]
 Superseded = dict[str, tuple[RevisionNode, str]]
+# (namespace, key, anchor, scope, cross_tree, mode) of a ``current`` read
+CurrentKey = tuple[str, str, str | None, str | None, bool, str]
 
 
 @dataclass(slots=True)
@@ -64,6 +67,10 @@ class SearchViews:
         self.index_after = index_after
         self._views: OrderedDict[ViewKey, tuple[Hashable, SearchView]] = OrderedDict()
         self._records = 0
+        # ``current`` answers: the revision (None: no value) and what deciding it counted
+        self._currents: OrderedDict[
+            CurrentKey, tuple[Hashable, RevisionNode | None, Counter[str]]
+        ] = OrderedDict()
 
     def usable(self) -> bool:
         """False inside a write transaction: nothing kept is used, nothing decided is kept."""
@@ -91,9 +98,31 @@ class SearchViews:
         while len(self._views) > VIEWS_KEPT or self._records > RECORDS_KEPT:
             self._drop(next(iter(self._views)))
 
+    def current(
+        self, key: CurrentKey, stamp: Hashable
+    ) -> tuple[RevisionNode | None, Counter[str]] | None:
+        """A ``current`` answer kept under ``stamp`` (None: none, or kept under another)."""
+        kept = self._currents.get(key)
+        if kept is None:
+            return None
+        if kept[0] != stamp:
+            del self._currents[key]
+            return None
+        self._currents.move_to_end(key)
+        return kept[1], kept[2]
+
+    def keep_current(
+        self, key: CurrentKey, stamp: Hashable, revision: RevisionNode | None, counts: Counter[str]
+    ) -> None:
+        self._currents[key] = (stamp, revision, counts)
+        self._currents.move_to_end(key)
+        if len(self._currents) > CURRENTS_KEPT:
+            self._currents.popitem(last=False)
+
     def clear(self) -> None:
         self._views.clear()
         self._records = 0
+        self._currents.clear()
 
     def __len__(self) -> int:
         return len(self._views)

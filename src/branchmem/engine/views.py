@@ -8,6 +8,7 @@ call, filters and orders its decisions, and tallies what was asked about.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Final
@@ -211,11 +212,44 @@ def current(
     frontier-ordered index (``keyed.KeyedView``), at the cost of the answer, not of the
     path or of the key's superseded history. A partial path (a detached anchor or head)
     makes "undecided" depend on its whole known chain: the whole view decides that, and
-    so does a read ``as_of`` an earlier point (the index holds the present only)."""
+    so does a read ``as_of`` an earlier point (the index holds the present only).
+
+    Outside a write transaction the answer is kept (``engine.viewcache``) under the store's
+    commit stamp, which moves with every commit of any process, and given again while the
+    stamp holds (the Memory drops every kept answer after each of its own writes)."""
     check_id(key, "key")
     if as_of is not None:
         found = visible(ns, anchor, cross_tree, mode, None, key, scope, False, False, as_of)
         return found[-1] if found else None
+    kept_views = ns.views
+    stamp = None
+    if kept_views is not None and kept_views.usable():
+        stamp = ns.store.commit_stamp()
+    if kept_views is None or stamp is None:
+        revision, _ = _current(ns, key, anchor, scope, cross_tree, mode)
+        return None if revision is None else ns.to_record(revision)
+    chosen_mode = ns.mode if mode is None else check_mode(mode)
+    kept_key = (ns.name, key, anchor, scope, bool(cross_tree), chosen_mode)
+    kept = kept_views.current(kept_key, stamp)
+    if kept is None:
+        revision, counted = _current(ns, key, anchor, scope, cross_tree, chosen_mode)
+        kept_views.keep_current(kept_key, stamp, revision, counted)
+    else:
+        revision, counts = kept
+        ns.counts.update(counts)  # counted as if decided again
+    return None if revision is None else ns.to_record(revision)
+
+
+def _current(
+    ns: Namespace,
+    key: str,
+    anchor: str | None,
+    scope: str | None,
+    cross_tree: bool,
+    mode: str | None,
+) -> tuple[RevisionNode | None, Counter[str]]:
+    """``current`` in the present, decided now, and what deciding it counted (added to the
+    namespace's counts too)."""
     place = ns.place_lookup()
     node = None if anchor is None else ns.place(anchor, place)
     heads: dict[str, EventNode] | None = None
@@ -231,11 +265,13 @@ def current(
         and (heads is None or all(h.attached for h in heads.values()))
     ):
         chosen_mode = ns.mode if mode is None else check_mode(mode)
-        keyed = ns.keyed_view(node, chosen_mode, heads, ns.counts)
-        revision = keyed.current(key, scope)
-        return None if revision is None else ns.to_record(revision)
-    found = visible(ns, anchor, cross_tree, mode, None, key, scope, False, False)
-    return found[-1] if found else None
+        counted: Counter[str] = Counter()
+        revision = ns.keyed_view(node, chosen_mode, heads, counted).current(key, scope)
+        ns.counts.update(counted)
+        return revision, counted
+    before = Counter(ns.counts)
+    found, _ = visible_revisions(ns, anchor, cross_tree, mode, None, key, scope, False, False)
+    return (found[-1] if found else None), ns.counts - before
 
 
 def currents(
