@@ -19,8 +19,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from branchbench.scenario import Fact, Probe, Scenario, dump_scenario, scenarios_root
-from branchbench.spreadgen import EN, ZH, Language, ScenarioTree
+from branchbench.scenario import Fact, Probe, Scenario
+from branchbench.spreadgen import EN, ZH, Language, ScenarioTree, write_split
 
 SEED = 20261205
 DRAWS = 6  # per language
@@ -120,16 +120,9 @@ def generate(lang: Language, draw: int, seed: int = SEED) -> Scenario:
 
 def write(root: Path | None = None) -> list[Path]:
     """Regenerate every scenario file of the split."""
-    out = (root or scenarios_root()) / "cascade"
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for lang in LANGUAGES:
-        for draw in range(DRAWS):
-            scenario = generate(lang, draw)
-            path = out / f"{scenario.id}.json"
-            dump_scenario(scenario, path)
-            paths.append(path)
-    return paths
+    return write_split(
+        "cascade", (generate(lang, draw) for lang in LANGUAGES for draw in range(DRAWS)), root
+    )
 
 
 if __name__ == "__main__":

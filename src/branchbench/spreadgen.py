@@ -23,6 +23,7 @@ output is committed as data (``scenarios/spread``); rerun with
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -301,19 +302,30 @@ def generate(template: str, lang: Language, draw: int, seed: int = SEED) -> Scen
     )
 
 
-def write(root: Path | None = None) -> list[Path]:
-    """Regenerate every scenario file of the split."""
-    out = (root or scenarios_root()) / "spread"
+def write_split(split: str, scenarios: Iterable[Scenario], root: Path | None = None) -> list[Path]:
+    """Write a generated split's scenario files, one ``<id>.json`` each, under ``split/``."""
+    out = (root or scenarios_root()) / split
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for template in TEMPLATES:
-        for lang in LANGUAGES:
-            for draw in range(DRAWS):
-                scenario = generate(template, lang, draw)
-                path = out / f"{scenario.id}.json"
-                dump_scenario(scenario, path)
-                paths.append(path)
+    for scenario in scenarios:
+        path = out / f"{scenario.id}.json"
+        dump_scenario(scenario, path)
+        paths.append(path)
     return paths
+
+
+def write(root: Path | None = None) -> list[Path]:
+    """Regenerate every scenario file of the split."""
+    return write_split(
+        "spread",
+        (
+            generate(template, lang, draw)
+            for template in TEMPLATES
+            for lang in LANGUAGES
+            for draw in range(DRAWS)
+        ),
+        root,
+    )
 
 
 if __name__ == "__main__":
