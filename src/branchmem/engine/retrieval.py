@@ -61,6 +61,18 @@ def path_places(
     return place, by_place(place)
 
 
+def _places(
+    anchor: EventNode | None, nodes: Mapping[str, RevisionNode], kept: SearchView | None
+) -> tuple[dict[str, int | None], dict[int, list[str]]]:
+    """``path_places``, kept with the view when it is kept; asked only once a query has hits,
+    so a query that matches nothing costs no walk over the candidates."""
+    if kept is None:
+        return path_places(anchor, nodes)
+    if kept.places is None:
+        kept.places = path_places(anchor, nodes)
+    return kept.places
+
+
 def ranked(
     ns: Namespace,
     query: str,
@@ -82,12 +94,6 @@ def ranked(
     superseder = {old: new for old, (_, new) in lent.items()}
     also = {old: node.content for old, (node, _) in lent.items()}
     index = None if kept is None else kept.term_index(ns.views.index_after if ns.views else 1)
-    if kept is None:
-        place, places = path_places(anchor, nodes)
-    else:
-        if kept.places is None:
-            kept.places = path_places(anchor, nodes)
-        place, places = kept.places
     documents: Mapping[str, str] = {}
     if index is None or query_vector is not None:
         documents = {record_id: node.content for record_id, node in nodes.items()}
@@ -99,6 +105,7 @@ def ranked(
         # path neighbours re-score only the neighbours of the first LENDERS <= WINDOW hits
         top = None if query_vector is not None else max(k, WINDOW) + len(lent)
         lexical = index.ranking(query, also, top=top, matched_for=set(superseder.values()))
+        place, places = _places(anchor, nodes, kept) if lexical.hits else ({}, {})
         if top is not None and places:  # a neighbour further down needs its own score too
             hits, _ = lend(lexical.hits, lexical.matched, superseder)
             scored = beside([(h.doc_id, h.score, h.why) for h in hits], place, places)
@@ -127,6 +134,7 @@ def ranked(
             lexical=hits,
         )
         found = [(h.doc_id, h.score, h.why) for h in fused]
+    place, places = _places(anchor, nodes, kept) if found else ({}, {})
     found = with_neighbours(found, place, places)
     depth = {doc_id: place.get(doc_id) for doc_id, _, _ in found[:WINDOW]}
     order = newest_first([doc_id for doc_id, _, _ in found], depth, matched, lexical.weights)
