@@ -438,3 +438,87 @@ def test_a_package_may_read_its_own_objects_private_attributes() -> None:
     assert package_of(mem0 / "reads.py") == package_of(mem0 / "wrapper.py")
     assert "branchmem/integrations/mem0" in OWNERS["_done"]
     assert package_of(PACKAGE / "memory.py") != package_of(PACKAGE / "receipt.py")
+
+
+# -- capabilities are ports, never discovered --------------------------------------------------
+# What a backend can do is a method of ``Store`` that it overrides (``schema_version``,
+# ``api_keys``, ``cannot_clean``, ``arrival_seq``, ``commit_stamp``, ``scan_bytes``): outside
+# ``store/`` nothing asks a store what it is, by ``getattr``/``hasattr``, ``isinstance``, its
+# type or class name, or its ``backend`` name.
+STORE_CLASSES = frozenset(
+    node.name
+    for path in sorted((PACKAGE / "store").glob("*.py"))
+    for node in ast.walk(ast.parse(path.read_text()))
+    if isinstance(node, ast.ClassDef)
+)
+ASKS = frozenset({"getattr", "hasattr", "isinstance", "issubclass", "type"})
+
+
+def names_a_store(node: ast.expr) -> bool:
+    """A receiver named for a store (``store``, ``self._store``, ``ns.store``) or a store
+    class (``KeyStore``, a tuple of them)."""
+    if isinstance(node, ast.Tuple):
+        return any(names_a_store(item) for item in node.elts)
+    name = receiver_name(node)
+    return name is not None and (name.lower().split("_")[-1] == "store" or name in STORE_CLASSES)
+
+
+def capabilities_discovered(source: str) -> Iterator[tuple[int, str]]:
+    """(line, code) of every question a module asks a store about what it is."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id in ASKS and any(names_a_store(arg) for arg in node.args[:2]):
+                yield node.lineno, ast.unparse(node)
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            by_name = any(
+                isinstance(side, ast.Constant) and side.value in STORE_CLASSES for side in sides
+            )
+            by_backend = any(
+                isinstance(side, ast.Attribute)
+                and side.attr == "backend"
+                and names_a_store(side.value)
+                for side in sides
+            )
+            if by_name or by_backend:
+                yield node.lineno, ast.unparse(node)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in MODULES if p.relative_to(PACKAGE).parts[0] != "store"],
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_no_capability_of_a_store_is_discovered_outside_the_store(path: Path) -> None:
+    found = list(capabilities_discovered(path.read_text()))
+    assert not found, f"make it a port of Store that each backend overrides: {found}"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'version = getattr(self._store, "schema_version", lambda: None)()',
+        "if not isinstance(self._store, KeyStore): pass",
+        "keys = isinstance(store, (SQLiteStore, PostgresStore))",
+        "name = type(self._store).__name__",
+        'if name == "SQLiteStore": pass',
+        'if ns.store.backend == "sqlite": pass',
+        'hasattr(store, "arrival_seq")',
+    ],
+)
+def test_the_capability_check_sees_a_discovery(source: str) -> None:
+    assert list(capabilities_discovered(source))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "version = self._store.schema_version()",
+        "keys = self._store.api_keys()",
+        "isinstance(namespace, Namespace)",
+        "getattr(memory, 'mode', None)",
+        "check.backend == 'sqlite'",
+    ],
+)
+def test_the_capability_check_lets_ports_through(source: str) -> None:
+    assert not list(capabilities_discovered(source))

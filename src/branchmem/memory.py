@@ -77,8 +77,8 @@ from .search.tokens import DEFAULT_COUNTER, TokenCounter
 from .store import refuse_missing
 from .store.base import CleanupPending, Store
 from .store.inmemory import InMemoryStore
-from .store.keys import ApiKeyRow, ApiKeys, KeyStore
-from .store.residue import CANNOT_CLEAN, CLEANUP_DUE, ELSEWHERE, check_rows, scan_store
+from .store.keys import ApiKeyRow, ApiKeys
+from .store.residue import CLEANUP_DUE, check_rows, scan_store
 from .topology import SettledPlaces
 from .validation import (
     KEEP,
@@ -257,8 +257,7 @@ class Memory:
     def schema_version(self) -> int | None:
         """The store's schema version (None for a store that has no schema: in memory)."""
         with self._lock:
-            version: int | None = getattr(self._store, "schema_version", lambda: None)()
-            return version
+            return self._store.schema_version()
 
     @property
     def process_local(self) -> bool:
@@ -309,9 +308,7 @@ class Memory:
 
     def api_keys(self) -> ApiKeys:
         """The service's API keys kept in this store (``branchmem.server.keys``)."""
-        if not isinstance(self._store, KeyStore):
-            raise InvalidInput(f"this store ({type(self._store).__name__}) does not keep API keys")
-        return ApiKeys(self._store, self._lock)
+        return ApiKeys(self._store.api_keys(), self._lock)
 
     # -- transactions ------------------------------------------------------------------
     def _namespace(self, namespace: str) -> Namespace:
@@ -618,7 +615,7 @@ class Memory:
             )  # fmt: skip
             receipt = forgetting.receipt(
                 ns, kind, id, planned, dry_run, key, fingerprints, short, check, None,
-                CANNOT_CLEAN.get(check.backend, ELSEWHERE),
+                self._store.cannot_clean(),
             )  # fmt: skip
             if not dry_run:  # the receipt commits with the erase
                 forgetting.mark(ns, id, planned, receipt)

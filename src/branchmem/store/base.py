@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any, ClassVar, Final, NamedTuple, Protocol
 
 from ..audit import AuditEntry
-from ..errors import CleanupPending
+from ..errors import CleanupPending, InvalidInput
 from ..model import ERASED, Delivery, RepairItem
 from ..provenance import RevisionNode
 from ..questions import Facts, IndexTooLarge, Questions, TreeIndex
@@ -30,6 +30,7 @@ from ..resolution import RevisionKey
 from ..retraction import RetractionNode
 from ..rules import RankKey, rank_key
 from ..topology import EventNode
+from .keys import KeyStore
 
 __all__ = [
     "TOMBSTONE",
@@ -43,6 +44,14 @@ __all__ = [
     "answer_by_reads",
     "reads_not_overridden",
 ]
+
+# What a forget cannot clean in a backend that names nothing of its own (``cannot_clean``).
+ELSEWHERE: Final = (
+    "this backend's own storage (files, logs, backups, replicas): the check reads what the "
+    "backend's residue_values gives, not its storage",
+    "copies the application made outside branchmem (logs, prompts sent to a model, "
+    "caches, integrations' own stores)",
+)
 
 # The role of an erased event and the kind of an erased record: both were the caller's text
 # (SPEC §6: a tombstone keeps ids only), so an erase overwrites them with this fixed value.
@@ -428,6 +437,22 @@ class Store(ABC):
         way the store keeps them (a SQL backend's rows table by table, the index rows
         included): what a forget receipt's check looks in. Only ``namespace``'s rows, and
         none outside the scope, so the answer never depends on another tenant's data."""
+
+    # -- optional ports: a default a backend overrides; the core calls them unconditionally
+    def schema_version(self) -> int | None:
+        """The version the store's schema is at (0: empty); None for a store without a
+        schema (in memory). What ``branchmem migrate`` prints."""
+        return None
+
+    def api_keys(self) -> KeyStore:
+        """Where this store keeps the service's API keys (``Memory.api_keys``). By default
+        none: ``InvalidInput`` naming the backend."""
+        raise InvalidInput(f"this store ({self.backend}) does not keep API keys")
+
+    def cannot_clean(self) -> tuple[str, ...]:
+        """What stays whatever a forget does, in this backend's storage (said in every
+        receipt's ``cannot_clean``). By default: the backend's own storage, unnamed."""
+        return ELSEWHERE
 
     def arrival_seq(self, namespace: str) -> int | None:
         """The last arrival number drawn in ``namespace``, read in the caller's snapshot:

@@ -33,7 +33,7 @@ from ..topology import EventNode
 from ..validation import check_text
 from .base import TOMBSTONE, ItemByItemAnswers, MessageRow, PathMessage, RevisionKey
 from .keys import ApiKeyRow, KeyStore
-from .residue import object_hits
+from .residue import MEMORY_CANNOT_CLEAN, object_hits
 
 # Shared by every stored revision and event without meta (readers copy meta out, nothing
 # writes into a stored one) and by every gate without detached or unknown sources.
@@ -218,6 +218,12 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
         them in place."""
         with lock:
             return StoreScan({"objects": object_hits(self, key, fingerprints)})
+
+    def cannot_clean(self) -> tuple[str, ...]:
+        return MEMORY_CANNOT_CLEAN
+
+    def api_keys(self) -> KeyStore:
+        return self
 
     def _undo(self, action: Callable[[], None]) -> None:
         self._changes += 1

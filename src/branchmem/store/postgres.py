@@ -35,7 +35,7 @@ from ..bytescan import clear_postgres_stats_of_empty, postgres_row_hits
 from ..errors import ConflictError, InvalidInput, MissingExtra, StorageError
 from ..receipt import StoreScan
 from . import codec
-from .residue import SHORT_IN_FILES
+from .residue import POSTGRES_CANNOT_CLEAN, SHORT_IN_FILES
 from .sql import SQLStore
 
 try:
@@ -736,12 +736,15 @@ class PostgresStore(SQLStore):
         self._run("VACUUM pg_catalog.pg_statistic")
         return None
 
+    def cannot_clean(self) -> tuple[str, ...]:
+        return POSTGRES_CANNOT_CLEAN
+
     def scan_bytes(
         self, key: str, fingerprints: frozenset[str], lock: AbstractContextManager[Any]
     ) -> StoreScan:
         """Every row, TOAST chunk and planner statistic of the store's schema, read through
         SQL on a connection of its own in autocommit (no transaction of the pool's held);
-        pages are the server's (``CANNOT_CLEAN``). ``lock`` is not needed."""
+        pages are the server's (``cannot_clean``). ``lock`` is not needed."""
         try:
             db = psycopg.connect(self.url, autocommit=True)
         except psycopg.Error as error:

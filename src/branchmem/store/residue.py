@@ -25,44 +25,37 @@ from typing import Any, Final
 
 from ..bytescan import sqlite_file_hits
 from ..receipt import ByteCheck, HitCounter, ResidueScope, StoreScan, value_hits
-from .base import Store
+from .base import ELSEWHERE, Store
 
-# What stays whatever a forget does, per backend (said in every receipt's cannot_clean).
-CANNOT_CLEAN: Final[dict[str, tuple[str, ...]]] = {
-    "memory": (
-        "process memory that held the text is freed, not overwritten, and may be read from a "
-        "core dump or swap until reused",
-        "copies the application made outside branchmem (logs, prompts sent to a model, "
-        "caches, integrations' own stores)",
-    ),
-    "sqlite": (
-        "the write-ahead log (-wal) until the cleanup after the commit checkpoints it: "
-        "cleanup_pending says when a reader held it up (Memory.finish_cleanup retries)",
-        "copies of the database file: backups, snapshots, replicas, file-sync services",
-        "disk blocks the file system freed (a file rewritten or truncated) until reused",
-        "copies the application made outside branchmem (logs, prompts sent to a model, "
-        "caches, integrations' own stores)",
-    ),
-    "postgresql": (
-        "WAL segments not yet recycled, WAL archives and base backups: rotate them under "
-        "your retention policy",
-        "streaming and logical replicas, and their WAL",
-        "free space VACUUM left in table, index and TOAST pages: a B-tree index page keeps "
-        "an erased key's entry until VACUUM removes it and the page is reused (REINDEX and "
-        "VACUUM FULL rewrite them; this check reads rows through SQL, not pages)",
-        "copies the application made outside branchmem (logs, prompts sent to a model, "
-        "caches, integrations' own stores)",
-    ),
-}
+# What stays whatever a forget does, per backend (said in every receipt's cannot_clean):
+# each backend's ``Store.cannot_clean`` port returns its own.
+MEMORY_CANNOT_CLEAN: Final = (
+    "process memory that held the text is freed, not overwritten, and may be read from a "
+    "core dump or swap until reused",
+    "copies the application made outside branchmem (logs, prompts sent to a model, "
+    "caches, integrations' own stores)",
+)
+SQLITE_CANNOT_CLEAN: Final = (
+    "the write-ahead log (-wal) until the cleanup after the commit checkpoints it: "
+    "cleanup_pending says when a reader held it up (Memory.finish_cleanup retries)",
+    "copies of the database file: backups, snapshots, replicas, file-sync services",
+    "disk blocks the file system freed (a file rewritten or truncated) until reused",
+    "copies the application made outside branchmem (logs, prompts sent to a model, "
+    "caches, integrations' own stores)",
+)
+POSTGRES_CANNOT_CLEAN: Final = (
+    "WAL segments not yet recycled, WAL archives and base backups: rotate them under "
+    "your retention policy",
+    "streaming and logical replicas, and their WAL",
+    "free space VACUUM left in table, index and TOAST pages: a B-tree index page keeps "
+    "an erased key's entry until VACUUM removes it and the page is reused (REINDEX and "
+    "VACUUM FULL rewrite them; this check reads rows through SQL, not pages)",
+    "copies the application made outside branchmem (logs, prompts sent to a model, "
+    "caches, integrations' own stores)",
+)
 CLEANUP_DUE: Final = (
     "the cleanup after an erase in this namespace is still due: the write-ahead log may hold "
     "the erased pages until Memory.finish_cleanup() succeeds"
-)
-ELSEWHERE: Final = (
-    "this backend's own storage (files, logs, backups, replicas): the check reads what the "
-    "backend's residue_values gives, not its storage",
-    "copies the application made outside branchmem (logs, prompts sent to a model, "
-    "caches, integrations' own stores)",
 )
 SHORT_IN_FILES: Final = (
     "fields shorter than a fingerprint window are looked for as whole values in rows, "
@@ -73,8 +66,18 @@ _SCANS: weakref.WeakKeyDictionary[Store, threading.Lock] = weakref.WeakKeyDictio
 _SCANS_LOCK = threading.Lock()
 
 
-def backend_of(store: Store) -> str:
-    return store.backend
+__all__ = [
+    "CLEANUP_DUE",
+    "ELSEWHERE",
+    "MEMORY_CANNOT_CLEAN",
+    "POSTGRES_CANNOT_CLEAN",
+    "SHORT_IN_FILES",
+    "SQLITE_CANNOT_CLEAN",
+    "check_rows",
+    "file_scan",
+    "object_hits",
+    "scan_store",
+]
 
 
 def check_rows(store: Store, namespace: str, scope: ResidueScope, key: str,
@@ -86,7 +89,7 @@ def check_rows(store: Store, namespace: str, scope: ResidueScope, key: str,
         hits = value_hits(key, fingerprints, value) if fingerprints else 0
         locations[location] = locations.get(location, 0) + hits
     clean = not any(locations.values())
-    return ByteCheck(backend_of(store), locations, (), clean, time.time())
+    return ByteCheck(store.backend, locations, (), clean, time.time())
 
 
 def scan_store(
@@ -108,7 +111,7 @@ def _scan(
     scanned = store.scan_bytes(key, fingerprints, lock)  # each backend's port
     clean = not any(scanned.locations.values()) and not scanned.unchecked
     unchecked = (*scanned.unchecked, *scanned.notes)  # a note says what no scan can see
-    return ByteCheck(backend_of(store), dict(scanned.locations), unchecked, clean, time.time())
+    return ByteCheck(store.backend, dict(scanned.locations), unchecked, clean, time.time())
 
 
 def object_hits(root: object, key: str, fingerprints: frozenset[str]) -> int:

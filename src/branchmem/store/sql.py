@@ -36,3 +36,7 @@ class SQLStore(
     SQLApiKeys, Store, KeyStore,
 ):  # fmt: skip
     """A ``Store`` over a DB-API connection; subclasses choose the database."""
+
+    def api_keys(self) -> KeyStore:
+        """The ``api_keys`` table (``SQLApiKeys``)."""
+        return self

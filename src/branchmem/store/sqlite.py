@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import ConflictError, StorageError
 from ..receipt import StoreScan
 from .base import ItemByItemAnswers
-from .residue import file_scan
+from .residue import SQLITE_CANNOT_CLEAN, file_scan
 from .sql import SQLStore
 
 BUSY_TIMEOUT_MS = 30_000
@@ -131,6 +131,9 @@ class SQLiteStore(ItemByItemAnswers, SQLStore):
         """The database file, journal, write-ahead log and shared memory, read by a child
         process (this one holds the database open); ``lock`` is not needed."""
         return file_scan(self.path, key, fingerprints)
+
+    def cannot_clean(self) -> tuple[str, ...]:
+        return SQLITE_CANNOT_CLEAN
 
     def _translate(self, error: Exception) -> Exception | None:
         if isinstance(error, sqlite3.IntegrityError):
