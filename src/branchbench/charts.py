@@ -405,15 +405,17 @@ def _curve(
     strong: bool,
     dashed: bool,
     gid: str,
+    scale: float = 100,
 ) -> None:
-    """One system's line over the budgets, whiskers for its 95% intervals; n/a budgets
-    are gaps. The highlighted and the competitor's lines, drawn on top, print each value
-    so that 0% reads as 0%, not as a line lost on the axis."""
+    """One system's line over the budgets (or another x), whiskers for its 95% intervals;
+    n/a points are gaps. The highlighted and the competitor's lines, drawn on top, print
+    each value so that 0% reads as 0%, not as a line lost on the axis. ``scale`` 1: a
+    count, printed as it is."""
     rates = figures["rates"]
     ax.errorbar(
         budgets,
-        [float("nan") if r is None else 100 * r for r in rates],
-        yerr=_whiskers(rates, figures["intervals"]),
+        [float("nan") if r is None else scale * r for r in rates],
+        yerr=_whiskers(rates, figures.get("intervals") or [None] * len(rates)),
         color=colour,
         marker=marker,
         markersize=5 if strong else 3.5,
@@ -431,7 +433,8 @@ def _curve(
     for b, r in zip(budgets, rates, strict=True):
         if r is not None:
             offset = (0, 6) if colour == HIGHLIGHT else (0, -10)
-            ax.annotate(value_text(100 * r), (b, 100 * r), xytext=offset, fontsize=6,
+            text = value_text(100 * r) if scale == 100 else f"{r:g}"
+            ax.annotate(text, (b, scale * r), xytext=offset, fontsize=6,
                         textcoords="offset points", ha="center", color=colour)  # fmt: skip
 
 
@@ -444,24 +447,38 @@ def _curve_label(name: str, role: str, missing: Sequence[int], budgets: Sequence
     return name + role
 
 
-def curve_figure(curves: dict[str, Any], key: str, label: str) -> Figure:
-    """One metric of ``curve.run_curve`` over the token budgets: a line per system and
-    extractor (solid: the first, dashed: the others). The competitor is the best of the
-    rest under the first extractor, by its mean over the budgets."""
-    from matplotlib.figure import Figure
+Series = Mapping[str, Mapping[str, Any]]  # style -> system -> {"rates", "intervals"}
+MARKERS = "os^Dvp*hX<>"
+
+
+def curve_panel(
+    ax: Axes,
+    xs: Sequence[int],
+    series: Series,
+    key: str,
+    label: str,
+    xlabel: str,
+    percent: bool = True,
+    marker_of: Mapping[str, str] | None = None,
+) -> tuple[str, str | None, int, list[Any]]:
+    """One metric over ``xs`` on ``ax``: a line per system and style (solid: the first
+    style, dashed: the others, e.g. extractors or repair off/on), whiskers for the 95%
+    intervals. The competitor is the best of the rest under the first style, by its
+    mean over ``xs``. Returns the highlighted system, the competitor, its ties and one
+    legend handle per system. ``percent=False``: counts, drawn as they are; ``marker_of``
+    keeps a system's marker the same across panels."""
     from matplotlib.lines import Line2D
 
-    budgets = curves["budgets"]
-    extractors = list(curves["curves"])
-    names = list(dict.fromkeys(n for e in extractors for n in curves["curves"][e]))
-    nothing = {"rates": [None] * len(budgets), "intervals": [None] * len(budgets)}
+    styles = list(series)
+    names = list(dict.fromkeys(n for s in styles for n in series[s]))
+    nothing = {"rates": [None] * len(xs), "intervals": [None] * len(xs)}
 
-    def figures(extractor: str, name: str) -> dict[str, Any]:
-        found: dict[str, Any] = curves["curves"][extractor].get(name, {}).get(key) or nothing
+    def figures(style: str, name: str) -> dict[str, Any]:
+        found: dict[str, Any] = series[style].get(name) or nothing
         return found
 
     chosen = highlighted(names)
-    main = {n: figures(extractors[0], n) for n in names}
+    main = {n: figures(styles[0], n) for n in names}
     candidates = {
         n: list(zip(f["rates"], f["intervals"], strict=True))
         for n, f in main.items()
@@ -472,32 +489,58 @@ def curve_figure(curves: dict[str, Any], key: str, label: str) -> Figure:
     roles = {chosen: " (highlighted)"}
     if rival is not None:
         roles[rival] = f" (strongest competitor{f', +{ties} tied' if ties else ''})"
-    markers = "os^Dvp*hX<>"
-    fig = Figure(figsize=(10, 5.2), layout="constrained")
-    ax = fig.subplots()
+    scale = 100 if percent else 1
     handles = []
     for i, name in enumerate(names):
-        marker, strong = markers[i % len(markers)], name in roles
-        for j, extractor in enumerate(extractors):
-            mine = figures(extractor, name)
+        marker = (marker_of or {}).get(name) or MARKERS[i % len(MARKERS)]
+        strong = name in roles
+        for j, style in enumerate(styles):
+            mine = figures(style, name)
             if any(r is not None for r in mine["rates"]):
-                gid = f"{name} ({extractor})"
-                _curve(ax, budgets, mine, colour[name], marker, strong, j > 0, gid)
-        missing = [b for b, r in zip(budgets, main[name]["rates"], strict=True) if r is None]
-        text = _curve_label(name, roles.get(name, ""), missing, budgets)
+                _curve(ax, xs, mine, colour[name], marker, strong, j > 0, f"{name} ({style})",
+                       scale)  # fmt: skip
+        missing = [x for x, r in zip(xs, main[name]["rates"], strict=True) if r is None]
+        text = _curve_label(name, roles.get(name, ""), missing, xs)
         handles.append(Line2D([], [], color=colour[name], marker=marker, label=text))
-    if len(extractors) > 1:
-        handles += [
-            Line2D([], [], color=INK, linestyle="--" if j else "-", label=f"extractor {e}")
-            for j, e in enumerate(extractors)
-        ]
-    ax.set_xscale("log")
-    ax.set_xticks(budgets, [str(b) for b in budgets])
+    ax.set_xticks(list(xs), [str(x) for x in xs])
     ax.set_xticks([], minor=True)
-    ax.set_xlabel("token budget")
-    ax.set_ylabel(axis_label(label, key))
-    ax.set_ylim(-3, 103)  # a figure at 0% or 100% sits inside the frame
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(axis_label(label, key) if percent else _count_label(label, key))
+    if percent:
+        ax.set_ylim(-3, 103)  # a figure at 0% or 100% sits inside the frame
+    else:
+        ax.set_ylim(bottom=-0.03 * max(1.0, ax.get_ylim()[1]))  # a count of 0 shows too
     ax.grid(alpha=0.3)
+    return chosen, rival, ties, handles
+
+
+def _count_label(label: str, key: str) -> str:
+    return f"{label} ({'lower' if lower_is_better(key) else 'higher'} is better)"
+
+
+def style_handles(styles: Sequence[str], prefix: str) -> list[Any]:
+    """Legend entries for the line styles (solid: the first, dashed: the others)."""
+    from matplotlib.lines import Line2D
+
+    return [
+        Line2D([], [], color=INK, linestyle="--" if j else "-", label=f"{prefix}{s}")
+        for j, s in enumerate(styles)
+    ]
+
+
+def curve_figure(curves: dict[str, Any], key: str, label: str) -> Figure:
+    """One metric of ``curve.run_curve`` over the token budgets: a line per system and
+    extractor (solid: the first, dashed: the others), drawn by ``curve_panel``."""
+    from matplotlib.figure import Figure
+
+    budgets = curves["budgets"]
+    series = {e: {n: m.get(key) for n, m in s.items()} for e, s in curves["curves"].items()}
+    fig = Figure(figsize=(10, 5.2), layout="constrained")
+    ax = fig.subplots()
+    ax.set_xscale("log")
+    chosen, rival, _, handles = curve_panel(ax, budgets, series, key, label, "token budget")
+    if len(series) > 1:
+        handles += style_handles(list(series), "extractor ")
     vs = f" vs strongest competitor {rival}" if rival else ""
     ax.set_title(
         f"branchbench {curves['split']}: {label} by token budget, {chosen}{vs}\n"
@@ -505,6 +548,60 @@ def curve_figure(curves: dict[str, Any], key: str, label: str) -> Figure:
         fontsize=9,
     )
     fig.legend(handles=handles, loc="outside right upper", fontsize=7, frameon=False)
+    return fig
+
+
+class CurvePanel(NamedTuple):
+    """One panel of ``curve_grid``: a metric over ``xs``, one line per system and style."""
+
+    title: str
+    xs: Sequence[int]
+    series: Series
+    key: str
+    label: str
+    xlabel: str
+    percent: bool
+
+
+def curve_grid(rows: Sequence[Sequence[CurvePanel]], title: str) -> Figure:
+    """Small multiples of ``curve_panel`` (the cascade's cadence sweeps). Each panel picks
+    its own competitor and names it in its title; a system keeps its marker everywhere,
+    so one legend lists them, with what the colours mean."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    cols = max((len(r) for r in rows), default=1) or 1
+    fig = Figure(figsize=(4.2 * cols + 2.4, 3.4 * max(len(rows), 1) + 1.0), layout="constrained")
+    axes = fig.subplots(max(len(rows), 1), cols, squeeze=False)
+    names = list(dict.fromkeys(n for row in rows for p in row for s in p.series.values()
+                               for n in s))  # fmt: skip
+    markers = {n: MARKERS[i % len(MARKERS)] for i, n in enumerate(names)}
+    chosen = highlighted(names) if names else ""
+    for r, row in enumerate(rows):
+        for c in range(cols):
+            ax = axes[r][c]
+            if c >= len(row):
+                ax.set_visible(False)
+                continue
+            p = row[c]
+            _, rival, ties, _ = curve_panel(
+                ax, p.xs, p.series, p.key, p.label, p.xlabel, p.percent, markers
+            )
+            ax.xaxis.label.set_fontsize(7)
+            ax.yaxis.label.set_fontsize(7)
+            ax.tick_params(labelsize=7)
+            ax.set_title(f"{p.title}\nvs {_competitor_text(rival, ties)}", fontsize=8)
+    handles = [
+        Line2D([], [], color=INK, marker=m, linestyle="none", label=n) for n, m in markers.items()
+    ]
+    handles += [
+        Line2D([], [], color=HIGHLIGHT, linewidth=2, label=f"{chosen} (highlighted)"),
+        Line2D([], [], color=COMPETITOR, linewidth=2,
+               label="strongest competitor (named in the panel title)"),
+        Line2D([], [], color=OTHER, linewidth=2, label="other systems"),
+    ]  # fmt: skip
+    fig.legend(handles=handles, loc="outside right upper", fontsize=7, frameon=False)
+    fig.suptitle(title, fontsize=9)
     return fig
 
 

@@ -136,6 +136,10 @@ def _parser() -> argparse.ArgumentParser:
     p_cas.add_argument("--out", required=True, type=Path, help="results directory")
     p_cas.add_argument("--systems", nargs="+", default=[], metavar="NAME", help="systems")
     p_cas.add_argument("--scenarios", type=Path, help="scenario root (default: packaged)")
+    p_cas.add_argument(
+        "--constant", action="append", choices=["summary_every", "profile_every", "window"],
+        default=None, help="cadence constant to sweep (repeatable; default: all three)",
+    )  # fmt: skip
 
     p_val = sub.add_parser(
         "validate",
@@ -435,7 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "curve":
             return cmd_curve(args, console)
         if args.command == "cascade":
-            from branchbench.cascade import cascade_markdown, run_cascade
+            from branchbench.cascade import CADENCES, cascade_charts, cascade_markdown, run_cascade
 
             config = RunConfig(
                 split=args.split,
@@ -443,8 +447,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 extractors=["oracle"],
                 scenarios_root=str(args.scenarios) if args.scenarios else None,
             )
-            result = run_cascade(config, args.out)
+            chosen = {c: CADENCES[c] for c in CADENCES if c in (args.constant or CADENCES)}
+            result = run_cascade(config, args.out, chosen)
             console.print(cascade_markdown(result), highlight=False, markup=False, soft_wrap=True)
+            drawn = cascade_charts(result, args.out)
+            if not drawn:
+                console.print(
+                    'charts skipped: matplotlib is not installed (pip install "branchmem[bench]")'
+                )
+            for path in drawn:
+                console.print(f"wrote {path}", highlight=False)
             return 0
         if args.command == "validate":
             return cmd_validate(args, console)
