@@ -5,7 +5,8 @@ A whole view (``visibility.View``) reads its candidates and the facts the rules 
 chat-like histories (``bench/chatlike.py``) in a SQLite file and, for each query, builds the
 view on a reader that times every store call, so one run measures both sides: read = the
 time inside store calls, decide = the rest of ``View.decisions()``. It prints the medians and
-the ratio decide / read (goal: <= 1, issue 26).
+the ratio decide / read (goal: <= 1, issue 26), and writes them as JSON to
+bench/results/decision_split.json (bench/figures.py reads it).
 
     python bench/decision_split.py [--full] [--queries 100]
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import random
 import statistics
 import sys
@@ -83,7 +85,9 @@ def main() -> int:
     parser.add_argument("--full", action="store_true", help="100k records (default 10k)")
     parser.add_argument("--records", type=int, default=None)
     parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--out", default=None, help="write the figures as JSON here")
+    parser.add_argument(
+        "--out", default=str(Path(__file__).parent / "results" / "decision_split.json")
+    )
     args = parser.parse_args()
     size = args.records or (100_000 if args.full else 10_000)
     with tempfile.TemporaryDirectory() as tmp:
@@ -126,8 +130,8 @@ def main() -> int:
     print(f"  decide                     median {decide_ms:8.2f} ms")
     print(f"  decide / read              {figures['decide_over_read']:8.2f} (goal <= 1)")
     print(f"  visible() end to end       median {figures['visible_ms']:8.2f} ms")
-    if args.out:
-        Path(args.out).write_text(json.dumps(figures, indent=2))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps({**figures, "load": os.getloadavg()}, indent=2))
     return 0
 
 

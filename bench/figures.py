@@ -3,8 +3,9 @@
 ``make bench`` runs every benchmark (each writes JSON to bench/results/), then this script,
 which rewrites the block between the ``figures`` markers of docs/scaling.md: one row per goal
 of the performance contract, the figure measured, the goal and whether it was met, with the
-machine, the date and the load average each benchmark recorded. A benchmark that did not run
-shows as "not measured", never as an old figure.
+machine, when each benchmark wrote its JSON and the load average it recorded. A benchmark that
+did not run shows as "not measured", never as an old figure: the prose around the block says
+why a figure is what it is, and dated runs live here only.
 
     python bench/figures.py [--results bench/results] [--doc docs/scaling.md]
 """
@@ -103,6 +104,30 @@ def service_rows(results: Path) -> list[Row]:
                 rows.append((what, measured, "—", None))
             else:
                 rows.append(_ratio_row(what, value, goal))
+    worst = found["worst_p99_ratio_per_run"] if found else []
+    rows.append(
+        (
+            f"service / embedded p99, worst operation of each of {len(worst) or 'five'} runs",
+            " ".join(f"{ratio:.2f}" for ratio in worst) or "not measured",
+            f"<= {found['goal_p99_ratio'] if found else 1.5:g} every run",
+            found["all_within_goal"] if found else None,
+        )
+    )
+    runs = [run["rows"] for run in found.get("runs", [])] if found else []
+    for side, what in (
+        ("hop", "the hop (a bare loopback socket, no HTTP) / embedded `visible()` p99"),
+        ("no-direct", "server CPU the direct reads save per `visible()`, ms"),
+    ):
+        values = []
+        for run in runs:
+            row = next((row for row in run if row["operation"] == "visible"), {})
+            if side == "hop" and "hop_ratio_p99" in row:
+                values.append(row["hop_ratio_p99"])
+            saved = (row.get("no-direct_server_cpu_ms"), row.get("server_cpu_ms"))
+            if side == "no-direct" and None not in saved:
+                values.append(saved[0] - saved[1])
+        measured = " ".join(f"{value:.2f}" for value in values) or "not measured"
+        rows.append((f"{what}, each run", measured, "—", None))
     return rows
 
 
@@ -152,6 +177,138 @@ def deep_path_rows(results: Path) -> list[Row]:
     return rows
 
 
+def visibility_rows(results: Path) -> list[Row]:
+    found = _load(results, "visibility.json")
+    rows = found["rows"] if found else []
+    span = f"{rows[-1]['records']:,} / {rows[0]['records']:,}" if rows else "1,000,000 / 10,000"
+    largest = f"{rows[-1]['records']:,}" if rows else "1,000,000"
+    speedup = rows[-1].get("speedup_vs_naive") if rows else None
+    return [
+        _ratio_row(
+            f"in memory `visible()` median at {span} records", found and found["ratio"], 1.3
+        ),
+        _ratio_row(
+            f"`visible()` speed-up over the naive oracle at {largest} records",
+            speedup,
+            100,
+            at_most=False,
+        ),
+    ]
+
+
+def decision_split_rows(results: Path) -> list[Row]:
+    found = _load(results, "decision_split.json")
+    size = f"{found['records']:,}" if found else "100,000"
+    ratio = found["decide_over_read"] if found else None
+    return [_ratio_row(f"SQLite `visible()` decide / read, depth 200, {size} records", ratio, 1)]
+
+
+def footprint_rows(results: Path) -> list[Row]:
+    found = _load(results, "footprint.json")
+    size = f"{found['records']:,}" if found else "1,000,000"
+    per_record = found["record_bytes_per_record"] if found else None
+    return [
+        (
+            f"in-memory bytes per record, records alone, {size} records",
+            "not measured" if per_record is None else f"{per_record:,.0f}",
+            "<= 1,024",
+            None if per_record is None else per_record <= 1024,
+        )
+    ]
+
+
+def active_rows(results: Path) -> list[Row]:
+    found = _load(results, "active_conversations.json")
+    what = (
+        f"`visible()` over {found['large']:,} / over {found['small']:,} active conversations, "
+        "worst round"
+        if found
+        else "`visible()` over 10,000 / over 20 active conversations, worst round"
+    )
+    return [_ratio_row(what, max(found["ratios"]) if found else None, 1.3)]
+
+
+def current_rows(results: Path) -> list[Row]:
+    found = _load(results, "current_sqlite.json")
+    turns = f"{found['turns'][-1]:,}" if found else "10,000"
+    ratio = found["over_plain"]["Memory.current"] if found else None
+    return [
+        _ratio_row(
+            f"SQLite `Memory.current` / a plain latest-by-key lookup (WAL), {turns} turns",
+            ratio,
+            found["goal"] if found else 4,
+        )
+    ]
+
+
+def langgraph_rows(results: Path) -> list[Row]:
+    found = _load(results, "langgraph_store.json")
+    reads = found.get("reads", {}) if found else {}
+    searches = [
+        row for read, row in reads.items() if read.startswith("BranchStore search(")
+    ]  # the four kinds: no query, a filter, a query, both
+    get = reads.get("BranchStore get()")
+    small, large = found["puts"] if found else (1000, 10000)
+    return [
+        _ratio_row(
+            f"LangGraph `BranchStore.search` t({large:,} puts) / t({small:,}), worst of the four",
+            max((row["growth"] for row in searches), default=None),
+            1.5,
+        ),
+        _ratio_row(
+            "LangGraph `BranchStore.search` / `InMemoryStore.search`, worst of the four",
+            max((row["over_inmemory"] for row in searches), default=None),
+            5,
+        ),
+        _ratio_row(
+            "LangGraph `BranchStore.get` / `InMemoryStore.get`, one call timed at a time",
+            get and get["over_inmemory"],
+            3,
+        ),
+        _ratio_row(
+            "LangGraph `BranchStore.get` / `InMemoryStore.get`, a loop of gets timed whole",
+            found and found["loop_get_ratio"],
+            3,
+        ),
+    ]
+
+
+def ingest_floor_rows(results: Path) -> list[Row]:
+    found = _load(results, "ingest_floor.json")
+    return [
+        _ratio_row(
+            "SQLite batched ingest / `executemany` into plain tables (items/s)",
+            found and found["ratio"],
+            0.3,
+            at_most=False,
+        )
+    ]
+
+
+def load_rows(results: Path) -> list[Row]:
+    found = _load(results, "load.json")
+    if not found:
+        return [
+            ("requests/s; all p50 / p99 ms", "not measured", "—", None),
+            ("errors; acknowledged writes lost", "not measured", "0; 0", None),
+        ]
+    every = found["all"]
+    return [
+        (
+            "requests/s; all p50 / p99 ms",
+            f"{found['requests_per_s']:,.0f}; {every['p50_ms']:,.0f} / {every['p99_ms']:,.0f}",
+            "—",
+            None,
+        ),
+        (
+            "errors; acknowledged writes lost",
+            f"{found['errors']}; {found['lost']} of {found['acknowledged']:,}",
+            "0; 0",
+            found["errors"] == 0 and found["lost"] == 0,
+        ),
+    ]
+
+
 def disk_rows(results: Path) -> list[Row]:
     found = _load(results, "disk.json")
     what = (
@@ -163,27 +320,41 @@ def disk_rows(results: Path) -> list[Row]:
 
 
 SECTIONS: list[tuple[str, Callable[[Path], list[Row]]]] = [
+    ("visibility at 10k to 1M records (bench/visibility.py)", visibility_rows),
+    ("reading and deciding (bench/decision_split.py)", decision_split_rows),
     ("agent history (bench/agent_history.py)", agent_rows),
+    ("many active conversations (bench/active_conversations.py)", active_rows),
+    ("`current()` against a plain lookup (bench/current_sqlite.py)", current_rows),
+    ("LangGraph stores (bench/langgraph_store.py)", langgraph_rows),
     ("context (bench/context.py)", context_rows),
     ("bulk records (bench/records.py)", records_rows),
+    ("ingest against its floor (bench/ingest_floor.py)", ingest_floor_rows),
     ("storage at 10k to 1M records (bench/storage.py)", storage_rows),
     ("depth 100,000 (bench/deep_path.py)", deep_path_rows),
     ("disk (bench/disk.py)", disk_rows),
+    ("memory per record (bench/footprint.py)", footprint_rows),
     ("service overhead (bench/service.py)", service_rows),
+    ("two workers, 50 clients (bench/load.py)", load_rows),
 ]
 
 
 def table(results: Path) -> str:
-    loads = []
+    """The block: each benchmark's row under the time its JSON was written and the load
+    then, since a block may join runs of different days (one benchmark re-run alone)."""
+    ended = []
     for path in sorted(results.glob("*.json")):
-        load = json.loads(path.read_text()).get("load")
-        if load:
-            loads.append(f"{path.stem} {load[0]:.1f}")
+        found = json.loads(path.read_text())
+        load = found.get("load") if isinstance(found, dict) else None  # some write a list
+        when = datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.UTC)
+        ended.append(
+            f"{path.stem} {when:%Y-%m-%d %H:%M}" + (f", load {load[0]:.1f}" if load else "")
+        )
     lines = [
         BEGIN,
-        f"Measured {datetime.date.today().isoformat()} on {platform.machine()}, "
-        f"{os.cpu_count()} cores, Python {platform.python_version()} "
-        f"(1-minute load average when each benchmark ended: {', '.join(loads) or 'unknown'}).",
+        f"Rebuilt {datetime.date.today().isoformat()} on {platform.machine()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}, from what each benchmark "
+        "wrote (when it ended, UTC, and its 1-minute load average then: "
+        f"{'; '.join(ended) or 'none ran'}).",
         "",
         "| figure | measured | goal | met |",
         "|---|---:|---:|:---:|",

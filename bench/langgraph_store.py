@@ -17,7 +17,8 @@ Goals (issue 25): search flat (t(10k)/t(1k) <= 1.5) and within 5x ``InMemoryStor
 One call timed at a time flatters the slower store (the timer's own cost is in both), so it
 also times ``get`` as an application calls it: a loop of ``--loop`` gets (the keys in turn)
 timed as a whole, ``BranchStore`` and ``InMemoryStore`` alternating, ``--rounds`` times, and
-prints each store's median per get and their ratio (goal, issue 46: <= 3).
+prints each store's median per get and their ratio (goal, issue 46: <= 3). Writes JSON to
+bench/results/langgraph_store.json (bench/figures.py reads it).
 
     python bench/langgraph_store.py [--puts 1000,10000] [--queries 300] [--loop 20000]
 """
@@ -27,6 +28,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import json
+import os
 import random
 import sqlite3
 import statistics
@@ -127,6 +130,9 @@ def main() -> int:
     parser.add_argument("--loop", type=int, default=20000, help="gets per timed loop")
     parser.add_argument("--rounds", type=int, default=7, help="timed loops per store")
     parser.add_argument("--loop-only", action="store_true", help="only the loop of gets")
+    parser.add_argument(
+        "--out", default=str(Path(__file__).parent / "results" / "langgraph_store.json")
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.puts.split(",")]
     small, large = sizes[0], sizes[-1]
@@ -141,7 +147,9 @@ def main() -> int:
         print(f"  {name:<14} {seconds * 1e6:>7.2f} us per get")
     ratio = per_get["BranchStore"] / per_get["InMemoryStore"]
     print(f"  BranchStore / InMemoryStore: {ratio:.2f} (goal <= 3)\n")
+    figures: dict[str, Any] = {"puts": [small, large], "loop_get_ratio": ratio}
     if args.loop_only:
+        write(args.out, figures)
         return 0
 
     timed: dict[tuple[str, str], dict[int, Callable[[], object]]] = {}
@@ -186,7 +194,21 @@ def main() -> int:
         )
     print("\ngoals: BranchStore search 10k/1k <= 1.5 and /InMemory <= 5; get /InMemory <= 3")
     print("build seconds:", {n: {s: round(t, 1) for s, t in v.items()} for n, v in built.items()})
+    figures["reads"] = {
+        f"{name} {read}": {
+            "growth": by_size[large] / by_size[small],
+            "over_inmemory": by_size[large] / medians[("InMemoryStore", read)][large],
+        }
+        for (name, read), by_size in medians.items()
+    }
+    write(args.out, figures)
     return 0
+
+
+def write(out: str, figures: dict[str, Any]) -> None:
+    """The figures as JSON (bench/figures.py reads them), with the load they were taken at."""
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps({**figures, "load": os.getloadavg()}, indent=2))
 
 
 def loop_of_gets(stores: dict[str, Any], gets: int, rounds: int) -> dict[str, float]:

@@ -1,0 +1,91 @@
+"""bench/figures.py builds docs/scaling.md's figures block from what the benchmarks wrote:
+a figure from its JSON with the goal it is held to, "not measured" where nothing ran, and
+only the block of the document rewritten."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).parent.parent / "bench"
+
+
+@pytest.fixture(scope="module")
+def figures() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_figures", BENCH / "figures.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def row(block: str, starts: str) -> list[str]:
+    (line,) = [line for line in block.splitlines() if line.startswith(f"| {starts}")]
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def test_a_figure_is_read_from_its_json_and_held_to_its_goal(
+    figures: ModuleType, tmp_path: Path
+) -> None:
+    (tmp_path / "current_sqlite.json").write_text(
+        json.dumps({"turns": [100, 300], "goal": 4, "over_plain": {"Memory.current": 4.5}})
+    )
+    (tmp_path / "ingest_floor.json").write_text(json.dumps({"ratio": 0.42, "load": [1.5]}))
+    (tmp_path / "search_visible.json").write_text("[]")  # a benchmark that writes a list
+    block = figures.table(tmp_path)
+    assert row(block, "SQLite `Memory.current`") == [
+        "SQLite `Memory.current` / a plain latest-by-key lookup (WAL), 300 turns",
+        "4.50", "<= 4", "**no**",
+    ]  # fmt: skip
+    assert row(block, "SQLite batched ingest")[1:] == ["0.42", ">= 0.3", "yes"]
+    assert ", load 1.5" in block.splitlines()[1] and "ingest_floor 20" in block.splitlines()[1]
+
+
+def test_a_benchmark_that_did_not_run_shows_not_measured(
+    figures: ModuleType, tmp_path: Path
+) -> None:
+    block = figures.table(tmp_path)
+    rows = [line for line in block.splitlines() if line.startswith("| ") and "**" not in line]
+    assert len(rows) > 30
+    assert all("| not measured |" in line for line in rows[1:]), rows  # the header first
+
+
+def test_the_service_rows_read_every_run(figures: ModuleType, tmp_path: Path) -> None:
+    visible = {
+        "operation": "visible",
+        "ratio_p50": 1.2,
+        "ratio_p99": 1.4,
+        "server_cpu_ms": 2.0,
+        "no-direct_server_cpu_ms": 2.5,
+        "hop_ratio_p99": 1.1,
+    }
+    runs = [{"rows": [visible]}, {"rows": [dict(visible, **{"no-direct_server_cpu_ms": 2.75})]}]
+    (tmp_path / "service.json").write_text(json.dumps({
+        "goal_p99_ratio": 1.5, "worst_p99_ratio_per_run": [1.4, 1.6], "all_within_goal": False,
+        "rows": [visible], "runs": runs,
+    }))  # fmt: skip
+    block = figures.table(tmp_path)
+    assert row(block, "service / embedded p99, worst")[1:] == ["1.40 1.60", "<= 1.5 every run",
+                                                               "**no**"]  # fmt: skip
+    assert row(block, "server CPU the direct reads save")[1] == "0.50 0.75"
+    assert row(block, "the hop")[1] == "1.10 1.10"
+
+
+def test_only_the_block_of_the_document_is_rewritten(
+    figures: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"before\n{figures.BEGIN}\nold figures\n{figures.END}\nafter\n")
+    results = tmp_path / "results"
+    results.mkdir()
+    monkeypatch.setattr(sys, "argv", ["figures.py", "--results", str(results), "--doc", str(doc)])
+    assert figures.main() == 0
+    text = doc.read_text()
+    assert text.startswith(f"before\n{figures.BEGIN}\nRebuilt ")
+    assert text.endswith(f"{figures.END}\nafter\n") and "old figures" not in text
