@@ -1,0 +1,57 @@
+"""The benchmarks whose figures moved out of the prose write them where bench/figures.py
+reads them: each run at a tiny size into a folder of its own, and its rows of the figures
+block are then measured, not "not measured"."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from timing import scaled
+
+BENCH = Path(__file__).parent.parent / "bench"
+
+
+def run(script: str, *args: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        cwd=BENCH,
+        capture_output=True,
+        text=True,
+        timeout=scaled(300),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def rows(results: Path) -> dict[str, str]:
+    spec = importlib.util.spec_from_file_location("bench_figures_wiring", BENCH / "figures.py")
+    assert spec is not None and spec.loader is not None
+    figures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(figures)
+    return {what: measured for _, rows_of in figures.SECTIONS
+            for what, measured, _, _ in rows_of(results)}  # fmt: skip
+
+
+def test_current_sqlite_and_decision_split_fill_their_rows(tmp_path: Path) -> None:
+    run("current_sqlite.py", "--turns", "20,40", "--queries", "3",
+        "--out", str(tmp_path / "current_sqlite.json"))  # fmt: skip
+    run("decision_split.py", "--records", "300", "--queries", "3",
+        "--out", str(tmp_path / "decision_split.json"))  # fmt: skip
+    found = rows(tmp_path)
+    current = next(what for what in found if what.startswith("SQLite `Memory.current`"))
+    assert current.endswith("40 turns") and found[current] != "not measured"
+    split = next(what for what in found if "decide / read" in what)
+    assert "300 records" in split and found[split] != "not measured"
+
+
+def test_langgraph_store_fills_its_rows(tmp_path: Path) -> None:
+    pytest.importorskip("langgraph.store.sqlite", reason="needs the 'langgraph' extra")
+    run("langgraph_store.py", "--puts", "20,40", "--queries", "3", "--loop", "50",
+        "--rounds", "1", "--out", str(tmp_path / "langgraph_store.json"))  # fmt: skip
+    langgraph = {what: got for what, got in rows(tmp_path).items() if "LangGraph `Branch" in what}
+    measured = {what for what, got in langgraph.items() if got != "not measured"}
+    assert len(measured) == 4, langgraph  # the agent-history row is another benchmark's
