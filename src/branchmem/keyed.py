@@ -12,14 +12,12 @@ walk. The §5 rules are applied to the few records the answer depends on (the wi
 retractions and superseders naming it, what it was built from), each decided exactly as
 ``View`` would.
 
-On a store that reads ahead (``Store.reads_ahead``: a round trip per statement), a read asks
-in bulk first (``Store.answer``, which every backend answers completely): the first page
-of candidates of every group in one question, then what the rules ask about those records
-(revisions, statuses, superseders, retractions naming them, the events of their ancestor
-tests) in one question per wave of records discovered, a wave being what those answers name
-(a superseder, a retraction, a record source). A backend with round trips answers each
-question in one; one without answers from its indexes. Whatever the waves do not cover
-(older revisions, a later candidate, a deeper wave) is read one item at a time.
+A view reads item by item and tells its reader, unconditionally, what it is about to decide
+(``read_ahead``: every key of a view with the records it will decide first). The reader is
+the backend's choice (``Store.keyed_reads``): an in-process store is its own reader and
+ignores the hint; PostgreSQL, where every statement is a round trip, gives each view a
+reader that asks the store's one bulk reader ahead of need and serves the per-item reads
+from its answers (``branchmem.store.readahead``). Either way the answers are the same.
 
 Cases this cannot decide without the whole view (no anchor, a detached anchor or head, whose
 partial path makes "undecided" depend on its whole known chain) stay with ``View``;
@@ -35,7 +33,7 @@ from typing import Protocol
 
 from .model import DETACHED, NO_VIEW, RETRACTION_KIND, STALE, VISIBLE
 from .provenance import Gate, RevisionNode
-from .questions import Facts, Questions, TreeIndex
+from .questions import TreeIndex
 from .retraction import TREE, RetractionNode
 from .rules import Position, competes, key_group, retracts
 from .rules import explicitly_superseded as shown_superseder
@@ -55,17 +53,22 @@ class _AnyScope:
 ANY_SCOPE = _AnyScope()
 
 
-# Waves of bulk answers a read asks before it asks one at a time: the candidates, then what
-# they name, then what that names (a record built on a record that a retraction names).
-FACT_WAVES = 3
-
-
 class KeyedReader(Protocol):
-    """The read side of ``branchmem.store.base.Store`` a keyed read needs."""
+    """The reads a keyed view makes of a store (``branchmem.store.base.Store`` is one)."""
 
-    @property
-    def reads_ahead(self) -> bool:
-        """Ask in bulk ahead of need (``Store.reads_ahead``)."""
+    def keyed_reads(self, namespace: str) -> KeyedReader:
+        """The reader one keyed view asks (the store itself, or one that reads ahead)."""
+        ...
+
+    def read_ahead(
+        self,
+        namespace: str,
+        anchor: EventNode,
+        keys: Collection[str],
+        revisions: Collection[RevisionNode] = (),
+    ) -> None:
+        """A hint: a view at ``anchor`` will rank ``keys``' candidates and decide the records
+        of ``revisions``. It changes no answer, only its cost."""
         ...
 
     def get_event(self, namespace: str, event_id: str) -> EventNode | None: ...
@@ -78,22 +81,6 @@ class KeyedReader(Protocol):
     ) -> list[RetractionNode]: ...
     def superseders(self, namespace: str, old_ids: Collection[str]) -> dict[str, list[str]]: ...
     def statuses(self, namespace: str, ids: Collection[str]) -> dict[str, str]: ...
-    def answer(self, namespace: str, questions: Questions) -> Facts: ...
-
-
-class _Learned:
-    """The events bulk answers brought, else the store. Apart from the view, so the paths
-    that hold it hold no reference back to the view (a cycle only the collector frees)."""
-
-    __slots__ = ("events", "read")
-
-    def __init__(self, events: dict[str, EventNode | None], read: Lookup) -> None:
-        self.events, self.read = events, read
-
-    def __call__(self, event_id: str) -> EventNode | None:
-        if event_id in self.events:
-            return self.events[event_id]
-        return self.read(event_id)
 
 
 class KeyedView:
@@ -116,16 +103,11 @@ class KeyedView:
         ancestor tests over a lookup (one that remembers earlier calls' ancestors).
         ``counts``: where the decisions are counted (default: a new ``Counter``)."""
         assert anchor.attached and anchor.tree is not None
-        self.reader = reader
+        self.reader = reader.keyed_reads(namespace)  # the backend's: it may read ahead
         self.namespace = namespace
-        self._read_event: Lookup = lookup or partial(reader.get_event, namespace)
+        self._lookup: Lookup = lookup or partial(reader.get_event, namespace)
         self.mode = mode
         self.tree: str = anchor.tree
-        self._events: dict[str, EventNode | None] = {}
-        # a store that does not read ahead never fills ``_events``: its lookup is the view's
-        self._lookup: Lookup = (
-            _Learned(self._events, self._read_event) if reader.reads_ahead else self._read_event
-        )
         self.path = path_of(anchor, self._lookup)
         self.cross_tree = heads is not None
         self.paths = {self.tree: self.path}
@@ -140,127 +122,23 @@ class KeyedView:
         self._winners: dict[tuple[str | None, str], str | None] = {}
         self._stale: dict[str, bool] = {}
         self._passed: dict[int, tuple[Gate, tuple[bool, tuple[str, ...]]]] = {}
-        # bulk answers (``learn``): complete for the ids and keys they hold
-        self._pages: dict[str, list[RevisionNode]] = {}
-        self._revisions: dict[str, tuple[RevisionNode, ...]] = {}
-        self._statuses: dict[str, str | None] = {}
-        self._superseders: dict[str, list[str]] = {}
-        self._retracting: dict[str, list[RetractionNode]] = {}
-        self._retracting_key: dict[str, list[RetractionNode]] = {}
 
-    # -- bulk answers (one request each on a backend with round trips) -------------------
     def learn_keys(self, keys: Collection[str], unkeyed: Collection[RevisionNode] = ()) -> None:
-        """Read the first page of candidates of every key, and what the rules ask about each
-        key's first (usually its winner) and about ``unkeyed``, in a few questions; nothing
-        where the store does not read ahead (its per-item reads are the cheaper path)."""
-        if not self.reader.reads_ahead:
-            return
-        asked = frozenset(keys) - self._pages.keys()
-        if asked:
-            depth = self.path.anchor.depth or 0
-            facts = self.reader.answer(
-                self.namespace, Questions(pages=asked, page_tree=self.tree, page_depth=depth)
-            )
-            for key in asked:
-                self._pages[key] = list(facts.pages.get(key, ()))
-        firsts = [self._pages[key][0] for key in asked if self._pages[key]]
-        self.learn([*firsts, *unkeyed])
-
-    def learn(self, revisions: Collection[RevisionNode]) -> None:
-        """Read in bulk what deciding these revisions' records asks, then what those answers
-        name, in at most ``FACT_WAVES`` questions (only where the store reads ahead)."""
-        if not self.reader.reads_ahead:
-            return
-        anchor = self.path.anchor
-        record_ids = {node.record_id for node in revisions}
-        known = [*revisions]
-        steps = {s for s in (anchor.jump, anchor.parent) if s is not None}
-        for _ in range(FACT_WAVES):
-            record_ids = {i for i in record_ids if i not in self._revisions}
-            keys = {node.key for node in known if node.key is not None}
-            keys -= self._retracting_key.keys()
-            events = {e for node in known for e in _events_of(node)} | steps
-            events = {e for e in events if e not in self._statuses or e not in self._events}
-            if not (record_ids or keys or events):
-                return
-            facts = self.reader.answer(
-                self.namespace,
-                Questions(
-                    events=frozenset(events), records=frozenset(record_ids), keys=frozenset(keys)
-                ),
-            )
-            steps = set()
-            for event_id, node in facts.events.items():  # steps above the events asked
-                self._events.setdefault(event_id, node)
-            for item in (*record_ids, *events):
-                self._statuses[item] = facts.statuses.get(item)
-            for event_id in events:
-                self._events[event_id] = facts.events.get(event_id)
-            for item in record_ids:
-                self._revisions[item] = facts.revisions.get(item, ())
-                self._superseders[item] = facts.superseders.get(item, [])
-                self._retracting[item] = facts.retracting.get(item, [])
-            for key in keys:
-                self._retracting_key[key] = facts.retracting_key.get(key, [])
-            known = [node for i in record_ids for node in self._revisions[i]]
-            record_ids = {
-                *(new for i in record_ids for new in self._superseders[i]),
-                *(r.id for i in record_ids for r in self._retracting[i]),
-                *(r.id for k in keys for r in self._retracting_key[k]),
-                *(ref.target for node in known for ref in node.record_refs),
-            }
+        """Tell the reader this view will rank every one of ``keys`` and decide ``unkeyed``
+        (a backend with round trips reads them ahead; the others do nothing)."""
+        self.reader.read_ahead(self.namespace, self.path.anchor, keys, unkeyed)
 
     def _status(self, ids: Collection[str]) -> dict[str, str]:
-        if self._statuses and all(item in self._statuses for item in ids):
-            return {i: s for i in ids if (s := self._statuses[i]) is not None}
         return self.reader.statuses(self.namespace, ids)
 
-    def _newest_first(self, record_id: str) -> Iterator[RevisionNode]:
-        """The record's revisions, newest first: those read in bulk (its newest few), then
-        the older ones from the store, only if the rule gets that far."""
-        known = self._revisions.get(record_id)
-        if known is None:
-            yield from self.reader.revisions_newest_first(self.namespace, record_id)
-            return
-        yield from reversed(known)
-        if known and known[0].revision > 1:
-            for node in self.reader.revisions_newest_first(self.namespace, record_id):
-                if node.revision < known[0].revision:
-                    yield node
-
-    def _retractions_naming(self, record_id: str, key: str | None) -> list[RetractionNode]:
-        by_target = self._retracting.get(record_id)
-        by_key = [] if key is None else self._retracting_key.get(key)
-        if by_target is None or by_key is None:
-            return self.reader.retractions_naming(self.namespace, record_id, key)
-        found = {node.id: node for node in (*by_target, *by_key)}
-        return sorted(found.values(), key=lambda node: node.seq)
-
     def _superseders_of(self, record_id: str) -> list[str]:
-        known = self._superseders.get(record_id)
-        if known is not None:
-            return known
-        return self.reader.superseders(self.namespace, [record_id]).get(record_id, [])
+        return self.reader.superseders(self.namespace, (record_id,)).get(record_id, [])
 
     def _candidates(self, key: str) -> Iterator[RevisionNode]:
-        """``key_candidates`` in rank order: the page read in bulk, if any, then the rest."""
-        everything = self.reader.key_candidates(
+        """``key_candidates`` in rank order."""
+        return self.reader.key_candidates(
             self.namespace, key, self.tree, self.path.anchor.depth or 0, self.cross_tree
         )
-        page = self._pages.get(key)
-        return everything if page is None else self._after_page(page, everything)
-
-    def _after_page(
-        self, page: list[RevisionNode], everything: Iterator[RevisionNode]
-    ) -> Iterator[RevisionNode]:
-        for index, node in enumerate(page):
-            if index == 1:  # the first did not win: the rest of the page, in one request
-                self.learn(page[1:])
-            yield node
-        seen = {(node.record_id, node.revision) for node in page}
-        for node in everything:  # a generator: nothing is read unless the page was not enough
-            if (node.record_id, node.revision) not in seen:
-                yield node
 
     # -- the gate's questions (``rules.PathAnswers``), answered by ancestor tests --------
     open_anchor = False  # the anchor is attached
@@ -302,7 +180,7 @@ class KeyedView:
             return self._shown[record_id]
         found: RevisionNode | None = None
         if not self._status([record_id]):
-            for revision in self._newest_first(record_id):
+            for revision in self.reader.revisions_newest_first(self.namespace, record_id):
                 ok, missing = self.passes(revision.gate)
                 if ok:
                     found = revision
@@ -321,7 +199,7 @@ class KeyedView:
         revision = self.shown(record_id)
         found = False
         if revision is not None and revision.kind != RETRACTION_KIND:
-            for node in self._retractions_naming(record_id, revision.key):
+            for node in self.reader.retractions_naming(self.namespace, record_id, revision.key):
                 if not node.covers(record_id, revision.key, revision.scope):
                     continue  # asks nothing more of the store
                 gone, acting = False, None
@@ -465,14 +343,3 @@ class KeyedView:
                     self.counts[reason] += 1
                 return revision
         return None
-
-
-def _events_of(revision: RevisionNode) -> set[str]:
-    """The events deciding a revision asks about: its frontiers (ancestor tests), detached
-    sources (their tree) and event sources (their status, for ``stale``)."""
-    gate = revision.gate
-    return {
-        *(frontier.event for frontier in gate.frontiers),
-        *gate.detached,
-        *(ref.target for ref in revision.event_refs),
-    }

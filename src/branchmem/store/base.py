@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Final, NamedTuple, Protocol
 
 from ..audit import AuditEntry
 from ..errors import CleanupPending, InvalidInput
+from ..keyed import KeyedReader
 from ..model import ERASED, Delivery, RepairItem
 from ..provenance import RevisionNode
 from ..questions import Facts, IndexTooLarge, Questions, TreeIndex
@@ -31,6 +32,7 @@ from ..retraction import RetractionNode
 from ..rules import RankKey, rank_key
 from ..topology import EventNode
 from .keys import KeyStore
+from .readahead import ReadAhead
 
 __all__ = [
     "TOMBSTONE",
@@ -91,11 +93,12 @@ class Store(ABC):
     # reader may then cache what it read until its own Memory writes again.
     process_local: ClassVar[bool] = False
 
-    # True where every statement costs a round trip (a server): a reader then asks ahead of
-    # need in a few bulk ``answer`` questions instead of one read per item. A cost hint, not a
-    # capability: every backend answers every question completely (``StoreConformance``), and
-    # the answers a read decides from are the same either way. In-process stores leave it
-    # False: asking ahead there costs more Python than the reads it replaces.
+    # True where every statement costs a round trip (a server): ``keyed_reads`` then gives a
+    # keyed view a ``ReadAhead``, which asks in a few bulk ``answer`` questions instead of one
+    # read per item. The backend's own cost choice, read only here in ``store/``: every
+    # backend answers every question completely (``StoreConformance``), and the answers a
+    # read decides from are the same either way. In-process stores leave it False: asking
+    # ahead there costs more Python than the reads it replaces.
     reads_ahead: ClassVar[bool] = False
     # the name receipts give the backend, which says what a byte check reads there
     backend: ClassVar[str] = "unknown"
@@ -304,6 +307,23 @@ class Store(ABC):
             ),
             key=lambda node: node.seq,
         )
+
+    def keyed_reads(self, namespace: str) -> KeyedReader:
+        """The reader one keyed view (``keyed.KeyedView``) asks: the store itself, read item
+        by item, or where every statement is a round trip (``reads_ahead``) a ``ReadAhead``
+        that serves those reads from a few bulk answers."""
+        return ReadAhead(self, namespace) if self.reads_ahead else self
+
+    def read_ahead(  # noqa: B027 - a hint: the store as its own reader has nothing to do
+        self,
+        namespace: str,
+        anchor: EventNode,
+        keys: Collection[str],
+        revisions: Collection[RevisionNode] = (),
+    ) -> None:
+        """A hint from a keyed view at ``anchor``: it will rank ``keys``' candidates and
+        decide the records of ``revisions``. The store itself as a reader reads per item and
+        does nothing here (``ReadAhead`` asks ahead)."""
 
     # -- the bulk reader ---------------------------------------------------------------
     @abstractmethod

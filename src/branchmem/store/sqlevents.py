@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping
 
 from ..provenance import RevisionNode
 from ..topology import EventNode
@@ -26,6 +26,18 @@ class SQLEvents(SQLSession):
         if self._depth > 0:
             self._events[key] = node
         return node
+
+    def _learn_events(
+        self, namespace: str, asked: Collection[str], found: Mapping[str, EventNode]
+    ) -> None:
+        """Keep for the call the events a bulk answer brought (``ReadAhead``): the asked ones
+        as found (None: absent), the steps above them unless cached already."""
+        if self._depth == 0:
+            return
+        for item in asked:
+            self._events[(namespace, item)] = found.get(item)
+        for item, node in found.items():  # a node cached already may be newer
+            self._events.setdefault((namespace, item), node)
 
     def prefetch(
         self,
