@@ -311,7 +311,8 @@ class Store(ABC):
     def keyed_reads(self, namespace: str) -> KeyedReader:
         """The reader one keyed view (``keyed.KeyedView``) asks: the store itself, read item
         by item, or where every statement is a round trip (``reads_ahead``) a ``ReadAhead``
-        that serves those reads from a few bulk answers."""
+        that serves those reads from a few bulk answers (PostgreSQL overrides this to keep
+        the events they bring in its call's cache)."""
         return ReadAhead(self, namespace) if self.reads_ahead else self
 
     def read_ahead(  # noqa: B027 - a hint: the store as its own reader has nothing to do

@@ -33,8 +33,10 @@ from typing import Any, Final
 
 from ..bytescan import clear_postgres_stats_of_empty, postgres_row_hits
 from ..errors import ConflictError, InvalidInput, MissingExtra, StorageError
+from ..keyed import KeyedReader
 from ..receipt import StoreScan
 from . import codec
+from .readahead import ReadAhead
 from .residue import POSTGRES_CANNOT_CLEAN, SHORT_IN_FILES
 from .sql import SQLStore
 
@@ -738,6 +740,11 @@ class PostgresStore(SQLStore):
 
     def cannot_clean(self) -> tuple[str, ...]:
         return POSTGRES_CANNOT_CLEAN
+
+    def keyed_reads(self, namespace: str) -> KeyedReader:
+        """A keyed view's reader that asks ahead in a few bulk answers (a round trip per
+        statement), the events they bring kept in the call's event cache."""
+        return ReadAhead(self, namespace, self._learn_events)
 
     def scan_bytes(
         self, key: str, fingerprints: frozenset[str], lock: AbstractContextManager[Any]

@@ -11,10 +11,8 @@ in sqlshared.py. The side tables: one mixin each, named for it.
 
 from __future__ import annotations
 
-from ..keyed import KeyedReader
 from .base import Store
 from .keys import KeyStore
-from .readahead import ReadAhead
 from .sqlanswers import SQLAnswers
 from .sqlapikeys import SQLApiKeys
 from .sqlaudit import SQLAudit
@@ -38,11 +36,3 @@ class SQLStore(
     SQLApiKeys, Store, KeyStore,
 ):  # fmt: skip
     """A ``Store`` over a DB-API connection; subclasses choose the database."""
-
-    def keyed_reads(self, namespace: str) -> KeyedReader:
-        """Reading ahead, the events it brings kept in the call's event cache."""
-        return ReadAhead(self, namespace, self._learn_events) if self.reads_ahead else self
-
-    def api_keys(self) -> KeyStore:
-        """The ``api_keys`` table (``SQLApiKeys``)."""
-        return self

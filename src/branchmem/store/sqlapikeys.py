@@ -7,14 +7,18 @@ from contextlib import nullcontext
 from typing import Final
 
 from . import codec
-from .keys import ApiKeyRow
+from .keys import ApiKeyRow, KeyStore
 from .sqlsession import SQLSession
 
 KEYS_LOCK: Final = "\x00api keys"  # the lock of key creation: no namespace is named this
 
 
-class SQLApiKeys(SQLSession):
+class SQLApiKeys(SQLSession, KeyStore):
     """The ``api_keys`` table (not under any namespace)."""
+
+    def api_keys(self) -> KeyStore:
+        """``Store.api_keys``: this table."""
+        return self
 
     def add_api_key(self, row: ApiKeyRow, admit: Callable[[list[ApiKeyRow]], None]) -> None:
         # One write transaction around the check and the insert: SQLite's BEGIN IMMEDIATE
