@@ -3,22 +3,24 @@
 Each method checks its arguments, opens one transaction (the namespace name is checked once,
 there), delegates the work to the engine module named for it and returns public values.
 Audit attribution (``acting_as``) and the report's decision counts live here, per process.
+The calls of several steps around their transactions keep their signatures here and run
+in a module each: ``forget_calls.py`` (forget, the receipts' checks), ``repair_calls.py``,
+``retrieval_calls.py`` (search, context: the query embedded before the transaction); what the
+transactions are made of is in ``transactions.py``.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-import warnings
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .api.protocol import takes_declared_docs
-from .audit import AuditEntry
-from .engine import (
+from ..api.protocol import takes_declared_docs
+from ..audit import AuditEntry
+from ..engine import (
     asof,
     blame,
     conversations,
@@ -28,21 +30,18 @@ from .engine import (
     history,
     records,
     repair,
-    retrieval,
     supersede,
     trees,
     views,
 )
-from .engine import events as placement
-from .engine import forget as forgetting
-from .engine.namespace import Namespace
-from .engine.records import add_records as write_records
-from .engine.records import record_spec
-from .engine.telemetry import traced
-from .engine.viewcache import SearchViews
-from .errors import BranchmemError, ConflictError, InvalidInput
-from .model import (
-    ERASED,
+from ..engine import events as placement
+from ..engine.namespace import Namespace
+from ..engine.records import add_records as write_records
+from ..engine.records import record_spec
+from ..engine.telemetry import traced
+from ..engine.viewcache import SearchViews
+from ..errors import InvalidInput
+from ..model import (
     RETRACTION_KIND,
     Blame,
     Conversation,
@@ -60,91 +59,40 @@ from .model import (
     TreeEvents,
     TreeSummary,
 )
-from .receipt import (
-    FORGET_KINDS,
+from ..receipt import (
     ByteCheck,
     OutsideStore,
     Receipt,
     ReceiptCheck,
-    key_bytes,
-    new_key,
-    receipt_hash,
 )
-from .retraction import BRANCH, RETRACTION_SCOPES
-from .search.context import Context
-from .search.embedding import Embedder
-from .search.tokens import DEFAULT_COUNTER, TokenCounter
-from .store import refuse_missing
-from .store.base import CleanupPending, Store
-from .store.inmemory import InMemoryStore
-from .store.keys import ApiKeyRow, ApiKeys
-from .store.residue import CLEANUP_DUE, check_rows, scan_store
-from .topology import SettledPlaces
-from .validation import (
+from ..retraction import BRANCH, RETRACTION_SCOPES
+from ..search.context import Context
+from ..search.embedding import Embedder
+from ..search.tokens import DEFAULT_COUNTER, TokenCounter
+from ..store import refuse_missing
+from ..store.base import Store
+from ..store.inmemory import InMemoryStore
+from ..store.keys import ApiKeyRow, ApiKeys
+from ..topology import SettledPlaces
+from ..validation import (
     KEEP,
     Keep,
-    check_bound,
     check_id,
     check_mode,
     check_optional_str,
     check_placement,
     check_sources,
 )
+from . import forget_calls, repair_calls, retrieval_calls
+from .transactions import Acting, Reading, Writing, writing
 
 if TYPE_CHECKING:
-    from .importers import ImportPlan, ImportSummary, ProgressCallback
+    from ..importers import ImportPlan, ImportSummary, ProgressCallback
 
 DEFAULT_NAMESPACE = "default"
-DEFAULT_BUDGET = 2000  # tokens of context when the caller names no budget
 NAMESPACES_KEPT = 1024  # (namespace, actor) settings a Memory keeps between calls
 
 __all__ = ["ApiKeyRow", "ApiKeys", "Memory", "refuse_missing"]
-
-
-class _Acting(threading.local):
-    """Who acts on this thread (``Memory.acting_as``): None until a thread says so, read as a
-    class attribute until then, without a failed lookup on every call."""
-
-    name: str | None = None
-
-
-class _Reading:
-    """``Memory._read``: the Memory's lock, then one store snapshot (a class, not a
-    generator: every read passes here, and a generator context costs twice as much)."""
-
-    __slots__ = ("_lock", "_ns", "_snapshot", "_store")
-
-    def __init__(self, lock: threading.RLock, store: Store, ns: Namespace) -> None:
-        self._lock, self._store, self._ns = lock, store, ns
-
-    def __enter__(self) -> Namespace:
-        self._lock.acquire()
-        try:
-            self._snapshot = self._store.reading(self._ns.name)
-            self._snapshot.__enter__()
-        except BaseException:
-            self._lock.release()
-            raise
-        return self._ns
-
-    def __exit__(self, *exc: Any) -> bool | None:
-        try:
-            return self._snapshot.__exit__(*exc)
-        finally:
-            self._lock.release()
-
-
-class _Writing:
-    """Whether a Memory has a write transaction open: an object, not a closure, so what a
-    Memory keeps leads to no module's globals (an in-memory store's residue check walks it)."""
-
-    __slots__ = ("_memory",)
-
-    def __init__(self, memory: Memory) -> None:
-        self._memory = memory
-
-    def __call__(self) -> bool:
-        return self._memory._writes > 0
 
 
 @takes_declared_docs
@@ -172,7 +120,7 @@ class Memory:
         self.counter: TokenCounter = counter if counter is not None else DEFAULT_COUNTER
         self._lock = threading.RLock()
         self._counts: dict[str, Counter[str]] = {}
-        self._actor = _Acting()
+        self._actor = Acting()
         self._generation = 0
         self._writes = 0  # open write transactions (nested ones counted), under the lock
         self._snapshots = 0  # open read snapshots, under the lock
@@ -182,7 +130,7 @@ class Memory:
         )
         self._namespaces: dict[tuple[str, str | None], Namespace] = {}
         # what searches decided, kept while nothing is committed (engine/viewcache.py)
-        self._views = SearchViews(_Writing(self))
+        self._views = SearchViews(Writing(self))
 
     @classmethod
     def open(
@@ -203,7 +151,7 @@ class Memory:
         needs ``migrate=True`` (or ``branchmem migrate URL``); one written by a newer
         branchmem is refused.
         """
-        from .store import open_store
+        from ..store import open_store
 
         where = os.fspath(url)
         if not create:
@@ -343,32 +291,15 @@ class Memory:
             self._namespaces[(name, actor)] = ns
         return ns
 
-    @contextmanager
-    def _write(self, namespace: str | Namespace) -> Iterator[Namespace]:
+    def _write(self, namespace: str | Namespace) -> AbstractContextManager[Namespace]:
         """One all-or-nothing write transaction (a savepoint when nested)."""
         ns = namespace if isinstance(namespace, Namespace) else self._namespace(namespace)
-        with self._lock:
-            if self._snapshots and not self._writes:
-                raise ConflictError(
-                    f"a write inside Memory.snapshot() (namespace {ns.name!r}) would be "
-                    "rolled back when the snapshot ends: write after it, or read and write "
-                    "together in Memory.transaction()"
-                )
-            self._writes += 1
-            try:
-                with self._store.transaction(ns.name):
-                    yield ns
-            finally:
-                self._writes -= 1
-                # bumped under the lock, after the commit: concurrent writers never lose a
-                # bump, and a reader that saw the old count re-reads at its next call
-                self._generation += 1
-                self._views.clear()  # no text a forget erased outlives the call
+        return writing(self, ns)
 
     def _read(self, namespace: str | Namespace) -> AbstractContextManager[Namespace]:
         """One consistent read snapshot."""
         ns = namespace if isinstance(namespace, Namespace) else self._namespace(namespace)
-        return _Reading(self._lock, self._store, ns)
+        return Reading(self._lock, self._store, ns)
 
     # -- events ------------------------------------------------------------------------
     def add_event(
@@ -569,7 +500,7 @@ class Memory:
     def forget(
         self, kind: str, id: str, *, dry_run: bool = False, namespace: str = DEFAULT_NAMESPACE
     ) -> Receipt:
-        return self._forget(kind, id, dry_run, namespace, None)
+        return forget_calls.forget(self, kind, id, dry_run, namespace, None)
 
     def forget_with(
         self,
@@ -584,108 +515,19 @@ class Memory:
         a LangGraph saver): after the erase commits, ``also`` gets the receipt and the
         erased text, cleans its store and returns its sections; the receipt's content hash
         and audit entry cover them. In-process only: ``also`` is a Python function."""
-        return self._forget(kind, id, dry_run, namespace, also)
-
-    def _forget(
-        self, kind: str, id: str, dry_run: bool, namespace: str, outside: OutsideStore | None
-    ) -> Receipt:
-        if kind not in FORGET_KINDS:
-            raise InvalidInput(f"forget kind must be one of {FORGET_KINDS}, got {kind!r}")
-        check_id(id, f"forget {kind}: id")
-        if not isinstance(dry_run, bool):
-            raise InvalidInput(f"dry_run must be true or false, got {dry_run!r}")
-        ns = self._namespace(namespace)
-        key = new_key()
-        pending = None
-        texts: tuple[str, ...] = ()
-        with self._read(ns) if dry_run else self._write(ns):
-            planned = forgetting.plan(ns, kind, id)
-            if planned.empty:  # a forget run again (its receipt is kept) or a miss
-                again = forgetting.kept(ns, kind, id)
-                if again is None:
-                    raise forgetting.nothing_left(ns, kind, id, planned)
-                return again
-            texts = tuple(planned.texts) if outside is not None else ()
-            fingerprints, short = forgetting.fingerprints(planned, key)
-            if not dry_run:
-                forgetting.apply(ns, planned)
-            check = check_rows(
-                self._store, ns.name, forgetting.plan_scope(ns, planned), key,
-                frozenset(fingerprints),
-            )  # fmt: skip
-            receipt = forgetting.receipt(
-                ns, kind, id, planned, dry_run, key, fingerprints, short, check, None,
-                self._store.cannot_clean(),
-            )  # fmt: skip
-            if not dry_run:  # the receipt commits with the erase
-                forgetting.mark(ns, id, planned, receipt)
-        if not dry_run:
-            with self._lock:  # after the commit, as erase() does
-                pending = self._store.finish_cleanup()
-            if pending is not None:
-                warnings.warn(CleanupPending(pending), stacklevel=3)
-            corrections.forget_text()
-            receipt = replace(receipt, cleanup_pending=pending)  # outside the hash (version 2)
-        if outside is not None:  # an integration's own store, cleaned and checked here
-            stores = outside(receipt, texts)
-            del texts
-            receipt = replace(receipt, stores=stores)
-            receipt = replace(receipt, content_hash=receipt_hash(receipt))
-            if not dry_run:
-                with self._write(ns):
-                    forgetting.mark(ns, id, planned, receipt)
-        return receipt
+        return forget_calls.forget(self, kind, id, dry_run, namespace, also)
 
     def verify_receipt(
         self, receipt: Receipt | Mapping[str, Any], *, namespace: str = DEFAULT_NAMESPACE
     ) -> ReceiptCheck:
-        found = receipt if isinstance(receipt, Receipt) else Receipt.from_json(receipt)
-        ns = self._namespace(namespace)
-        if found.namespace != ns.name:
-            raise InvalidInput(
-                f"receipt {found.content_hash!r} is for namespace {found.namespace!r}, "
-                f"not {ns.name!r}"
-            )
-        if found.key:
-            key_bytes(found.key)  # a key no forget could have written is refused, named
-        matches = found.hash_matches
-        with self._read(ns):
-            in_audit = matches and any(
-                entry.reason == found.content_hash
-                for entry in self._store.audit(ns.name, id=found.target, op="forget")
-            )
-            # only a receipt this namespace's forget made is checked: its ids and
-            # fingerprints are the forget's, never a caller's choice
-            if not in_audit:
-                return ReceiptCheck(found.content_hash, matches, False, (), None, False)
-            ids = [*found.erased.get("events", ()), *found.erased.get("records", ())]
-            statuses = self._store.statuses(ns.name, ids)
-            reappeared = tuple(item for item in ids if statuses.get(item) != ERASED)
-            check = None
-            if found.key:
-                scope = forgetting.receipt_scope(ns, found)
-                check = check_rows(
-                    self._store, ns.name, scope, found.key, frozenset(found.fingerprints)
-                )
-            due = self._store.cleanup_due(ns.name)
-        if due and check is not None:  # the WAL may still hold the erased pages
-            check = replace(check, clean=False, unchecked=(*check.unchecked, CLEANUP_DUE))
-        ok = not reappeared and not due and (check is None or check.clean)
-        return ReceiptCheck(found.content_hash, matches, in_audit, reappeared, check, ok)
+        return forget_calls.verify_receipt(self, receipt, namespace)
 
     def scan_store(self, receipt: Receipt | Mapping[str, Any]) -> ByteCheck:
         """The operator's whole-store scan for a receipt's fingerprints: every file, table
         and statistic of the store, every namespace's bytes included, so no service route
         offers it (``verify_receipt`` is the tenant's). One scan at a time per store, in
         bounded memory; a SQLite store's files are read by a child process."""
-        found = receipt if isinstance(receipt, Receipt) else Receipt.from_json(receipt)
-        if not found.key:
-            raise InvalidInput("scan_store needs the full receipt: this one is redacted (no key)")
-        if not found.hash_matches:
-            raise InvalidInput(
-                f"receipt {found.content_hash!r}: its fields do not match its content hash"
-            )
-        return scan_store(self._store, found.key, frozenset(found.fingerprints), self._lock)
+        return forget_calls.scan_store(self, receipt)
 
     def restore(self, id: str, *, namespace: str = DEFAULT_NAMESPACE) -> None:
         with self._write(namespace) as ns:
@@ -861,30 +703,7 @@ class Memory:
         """
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
             raise InvalidInput(f"limit must be an int or None, got {limit!r}")
-        ns = self._namespace(namespace)
-        result = RepairResult()
-        with self._write(ns):
-            work = repair.plan(ns, anchor, limit, result)
-        for item, stale_record, shown in work.values():
-            try:
-                derived = deriver(stale_record, shown)
-            except Exception as error:
-                self._repair_failed(ns, item, f"{type(error).__name__}: {error}", result)
-                continue
-            try:
-                with self._write(ns):
-                    repair.done(ns, item, stale_record, derived, result)
-            except BranchmemError as error:  # an unusable result: counted like a failure
-                self._repair_failed(ns, item, f"{type(error).__name__}: {error}", result)
-        with self._read(ns):
-            return replace(result, pending=repair.pending_count(ns))
-
-    def _repair_failed(
-        self, ns: Namespace, item: RepairItem, error: str, result: RepairResult
-    ) -> None:
-        with self._write(ns):
-            repair.failed(ns, item, error)
-        result.failed[item.record_id] = error
+        return repair_calls.repair(self, deriver, anchor, limit, namespace)
 
     # -- retrieval ---------------------------------------------------------------------
     @traced("search_memory")
@@ -902,15 +721,9 @@ class Memory:
         as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[Hit]:
-        if not isinstance(query, str):
-            raise InvalidInput(f"query must be a string, got {type(query).__name__}")
-        k = check_bound("k", k)
-        query_vector = self.embedder.embed([query])[0] if self.embedder is not None else None
-        with self._read(namespace) as ns:
-            return retrieval.search(
-                ns, query, query_vector, anchor, k, kind, key, scope, cross_tree, mode,
-                as_of=asof.point(ns, as_of),
-            )  # fmt: skip
+        return retrieval_calls.search(
+            self, query, anchor, k, kind, key, scope, cross_tree, mode, as_of, namespace
+        )
 
     @traced("search_memory")
     def context(
@@ -926,22 +739,9 @@ class Memory:
         as_of: int | str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Context:
-        budget = check_bound("budget", DEFAULT_BUDGET if budget is None else budget)
-        if query is not None and not isinstance(query, str):
-            raise InvalidInput(f"query must be a string or None, got {type(query).__name__}")
-        if session is not None:
-            check_id(session, "session")
-        if not isinstance(cite, bool):
-            raise InvalidInput(f"cite must be true or false, got {cite!r}")
-        query_vector = None
-        if query is not None and self.embedder is not None:
-            query_vector = self.embedder.embed([query])[0]
-        scope = self._write(namespace) if session is not None else self._read(namespace)
-        with scope as ns:
-            return retrieval.context(
-                ns, anchor, query, query_vector, budget, self.counter, session, cross_tree, mode,
-                cite=cite, as_of=asof.point(ns, as_of),
-            )  # fmt: skip
+        return retrieval_calls.context(
+            self, anchor, query, budget, cite, session, cross_tree, mode, as_of, namespace
+        )
 
     # -- deliveries --------------------------------------------------------------------
     def deliveries(
