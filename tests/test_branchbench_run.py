@@ -141,7 +141,7 @@ def test_run_json_records_the_code_and_versions(test_run: tuple[Path, dict[str, 
         or (len(meta["git_commit"]) == 40)
     )
     assert len(meta["code_sha256"]) == 64 and meta["python"].count(".") == 2
-    assert set(meta["packages"]) == {"branchmem", "mem0ai", "langgraph", "graphiti-core"}
+    assert set(meta["packages"]) == {"branchmem", "mem0ai", "langgraph", "graphiti-core", "langmem"}
     assert meta["packages"]["branchmem"]
 
 

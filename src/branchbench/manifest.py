@@ -40,7 +40,7 @@ UNSCORED_CODE = (
     "propagation/probes.py",
     "propagation/report.py",
 )
-RECORDED_PACKAGES = ("branchmem", "mem0ai", "langgraph", "graphiti-core")
+RECORDED_PACKAGES = ("branchmem", "mem0ai", "langgraph", "graphiti-core", "langmem")
 
 
 def file_sha256(path: Path) -> str:

@@ -40,6 +40,7 @@ OPTIONAL_MODULES = {
     "branchbench.systems.mem0": "mem0",
     "branchbench.systems.langgraph": "langgraph",
     "branchbench.systems.graphiti": "graphiti_core",
+    "branchbench.systems.langmem": "langmem",
 }
 
 
@@ -61,10 +62,11 @@ def optional_systems() -> dict[str, SystemFactory]:
     return found
 
 
-# Run only when named (``--systems graphiti``): minutes per split, and its contexts are not
-# byte-for-byte reproducible (Graphiti runs its queries concurrently), so a default run,
-# ``make run`` and ``score --reproduce`` leave it out.
-NAMED_ONLY = frozenset({"graphiti"})
+# Run only when named (``--systems graphiti``): minutes per split, and Graphiti's contexts
+# are not byte-for-byte reproducible (it runs its queries concurrently), so a default run,
+# ``make run`` and ``score --reproduce`` leave it out. LangMem's are reproducible, but a
+# LangGraph extraction graph per message takes minutes a split too.
+NAMED_ONLY = frozenset({"graphiti", "langmem"})
 
 
 def default_systems() -> list[str]:
