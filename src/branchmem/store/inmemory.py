@@ -5,7 +5,9 @@ Memory per record is kept small (bench/footprint.py measures it): the indexes ho
 with one entry is the entry itself, not a one-element set or list; record and event order are
 the insertion order of their dicts; repeated strings (an event id cited as a source, kind, key,
 scope, role) are stored once; empty meta and empty id sets are one shared object. Fewer
-container objects also make a full garbage collection proportionally cheaper.
+container objects also make a full garbage collection proportionally cheaper. The tables
+themselves (one namespace's dicts and indexes) and the helpers that share what they hold are
+in ``memtables.py``; this module writes them under the journal and reads them.
 """
 
 from __future__ import annotations
@@ -13,18 +15,16 @@ from __future__ import annotations
 import sys
 import threading
 from bisect import bisect_left, insort
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field, is_dataclass, replace
-from dataclasses import fields as dataclass_fields
+from dataclasses import replace
 from itertools import islice
-from operator import attrgetter
 from typing import Any
 
 from ..audit import AuditEntry
 from ..errors import ConflictError
 from ..model import RETRACTION_KIND, Delivery, RepairItem
-from ..provenance import EVENT, Gate, RevisionNode, SourceRef
+from ..provenance import Gate, RevisionNode
 from ..questions import IndexTooLarge, TreeIndex
 from ..receipt import ResidueScope, StoreScan
 from ..retraction import TREE, RetractionNode
@@ -33,140 +33,24 @@ from ..topology import EventNode
 from ..validation import check_text
 from .base import TOMBSTONE, ItemByItemAnswers, MessageRow, PathMessage, RevisionKey
 from .keys import ApiKeyRow, KeyStore
+from .memtables import (
+    LIST_MAX,
+    NO_IDS,
+    NO_META,
+    RECORD_ORDER,
+    SHARE_TRIES,
+    Bucket,
+    Tables,
+    bucket_nodes,
+    group_order,
+    latest_first,
+    rank_in,
+    revision_keys,
+    shared_name,
+    shared_ref,
+    stored_values,
+)
 from .residue import MEMORY_CANNOT_CLEAN, object_hits
-
-# Shared by every stored revision and event without meta (readers copy meta out, nothing
-# writes into a stored one) and by every gate without detached or unknown sources.
-_NO_META: dict[str, Any] = {}
-_NO_IDS: frozenset[str] = frozenset()
-
-# An index bucket: one revision alone, a few in a list, many in a dict by object id (so a
-# removal stays O(1) on a hot event). The revisions are the stored nodes, which keep them alive.
-Bucket = RevisionNode | list[RevisionNode] | dict[int, RevisionNode]
-_LIST_MAX = 16
-_SHARE_TRIES = 4  # revisions of a bucket looked at for an equal object to share: O(1) a write
-
-Rank = tuple[int, int, int, str, int]
-
-
-def _rank_in(tree: str) -> Callable[[RevisionNode], Rank]:
-    """The order a view ranks revisions placed in ``tree`` ("": no frontier): deepest frontier
-    first, then latest arrival."""
-
-    def rank(node: RevisionNode) -> Rank:
-        frontier = node.gate.frontier_in(tree) if tree else None
-        at = None if frontier is None else frontier.depth
-        return (*rank_key(at, node.seq), node.record_id, node.revision)  # the rule's ranking
-
-    return rank
-
-
-def _fields(location: str, value: object) -> Iterator[tuple[str, object]]:
-    """Every string, bytes and number list in ``value``: a stored object's fields, the
-    items of its containers (an index's keys included)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if item is None or isinstance(item, bool | int | float):
-            continue
-        if isinstance(item, str | bytes):
-            yield location, item
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple | set | frozenset):
-            stack.extend(item)
-        elif is_dataclass(item):
-            stack.extend(getattr(item, f.name) for f in dataclass_fields(item))
-
-
-def _latest_first(node: RevisionNode) -> tuple[int, str, int]:
-    return (-node.seq, node.record_id, node.revision)
-
-
-def _bucket_nodes(bucket: Bucket | None) -> Iterable[RevisionNode]:
-    if bucket is None:
-        return ()
-    if isinstance(bucket, RevisionNode):
-        return (bucket,)
-    return bucket.values() if isinstance(bucket, dict) else bucket
-
-
-_RECORD_ORDER = attrgetter("record_id", "revision")
-
-
-def _keys(nodes: Iterable[RevisionNode]) -> list[RevisionKey]:
-    return sorted({(node.record_id, node.revision) for node in nodes})
-
-
-def _shared_ref(space: _Namespace, ref: SourceRef) -> SourceRef:
-    """An equal reference already stored (a revision filed as citing the same name holds
-    one), else ``ref`` with an event id as the event's own string."""
-    for other in islice(_bucket_nodes(space.citing.get(ref.text)), _SHARE_TRIES):
-        for known in other.refs or ():
-            if known == ref:
-                return known
-    if ref.kind == EVENT and ref.text == ref.target:
-        event = space.events.get(ref.target)
-        if event is not None and event.id is not ref.text:
-            return SourceRef(event.id, EVENT, event.id)
-    return ref
-
-
-def _name(text: str | None) -> str | None:
-    """One shared copy of a short repeated string (interned strings are freed when unused)."""
-    return sys.intern(text) if type(text) is str else text
-
-
-@dataclass
-class _Namespace:
-    seq: int = 0
-    events: dict[str, EventNode] = field(default_factory=dict)  # in arrival order
-    children: dict[str, str | list[str]] = field(default_factory=dict)  # one child: the id
-    heads: dict[str, str] = field(default_factory=dict)
-    # record -> its one revision, or the list of them; in the order records arrived
-    revisions: dict[str, RevisionNode | list[RevisionNode]] = field(default_factory=dict)
-    at_frontier: dict[str, Bucket] = field(default_factory=dict)
-    ungated: dict[RevisionKey, RevisionNode] = field(default_factory=dict)
-    citing: dict[str, Bucket] = field(default_factory=dict)
-    pending: dict[str, Bucket] = field(default_factory=dict)
-    superseders: dict[str, list[str]] = field(default_factory=dict)
-    superseded_by: dict[str, list[str]] = field(default_factory=dict)
-    retractions: dict[str, RetractionNode] = field(default_factory=dict)
-    statuses: dict[str, str] = field(default_factory=dict)
-    audit: list[AuditEntry] = field(default_factory=list)
-    vectors: dict[RevisionKey, list[float]] = field(default_factory=dict)
-    repairs: dict[tuple[str, str], RepairItem] = field(default_factory=dict)
-    counters: dict[str, int] = field(default_factory=dict)
-    deliveries: dict[str, list[Delivery]] = field(default_factory=dict)
-    # key -> tree ("" for revisions without a frontier) -> revisions placed there, one entry
-    # per frontier, kept sorted by _rank_in(tree): the order a view ranks a key's revisions
-    # in; and key -> revisions latest first: the order of those without a frontier on the path
-    by_key: dict[str, dict[str, list[RevisionNode]]] = field(default_factory=dict)
-    by_key_seq: dict[str, list[RevisionNode]] = field(default_factory=dict)
-    retractions_by_name: dict[str, set[str]] = field(default_factory=dict)  # target/key -> ids
-    # what a one-tree view decides from without its path (keyed.TreeIndex): tree -> (key,
-    # scope) -> how many revisions place it there; tree -> revisions competing under no key,
-    # kept sorted by _rank_in(tree)
-    groups: dict[str, dict[tuple[str, str | None], int]] = field(default_factory=dict)
-    unkeyed: dict[str, list[RevisionNode]] = field(default_factory=dict)
-
-    def revisions_of(self, record_id: str) -> Sequence[RevisionNode]:
-        stored = self.revisions.get(record_id)
-        if stored is None:
-            return ()
-        return stored if isinstance(stored, list) else (stored,)
-
-    def all_revisions(self) -> Iterator[RevisionNode]:
-        for stored in self.revisions.values():
-            if isinstance(stored, list):
-                yield from stored
-            else:
-                yield stored
-
-
-def group_order(group: tuple[str, str | None]) -> tuple[str, bool, str]:
-    return (group[0], group[1] is not None, group[1] or "")
 
 
 class InMemoryStore(ItemByItemAnswers, KeyStore):
@@ -176,7 +60,7 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
     backend = "memory"
 
     def __init__(self) -> None:
-        self._spaces: dict[str, _Namespace] = {}
+        self._spaces: dict[str, Tables] = {}
         self._api_keys: dict[str, ApiKeyRow] = {}
         self._keys_lock = threading.Lock()  # a key's check and insert are one step
         self._journal: list[Callable[[], None]] | None = None
@@ -252,7 +136,7 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
             self._dict_set(index, name, [bucket, node])
         elif isinstance(bucket, dict):
             self._dict_set(bucket, id(node), node)
-        elif len(bucket) < _LIST_MAX:
+        elif len(bucket) < LIST_MAX:
             self._append(bucket, node)
         else:
             self._dict_set(index, name, {id(item): item for item in (*bucket, node)})
@@ -273,10 +157,10 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
         items.append(item)
         self._undo(items.pop)
 
-    def _space(self, namespace: str) -> _Namespace:
+    def _space(self, namespace: str) -> Tables:
         space = self._spaces.get(namespace)
         if space is None:
-            space = self._spaces[namespace] = _Namespace()
+            space = self._spaces[namespace] = Tables()
         return space
 
     def close(self) -> None:
@@ -321,12 +205,12 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
         self._dict_set(space.events, node.id, node)
 
     @staticmethod
-    def _compact_event(space: _Namespace, node: EventNode) -> EventNode:
+    def _compact_event(space: Tables, node: EventNode) -> EventNode:
         """``node`` with its parent id the parent's own string, its role shared, and the
         shared empty meta (a copy only when one of them differs)."""
         known = space.events.get(node.parent) if node.parent is not None else None
         parent = node.parent if known is None else known.id
-        role, meta = _name(node.role), node.meta or _NO_META
+        role, meta = shared_name(node.role), node.meta or NO_META
         if parent is node.parent and role is node.role and meta is node.meta:
             return node
         assert role is not None
@@ -375,7 +259,7 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
         return dict(self._space(namespace).heads)
 
     def namespaces(self) -> list[str]:
-        # a read makes an empty _Namespace too: only a drawn arrival number marks a write
+        # a read makes an empty Tables too: only a drawn arrival number marks a write
         return sorted(name for name, space in self._spaces.items() if space.seq > 0)
 
     # -- records -----------------------------------------------------------------------
@@ -407,7 +291,7 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
         self._index(space, node)
 
     @staticmethod
-    def _compact_revision(space: _Namespace, node: RevisionNode) -> RevisionNode:
+    def _compact_revision(space: Tables, node: RevisionNode) -> RevisionNode:
         """``node`` as stored, equal to the input: event ids among its sources as the events'
         own strings, a reference to an event and a gate shared with a revision already filed
         under that event when equal, kind, key and scope shared, the shared empty meta and
@@ -419,32 +303,32 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
                 [e.id if (e := events.get(text)) is not None else text for text in sources]
             )
         if refs is not None:
-            refs = tuple([_shared_ref(space, ref) for ref in refs])
+            refs = tuple([shared_ref(space, ref) for ref in refs])
         gate = node.gate
-        if (not gate.detached and gate.detached is not _NO_IDS) or (
-            not gate.unknown and gate.unknown is not _NO_IDS
+        if (not gate.detached and gate.detached is not NO_IDS) or (
+            not gate.unknown and gate.unknown is not NO_IDS
         ):
             gate = Gate(
-                gate.frontiers, gate.detached or _NO_IDS, gate.unknown or _NO_IDS, gate.legacy
+                gate.frontiers, gate.detached or NO_IDS, gate.unknown or NO_IDS, gate.legacy
             )
         if gate.frontiers:
-            filed = _bucket_nodes(space.at_frontier.get(gate.frontiers[0].event))
-            for other in islice(filed, _SHARE_TRIES):
+            filed = bucket_nodes(space.at_frontier.get(gate.frontiers[0].event))
+            for other in islice(filed, SHARE_TRIES):
                 if other.gate == gate:
                     gate = other.gate
                     break
-        kind = _name(node.kind)
+        kind = shared_name(node.kind)
         assert kind is not None
         return RevisionNode(
             node.record_id, node.revision, kind, node.content, sources, refs,
-            _name(node.key), _name(node.scope), node.meta or _NO_META, node.seq, gate,
+            shared_name(node.key), shared_name(node.scope), node.meta or NO_META, node.seq, gate,
         )  # fmt: skip
 
     @staticmethod
     def _cited_names(node: RevisionNode) -> set[str]:
         return {name for ref in node.refs or () for name in (ref.target, ref.text)}
 
-    def _index(self, space: _Namespace, node: RevisionNode) -> None:
+    def _index(self, space: Tables, node: RevisionNode) -> None:
         if node.gate.frontiers:
             for frontier in node.gate.frontiers:
                 self._bucket_add(space.at_frontier, frontier.event, node)
@@ -457,13 +341,13 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
         if node.key is not None:
             for tree in self._key_trees(node):
                 ranked = space.by_key.setdefault(node.key, {}).setdefault(tree, [])
-                self._insort(ranked, node, _rank_in(tree))
+                self._insort(ranked, node, rank_in(tree))
                 self._count_group(space.groups.setdefault(tree, {}), (node.key, node.scope), 1)
-            self._insort(space.by_key_seq.setdefault(node.key, []), node, _latest_first)
+            self._insort(space.by_key_seq.setdefault(node.key, []), node, latest_first)
         for tree in self._unkeyed_trees(node):
-            self._insort(space.unkeyed.setdefault(tree, []), node, _rank_in(tree))
+            self._insort(space.unkeyed.setdefault(tree, []), node, rank_in(tree))
 
-    def _unindex(self, space: _Namespace, node: RevisionNode) -> None:
+    def _unindex(self, space: Tables, node: RevisionNode) -> None:
         for frontier in node.gate.frontiers:
             self._bucket_discard(space.at_frontier, frontier.event, node)
         if not node.gate.frontiers:
@@ -474,11 +358,11 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
             self._bucket_discard(space.citing, name, node)
         if node.key is not None:
             for tree in self._key_trees(node):
-                self._remove_sorted(space.by_key[node.key][tree], node, _rank_in(tree))
+                self._remove_sorted(space.by_key[node.key][tree], node, rank_in(tree))
                 self._count_group(space.groups[tree], (node.key, node.scope), -1)
-            self._remove_sorted(space.by_key_seq[node.key], node, _latest_first)
+            self._remove_sorted(space.by_key_seq[node.key], node, latest_first)
         for tree in self._unkeyed_trees(node):
-            self._remove_sorted(space.unkeyed[tree], node, _rank_in(tree))
+            self._remove_sorted(space.unkeyed[tree], node, rank_in(tree))
 
     @staticmethod
     def _key_trees(node: RevisionNode) -> list[str]:
@@ -537,7 +421,7 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
             else:
                 for node in bucket:
                     found[id(node)] = node
-        return sorted(found.values(), key=_RECORD_ORDER)
+        return sorted(found.values(), key=RECORD_ORDER)
 
     def ungated_revisions(self, namespace: str) -> list[RevisionNode]:
         ungated = self._space(namespace).ungated
@@ -558,7 +442,7 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
             start = 0
             if top is not None and top.depth > depth:
                 bound = (*rank_key(depth, sys.maxsize), "", 0)
-                start = bisect_left(placed, bound, key=_rank_in(tree))
+                start = bisect_left(placed, bound, key=rank_in(tree))
             for index in range(start, len(placed)):  # lazily: a reader often takes one
                 yield placed[index]
         if not cross_tree:
@@ -588,10 +472,10 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
         yield from reversed(self._space(namespace).revisions_of(record_id))
 
     def citing(self, namespace: str, target: str) -> list[RevisionKey]:
-        return _keys(_bucket_nodes(self._space(namespace).citing.get(target)))
+        return revision_keys(bucket_nodes(self._space(namespace).citing.get(target)))
 
     def pending_on(self, namespace: str, event_id: str) -> list[RevisionKey]:
-        return _keys(_bucket_nodes(self._space(namespace).pending.get(event_id)))
+        return revision_keys(bucket_nodes(self._space(namespace).pending.get(event_id)))
 
     # -- relations ---------------------------------------------------------------------
     def add_supersede(self, namespace: str, new_id: str, old_id: str) -> None:
@@ -661,7 +545,7 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
         for event_id in event_ids:
             node = space.events.get(event_id)
             if node is not None:
-                blank = replace(node, role=TOMBSTONE, content="", meta=_NO_META, tokens=None)
+                blank = replace(node, role=TOMBSTONE, content="", meta=NO_META, tokens=None)
                 self._dict_set(space.events, event_id, blank)
         self._blank_records(namespace, record_ids, kind=TOMBSTONE)
         for record_id in record_ids:
@@ -774,22 +658,24 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
         named = {rid for item in gone for rid in space.retractions_by_name.get(item, ())}
         records = scope.records | named
         for event_id in sorted(scope.events):
-            yield from _fields("events", space.events.get(event_id))
+            yield from stored_values("events", space.events.get(event_id))
         for record_id in sorted(records):
             for revision in space.revisions_of(record_id):
-                yield from _fields("revisions", revision)
-                yield from _fields("vectors", space.vectors.get((record_id, revision.revision)))
-            yield from _fields("retractions", space.retractions.get(record_id))
+                yield from stored_values("revisions", revision)
+                yield from stored_values(
+                    "vectors", space.vectors.get((record_id, revision.revision))
+                )
+            yield from stored_values("retractions", space.retractions.get(record_id))
         for (record_id, cause), item in space.repairs.items():
             if record_id in records or cause in gone:
-                yield from _fields("repairs", item)
+                yield from stored_values("repairs", item)
         for tree in sorted(scope.trees):
-            yield from _fields("tree keys", list(space.groups.get(tree, {})))
+            yield from stored_values("tree keys", list(space.groups.get(tree, {})))
         for session in sorted(scope.sessions):
-            yield from _fields("deliveries", space.deliveries.get(session))
+            yield from stored_values("deliveries", space.deliveries.get(session))
         for entry in space.audit:
             if not gone.isdisjoint(entry.ids):
-                yield from _fields("audit", entry)
+                yield from stored_values("audit", entry)
 
     def finish_cleanup(self) -> str | None:
         """Nothing outlives the objects here; erased text is garbage once unreferenced."""
