@@ -1,4 +1,4 @@
-"""The engine's state in SQL, composed: ``SQLStore`` is one mixin per concern.
+"""The engine's state in SQL, composed: ``SQLStore`` is one mixin per engine concern.
 
 Shared by SQLite and PostgreSQL, which subclass ``SQLStore``. ``SQLSession`` below every
 mixin runs the statements and owns the transactions. The engine's tables: the conversation
@@ -6,7 +6,10 @@ trees (sqlevents.py), records' revisions and the indexes written with them (sqlr
 the rank index and keyed reads (sqlkeyed.py), the bulk reader (sqlanswers.py), supersedes and
 retractions (sqlrelations.py), statuses (sqlstatuses.py), erasure (sqlerasure.py) and what a
 migration fills from older rows (sqlmigrations.py); what they ask of each other is declared
-in sqlshared.py. The side tables: one mixin each, named for it.
+in sqlshared.py. The side tables (repairs, counters, vectors, deliveries, the audit log) are
+objects holding the session, each in the module named for it, which ``SQLSideTables``
+(sqlsidetables.py) holds and hands their ``Store`` methods to; erase cleanup and the API keys
+are still one mixin each.
 """
 
 from __future__ import annotations
@@ -15,24 +18,19 @@ from .base import Store
 from .keys import KeyStore
 from .sqlanswers import SQLAnswers
 from .sqlapikeys import SQLApiKeys
-from .sqlaudit import SQLAudit
 from .sqlcleanup import SQLEraseCleanup
-from .sqldeliveries import SQLDeliveries
 from .sqlerasure import SQLErasure
 from .sqlevents import SQLEvents
-from .sqlgauges import SQLGauges
 from .sqlkeyed import SQLKeyed
 from .sqlmigrations import SQLMigrations
 from .sqlrelations import SQLRelations
-from .sqlrepairs import SQLRepairs
 from .sqlrevisions import SQLRevisions
+from .sqlsidetables import SQLSideTables
 from .sqlstatuses import SQLStatuses
-from .sqlvectors import SQLVectors
 
 
 class SQLStore(
     SQLEvents, SQLRevisions, SQLKeyed, SQLAnswers, SQLRelations, SQLStatuses, SQLErasure,
-    SQLMigrations, SQLRepairs, SQLGauges, SQLVectors, SQLDeliveries, SQLAudit, SQLEraseCleanup,
-    SQLApiKeys, Store, KeyStore,
+    SQLMigrations, SQLSideTables, SQLEraseCleanup, SQLApiKeys, Store, KeyStore,
 ):  # fmt: skip
     """A ``Store`` over a DB-API connection; subclasses choose the database."""

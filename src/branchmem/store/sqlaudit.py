@@ -10,14 +10,19 @@ from . import codec
 from .sqlsession import SQLSession
 
 
-class SQLAudit(SQLSession):
+class AuditTable:
     """The ``audit`` table and its ``audit_ids`` index."""
+
+    __slots__ = ("session",)
+
+    def __init__(self, session: SQLSession) -> None:
+        self.session = session
 
     def append_audit(self, entry: AuditEntry) -> None:
         check_text(entry.reason, f"{entry.op} {', '.join(entry.ids)}: reason")
         # Both writes go by ``_many``: nothing reads their result, so PostgreSQL sends them
         # with the call's next statement instead of a round trip each.
-        self._many(
+        self.session._many(
             "INSERT INTO audit (namespace, seq, time, op, ids, actor, reason, revision) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [(
@@ -25,7 +30,7 @@ class SQLAudit(SQLSession):
                 entry.actor, entry.reason, entry.revision,
             )],
         )  # fmt: skip
-        self._many(  # the entry's seq is new: its rows cannot conflict
+        self.session._many(  # the entry's seq is new: its rows cannot conflict
             "INSERT INTO audit_ids (namespace, id, seq) VALUES (?, ?, ?)",
             [(entry.namespace, item, entry.seq) for item in dict.fromkeys(entry.ids)],
         )
@@ -55,7 +60,7 @@ class SQLAudit(SQLSession):
         if until is not None:
             where.append("a.time <= ?")
             params.append(until)
-        rows = self._all(
+        rows = self.session._all(
             "SELECT a.seq, a.time, a.op, a.ids, a.actor, a.reason, a.revision "
             f"FROM {source} WHERE {' AND '.join(where)} ORDER BY a.seq",
             params,

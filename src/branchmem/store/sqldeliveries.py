@@ -7,11 +7,16 @@ from . import codec
 from .sqlsession import SQLSession
 
 
-class SQLDeliveries(SQLSession):
+class DeliveriesTable:
     """The ``deliveries`` table."""
 
+    __slots__ = ("session",)
+
+    def __init__(self, session: SQLSession) -> None:
+        self.session = session
+
     def add_delivery(self, namespace: str, delivery: Delivery) -> None:
-        self._run(
+        self.session._run(
             "INSERT INTO deliveries (namespace, session, seq, anchor, time, items) "
             "VALUES (?, ?, ?, ?, ?, ?)",
             (
@@ -21,7 +26,7 @@ class SQLDeliveries(SQLSession):
         )  # fmt: skip
 
     def deliveries(self, namespace: str, session: str) -> list[Delivery]:
-        rows = self._all(
+        rows = self.session._all(
             "SELECT seq, anchor, time, items FROM deliveries WHERE namespace = ? "
             "AND session = ? ORDER BY seq",
             (namespace, session),

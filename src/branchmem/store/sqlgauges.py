@@ -5,23 +5,30 @@ from __future__ import annotations
 from .sqlsession import SQLSession
 
 
-class SQLGauges(SQLSession):
+class GaugesTable:
     """The ``counters`` table, and counts over the engine's tables."""
 
+    __slots__ = ("session",)
+
+    def __init__(self, session: SQLSession) -> None:
+        self.session = session
+
     def bump_counter(self, namespace: str, name: str) -> None:
-        self._run(
+        self.session._run(
             "INSERT INTO counters (namespace, name, value) VALUES (?, ?, 1) "
             "ON CONFLICT (namespace, name) DO UPDATE SET value = counters.value + 1",
             (namespace, name),
         )
 
     def counters(self, namespace: str) -> dict[str, int]:
-        rows = self._all("SELECT name, value FROM counters WHERE namespace = ?", (namespace,))
+        rows = self.session._all(
+            "SELECT name, value FROM counters WHERE namespace = ?", (namespace,)
+        )
         return {str(name): int(value) for name, value in rows}
 
     def gauges(self, namespace: str) -> dict[str, int]:
         def count(text: str) -> int:
-            row = self._one(text, (namespace,))
+            row = self.session._one(text, (namespace,))
             return int(row[0]) if row and row[0] is not None else 0
 
         revisions = "SELECT COUNT(*) FROM revisions WHERE namespace = ?"

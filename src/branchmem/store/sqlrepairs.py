@@ -6,11 +6,16 @@ from ..model import RepairItem
 from .sqlsession import SQLSession
 
 
-class SQLRepairs(SQLSession):
+class RepairsTable:
     """The ``repairs`` table: one row per (record, cause) still waiting."""
 
+    __slots__ = ("session",)
+
+    def __init__(self, session: SQLSession) -> None:
+        self.session = session
+
     def put_repair(self, namespace: str, item: RepairItem) -> None:
-        self._run(
+        self.session._run(
             "INSERT INTO repairs (namespace, record_id, cause, revision, reason, anchor, seq, "
             "attempts, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (namespace, record_id, cause) DO UPDATE SET "
@@ -23,7 +28,7 @@ class SQLRepairs(SQLSession):
         )  # fmt: skip
 
     def repairs(self, namespace: str) -> list[RepairItem]:
-        rows = self._all(
+        rows = self.session._all(
             "SELECT record_id, revision, reason, cause, anchor, seq, attempts, last_error "
             "FROM repairs WHERE namespace = ? ORDER BY seq, record_id, cause",
             (namespace,),
@@ -41,4 +46,4 @@ class SQLRepairs(SQLSession):
             if value is not None:
                 where.append(f"{column} = ?")
                 params.append(value)
-        self._run(f"DELETE FROM repairs WHERE {' AND '.join(where)}", params)
+        self.session._run(f"DELETE FROM repairs WHERE {' AND '.join(where)}", params)

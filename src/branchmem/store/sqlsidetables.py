@@ -1,0 +1,86 @@
+"""The side tables in SQL, composed rather than mixed in: each is an object holding the
+store's session (``RepairsTable``, ``GaugesTable``, ``VectorsTable``, ``DeliveriesTable``,
+``AuditTable``, in the module named for it), and this class, one base of ``SQLStore``,
+hands each ``Store`` method of theirs to its table. They hold no history and are never
+gated; each reads only the session's execution (``_run``, ``_all``, ``_one``, ``_many``,
+``_chunks``, ``_marks``), nothing another table keeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from ..audit import AuditEntry
+from ..model import Delivery, RepairItem
+from .base import RevisionKey
+from .sqlaudit import AuditTable
+from .sqldeliveries import DeliveriesTable
+from .sqlgauges import GaugesTable
+from .sqlrepairs import RepairsTable
+from .sqlsession import SQLSession
+from .sqlvectors import VectorsTable
+
+
+class SQLSideTables(SQLSession):
+    """The side tables' objects over this session, and the ``Store`` methods they answer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.repair_queue = RepairsTable(self)
+        self.gauge_counts = GaugesTable(self)
+        self.vector_rows = VectorsTable(self)
+        self.delivery_rows = DeliveriesTable(self)
+        self.audit_log = AuditTable(self)
+
+    # -- repair queue ------------------------------------------------------------------
+    def put_repair(self, namespace: str, item: RepairItem) -> None:
+        self.repair_queue.put_repair(namespace, item)
+
+    def repairs(self, namespace: str) -> list[RepairItem]:
+        return self.repair_queue.repairs(namespace)
+
+    def remove_repairs(
+        self, namespace: str, *, record_id: str | None = None, cause: str | None = None
+    ) -> None:
+        self.repair_queue.remove_repairs(namespace, record_id=record_id, cause=cause)
+
+    # -- counters and gauges -----------------------------------------------------------
+    def bump_counter(self, namespace: str, name: str) -> None:
+        self.gauge_counts.bump_counter(namespace, name)
+
+    def counters(self, namespace: str) -> dict[str, int]:
+        return self.gauge_counts.counters(namespace)
+
+    def gauges(self, namespace: str) -> dict[str, int]:
+        return self.gauge_counts.gauges(namespace)
+
+    # -- vectors -----------------------------------------------------------------------
+    def put_vector(self, namespace: str, key: RevisionKey, vector: Sequence[float]) -> None:
+        self.vector_rows.put_vector(namespace, key, vector)
+
+    def vectors(
+        self, namespace: str, keys: Collection[RevisionKey]
+    ) -> dict[RevisionKey, list[float]]:
+        return self.vector_rows.vectors(namespace, keys)
+
+    # -- deliveries --------------------------------------------------------------------
+    def add_delivery(self, namespace: str, delivery: Delivery) -> None:
+        self.delivery_rows.add_delivery(namespace, delivery)
+
+    def deliveries(self, namespace: str, session: str) -> list[Delivery]:
+        return self.delivery_rows.deliveries(namespace, session)
+
+    # -- audit -------------------------------------------------------------------------
+    def append_audit(self, entry: AuditEntry) -> None:
+        self.audit_log.append_audit(entry)
+
+    def audit(
+        self,
+        namespace: str,
+        *,
+        id: str | None = None,
+        op: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> list[AuditEntry]:
+        return self.audit_log.audit(namespace, id=id, op=op, since=since, until=until)
