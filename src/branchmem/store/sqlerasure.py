@@ -8,12 +8,15 @@ from collections.abc import Collection, Iterator
 from ..receipt import ResidueScope
 from . import codec
 from .base import TOMBSTONE
-from .sqlcleanup import SQLEraseCleanup
+from .sqlcleanup import EraseCleanupTable
 from .sqlkeyed import key_rows
+from .sqlsession import SQLSession
 
 
-class SQLErasure(SQLEraseCleanup):
+class SQLErasure(SQLSession):
     """``erase_content`` over the engine's tables."""
+
+    erase_cleanup: EraseCleanupTable  # a side table (``SQLSideTables``)
 
     def erase_content(
         self, namespace: str, event_ids: Collection[str], record_ids: Collection[str]
@@ -48,7 +51,7 @@ class SQLErasure(SQLEraseCleanup):
                 f"audit_ids WHERE namespace = ? AND id IN ({self._marks(len(chunk))}))",
                 (namespace, namespace, *chunk),
             )
-        self._mark_cleanup(namespace)
+        self.erase_cleanup.mark(namespace)
         self._forget()
         codec.forget()
 

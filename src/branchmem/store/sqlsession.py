@@ -54,6 +54,11 @@ class SQLSession(ABC):
         """Start the outermost write transaction, serialising writers of ``namespace``."""
 
     @abstractmethod
+    def _clean_files(self) -> str | None:
+        """Remove erased bytes from the database's files (nothing open in this session);
+        None when done, else why not (``sqlcleanup.EraseCleanupTable``)."""
+
+    @abstractmethod
     def _translate(self, error: Exception) -> Exception | None:
         """The ``branchmem.errors`` exception for a driver error (None: not a driver error)."""
 

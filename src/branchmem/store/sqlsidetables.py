@@ -1,9 +1,10 @@
 """The side tables in SQL, composed rather than mixed in: each is an object holding the
 store's session (``RepairsTable``, ``GaugesTable``, ``VectorsTable``, ``DeliveriesTable``,
-``AuditTable``, in the module named for it), and this class, one base of ``SQLStore``,
-hands each ``Store`` method of theirs to its table. They hold no history and are never
-gated; each reads only the session's execution (``_run``, ``_all``, ``_one``, ``_many``,
-``_chunks``, ``_marks``), nothing another table keeps.
+``AuditTable``, ``EraseCleanupTable``, each in the module named for it), and this class, one
+base of ``SQLStore``, hands each ``Store`` method of theirs to its table. They hold no
+history and are never gated; each reads only the session's execution (``_run``, ``_all``,
+``_one``, ``_many``, ``_chunks``, ``_marks``; erase cleanup also ``_session``, ``_depth``,
+``_current_seq`` and the backend's ``_clean_files``), nothing another table keeps.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from ..audit import AuditEntry
 from ..model import Delivery, RepairItem
 from .base import RevisionKey
 from .sqlaudit import AuditTable
+from .sqlcleanup import EraseCleanupTable
 from .sqldeliveries import DeliveriesTable
 from .sqlgauges import GaugesTable
 from .sqlrepairs import RepairsTable
@@ -31,6 +33,7 @@ class SQLSideTables(SQLSession):
         self.vector_rows = VectorsTable(self)
         self.delivery_rows = DeliveriesTable(self)
         self.audit_log = AuditTable(self)
+        self.erase_cleanup = EraseCleanupTable(self)
 
     # -- repair queue ------------------------------------------------------------------
     def put_repair(self, namespace: str, item: RepairItem) -> None:
@@ -84,3 +87,14 @@ class SQLSideTables(SQLSession):
         until: float | None = None,
     ) -> list[AuditEntry]:
         return self.audit_log.audit(namespace, id=id, op=op, since=since, until=until)
+
+    # -- erase cleanup -----------------------------------------------------------------
+    def cleanup_pending(self) -> bool:
+        """True while an erase's cleanup of the files has not completed."""
+        return self.erase_cleanup.cleanup_pending()
+
+    def cleanup_due(self, namespace: str) -> bool:
+        return self.erase_cleanup.cleanup_due(namespace)
+
+    def finish_cleanup(self) -> str | None:
+        return self.erase_cleanup.finish_cleanup()
