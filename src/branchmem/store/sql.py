@@ -8,8 +8,8 @@ retractions (sqlrelations.py), statuses (sqlstatuses.py), erasure (sqlerasure.py
 migration fills from older rows (sqlmigrations.py); what they ask of each other is declared
 in sqlshared.py. The side tables (repairs, counters, vectors, deliveries, the audit log) are
 objects holding the session, each in the module named for it, which ``SQLSideTables``
-(sqlsidetables.py) holds and hands their ``Store`` methods to, and the erase cleanup
-likewise; the API keys are still a mixin (the ``KeyStore``).
+(sqlsidetables.py) holds and hands their ``Store`` methods to, and the erase cleanup and
+the API keys (the ``KeyStore``) likewise.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 from .base import Store
 from .keys import KeyStore
 from .sqlanswers import SQLAnswers
-from .sqlapikeys import SQLApiKeys
 from .sqlerasure import SQLErasure
 from .sqlevents import SQLEvents
 from .sqlkeyed import SQLKeyed
@@ -30,6 +29,6 @@ from .sqlstatuses import SQLStatuses
 
 class SQLStore(
     SQLEvents, SQLRevisions, SQLKeyed, SQLAnswers, SQLRelations, SQLStatuses, SQLErasure,
-    SQLMigrations, SQLSideTables, SQLApiKeys, Store, KeyStore,
+    SQLMigrations, SQLSideTables, Store, KeyStore,
 ):  # fmt: skip
     """A ``Store`` over a DB-API connection; subclasses choose the database."""

@@ -13,19 +13,21 @@ from .sqlsession import SQLSession
 KEYS_LOCK: Final = "\x00api keys"  # the lock of key creation: no namespace is named this
 
 
-class SQLApiKeys(SQLSession, KeyStore):
-    """The ``api_keys`` table (not under any namespace)."""
+class ApiKeysTable(KeyStore):
+    """The ``api_keys`` table (not under any namespace) over the store's session: what
+    ``Store.api_keys`` gives the service."""
 
-    def api_keys(self) -> KeyStore:
-        """``Store.api_keys``: this table."""
-        return self
+    __slots__ = ("session",)
+
+    def __init__(self, session: SQLSession) -> None:
+        self.session = session
 
     def add_api_key(self, row: ApiKeyRow, admit: Callable[[list[ApiKeyRow]], None]) -> None:
         # One write transaction around the check and the insert: SQLite's BEGIN IMMEDIATE
         # and PostgreSQL's advisory lock on KEYS_LOCK admit one key creation at a time.
-        with self.transaction(KEYS_LOCK):
+        with self.session.transaction(KEYS_LOCK):
             admit(self._api_key_rows(None))
-            self._run(
+            self.session._run(
                 "INSERT INTO api_keys (key_id, secret_hash, tenant, namespaces, created) "
                 "VALUES (?, ?, ?, ?, ?)",
                 (
@@ -36,8 +38,8 @@ class SQLApiKeys(SQLSession, KeyStore):
 
     def _api_key_rows(self, key_id: str | None) -> list[ApiKeyRow]:
         where, params = ("WHERE key_id = ?", (key_id,)) if key_id is not None else ("", ())
-        with self.reading(KEYS_LOCK) if self._depth == 0 else nullcontext():
-            rows = self._all(
+        with self.session.reading(KEYS_LOCK) if self.session._depth == 0 else nullcontext():
+            rows = self.session._all(
                 "SELECT key_id, secret_hash, tenant, namespaces, created FROM api_keys "
                 f"{where} ORDER BY created, key_id",
                 params,
@@ -55,7 +57,9 @@ class SQLApiKeys(SQLSession, KeyStore):
         return self._api_key_rows(None)
 
     def delete_api_key(self, key_id: str) -> bool:
-        with self.transaction(KEYS_LOCK):
-            found = self._one("SELECT 1 FROM api_keys WHERE key_id = ?", (key_id,)) is not None
-            self._run("DELETE FROM api_keys WHERE key_id = ?", (key_id,))
+        with self.session.transaction(KEYS_LOCK):
+            found = (
+                self.session._one("SELECT 1 FROM api_keys WHERE key_id = ?", (key_id,)) is not None
+            )
+            self.session._run("DELETE FROM api_keys WHERE key_id = ?", (key_id,))
         return found

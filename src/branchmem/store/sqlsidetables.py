@@ -1,19 +1,22 @@
 """The side tables in SQL, composed rather than mixed in: each is an object holding the
 store's session (``RepairsTable``, ``GaugesTable``, ``VectorsTable``, ``DeliveriesTable``,
-``AuditTable``, ``EraseCleanupTable``, each in the module named for it), and this class, one
-base of ``SQLStore``, hands each ``Store`` method of theirs to its table. They hold no
-history and are never gated; each reads only the session's execution (``_run``, ``_all``,
-``_one``, ``_many``, ``_chunks``, ``_marks``; erase cleanup also ``_session``, ``_depth``,
-``_current_seq`` and the backend's ``_clean_files``), nothing another table keeps.
+``AuditTable``, ``EraseCleanupTable``, ``ApiKeysTable``, each in the module named for it),
+and this class, one base of ``SQLStore``, hands each ``Store`` method of theirs to its
+table. They hold no history and are never gated; each reads only the session's execution
+(``_run``, ``_all``, ``_one``, ``_many``, ``_chunks``, ``_marks``; erase cleanup also
+``_session``, ``_depth``, ``_current_seq`` and the backend's ``_clean_files``; the API keys
+its transactions), nothing another table keeps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from ..audit import AuditEntry
 from ..model import Delivery, RepairItem
 from .base import RevisionKey
+from .keys import ApiKeyRow, KeyStore
+from .sqlapikeys import ApiKeysTable
 from .sqlaudit import AuditTable
 from .sqlcleanup import EraseCleanupTable
 from .sqldeliveries import DeliveriesTable
@@ -34,6 +37,7 @@ class SQLSideTables(SQLSession):
         self.delivery_rows = DeliveriesTable(self)
         self.audit_log = AuditTable(self)
         self.erase_cleanup = EraseCleanupTable(self)
+        self.api_key_rows = ApiKeysTable(self)
 
     # -- repair queue ------------------------------------------------------------------
     def put_repair(self, namespace: str, item: RepairItem) -> None:
@@ -98,3 +102,20 @@ class SQLSideTables(SQLSession):
 
     def finish_cleanup(self) -> str | None:
         return self.erase_cleanup.finish_cleanup()
+
+    # -- the service's API keys (``KeyStore``) ----------------------------------------
+    def api_keys(self) -> KeyStore:
+        """``Store.api_keys``: the ``api_keys`` table."""
+        return self.api_key_rows
+
+    def add_api_key(self, row: ApiKeyRow, admit: Callable[[list[ApiKeyRow]], None]) -> None:
+        self.api_key_rows.add_api_key(row, admit)
+
+    def get_api_key(self, key_id: str) -> ApiKeyRow | None:
+        return self.api_key_rows.get_api_key(key_id)
+
+    def list_api_keys(self) -> list[ApiKeyRow]:
+        return self.api_key_rows.list_api_keys()
+
+    def delete_api_key(self, key_id: str) -> bool:
+        return self.api_key_rows.delete_api_key(key_id)
