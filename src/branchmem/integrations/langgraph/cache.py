@@ -38,6 +38,41 @@ class ReadCache:
             self.items = {}
             self.candidates = {}
 
+    def patch(
+        self,
+        anchor: str,
+        before: int,
+        after: int,
+        live: dict[tuple[str, ...], dict[str, Found]] | None,
+        written: dict[tuple[tuple[str, ...], str], Found | None],
+    ) -> None:
+        """After a write committed: if the cache still holds the state ``before`` it, label
+        it ``after`` and patch in the items it ``written`` at ``anchor`` (None: deleted)
+        over ``live``, what it held there; with no ``live`` it only empties the items (the
+        threads' heads hold: writes never move one)."""
+        if live is None:
+            with self.lock:
+                if self.generation == before:
+                    self.generation, self.items, self.candidates = after, {}, {}
+            return
+        patched = dict(live)
+        for (namespace, key), found in written.items():
+            slots = dict(patched.get(namespace, {}))
+            if found is not None:
+                slots[key] = found
+            else:
+                slots.pop(key, None)
+            if slots:
+                patched[namespace] = slots
+            else:
+                patched.pop(namespace, None)
+        with self.lock:
+            if self.generation == before:  # nothing refilled or emptied it meanwhile
+                self.generation = after
+                if written:
+                    self.items = {anchor: patched}  # other anchors may see the items too
+                    self.candidates = {}
+
 
 class Refreshed(dict[tuple[str, int], float]):
     """TTL refreshes by (record id, revision), with a count of the assignments that may

@@ -8,10 +8,11 @@ import json
 import math
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Final, Self
 
 from langchain_core.embeddings import Embeddings
@@ -49,9 +50,9 @@ from .items import (
     Found,
     check_labels,
     check_put,
-    encode,
     item_key,
     item_of,
+    item_spec,
     key_prefix,
     newest_first,
 )
@@ -238,6 +239,16 @@ class GatedStore(BaseStore):
             refuse_sync_call_in_async_run()
         token = _BATCH_STAMP.set([])  # the stamp is read once per batch, when first needed
         try:
+            if self._anchor_config is not None and all(isinstance(op, PutOp) for op in ops):
+                # writes alone: where they stand is found inside their transaction, whose
+                # lock comes with the stamp, instead of in a read snapshot before it
+                committed: list[Callable[[], None]] = []
+                with MIRRORED:
+                    with self.memory.transaction(self.namespace):
+                        results = self._run_all(ops, self._place(), committed)
+                    for update in committed:  # the cache, once the writes have committed
+                        update()
+                return results
             place = self._place()
             with MIRRORED:
                 if place.events:
@@ -344,9 +355,12 @@ class GatedStore(BaseStore):
         return checkpointer.memory is self.memory and checkpointer.namespace == self.namespace
 
     # -- operations --------------------------------------------------------------------
-    def _run_all(self, ops: list[Op], place: _Place) -> list[Result]:
+    def _run_all(
+        self, ops: list[Op], place: _Place, committed: list[Callable[[], None]] | None = None
+    ) -> list[Result]:
         """Reads see the store as it was before the batch, then the puts apply in order,
-        the last put of a (namespace, key) winning, as in LangGraph's own stores."""
+        the last put of a (namespace, key) winning, as in LangGraph's own stores.
+        ``committed``: the batch's write transaction is open (``_write_all``)."""
         puts = [op for op in ops if isinstance(op, PutOp)]
         for put in puts:
             check_put(put)
@@ -372,7 +386,7 @@ class GatedStore(BaseStore):
             last.pop((put.namespace, put.key), None)
             last[(put.namespace, put.key)] = put
         if last or refreshes:
-            self._write_all(list(last.values()), list(refreshes.values()), place)
+            self._write_all(list(last.values()), list(refreshes.values()), place, committed)
         return results
 
     def _record(self, namespace: tuple[str, ...], key: str, place: _Place) -> Record | None:
@@ -636,63 +650,48 @@ class GatedStore(BaseStore):
         return entry
 
     def _write_all(
-        self, puts: list[PutOp], refreshes: list[tuple[Record, float]], place: _Place
+        self,
+        puts: list[PutOp],
+        refreshes: list[tuple[Record, float]],
+        place: _Place,
+        committed: list[Callable[[], None]] | None = None,
     ) -> None:
-        """Write a batch's items and its reads' TTL refreshes in one transaction. Where
-        reads are cached, it also reads the stamp before the writes and each written item's
-        new revision after them: if the cache held the store exactly as it was before, it
-        is patched with those items (at this anchor) and labelled with the stamp after, once
-        the transaction has committed, instead of being emptied, so an agent that writes and
-        reads in turn does not re-read every live item after each write. A refresh changes
-        no item (its expiry is already in ``_refreshed``), so it only relabels the cache."""
+        """Write a batch's items and its reads' TTL refreshes in one transaction (the
+        batch's own, already open, when ``committed`` is given: the cache update is then
+        left there, to run once it has committed). Where reads are cached, it also reads the
+        stamp before the writes and each written item's new revision after them: if the
+        cache held the store exactly as it was before, it is patched with those items (at
+        this anchor) and labelled with the stamp after, once the transaction has committed,
+        instead of being emptied, so an agent that writes and reads in turn does not re-read
+        every live item after each write. A refresh changes no item (its expiry is already
+        in ``_refreshed``), so it only relabels the cache."""
+        writing = self.memory.transaction(self.namespace) if committed is None else nullcontext()
         cache = self._cache
         if cache is None or not self._cached(place):
-            with self.memory.transaction(self.namespace):
-                for op in puts:
-                    self._write_item(op, place, None)
-                self._write_refreshes(refreshes)
+            with writing:
+                self._write_items(puts, refreshes, place, None)
             return
         anchor = place.anchor
         assert anchor is not None
         if puts:  # the items' previous revisions, as a read finds them (filled once)
             self._live(anchor, ())
         written: dict[tuple[tuple[str, ...], str], Found | None] = {}
-        with self.memory.transaction(self.namespace):
+        with writing:
             before = self._stamp_in_write()
             with cache.lock:
                 live = cache.items.get(anchor) if cache.generation == before else None
-            for op in puts:
-                slots = live.get(tuple(op.namespace), {}) if live is not None else {}
-                known = slots.get(op.key)
-                new = self._write_item(op, place, known.record if known is not None else None)
-                if live is not None:
+            news = self._write_items(puts, refreshes, place, live)
+            if live is not None:
+                for op, new in zip(puts, news, strict=True):
                     written[(tuple(op.namespace), op.key)] = self._found_after(op, new, place)
-            self._write_refreshes(refreshes)
             after = self._stamp_in_write()
         if not self._stamped:
             after += 1  # the generation this transaction's own end adds
-        if live is None:  # no items to patch; the threads' heads hold (writes never move one)
-            with cache.lock:
-                if cache.generation == before:
-                    cache.generation, cache.items, cache.candidates = after, {}, {}
-            return
-        patched = dict(live)
-        for (namespace, key), found in written.items():
-            slots = dict(patched.get(namespace, {}))
-            if found is not None:
-                slots[key] = found
-            else:
-                slots.pop(key, None)
-            if slots:
-                patched[namespace] = slots
-            else:
-                patched.pop(namespace, None)
-        with cache.lock:
-            if cache.generation == before:  # nothing refilled or emptied it meanwhile
-                cache.generation = after
-                if written:
-                    cache.items = {anchor: patched}  # other anchors may see the items too
-                    cache.candidates = {}
+        update = partial(cache.patch, anchor, before, after, live, written)
+        if committed is None:
+            update()
+        else:
+            committed.append(update)
 
     def _found_after(self, op: PutOp, new: Record | None, place: _Place) -> Found | None:
         """The item at ``place`` after ``op``. A put's new revision is sourced at the anchor
@@ -701,14 +700,6 @@ class GatedStore(BaseStore):
         record = new if new is not None else self._record(op.namespace, op.key, place)
         item = item_of(record) if record is not None else None
         return Found(item, record) if item is not None and record is not None else None
-
-    def _write_refreshes(self, refreshes: list[tuple[Record, float]]) -> None:
-        """Persist TTL refreshes, so that every process sees the new expiries (``ttl``)."""
-        if refreshes:
-            self.memory.add_records(
-                [expiry_spec(record, expires) for record, expires in refreshes],
-                namespace=self.namespace,
-            )
 
     def _stamp_in_write(self) -> int:
         """The stamp inside a write transaction or a read snapshot, where it is exactly that
@@ -722,54 +713,53 @@ class GatedStore(BaseStore):
         assert stamp is not None  # _stamped: the backend keeps a counter
         return stamp
 
-    def _write_item(self, op: PutOp, place: _Place, previous: Record | None) -> Record | None:
-        """The put or delete itself; ``previous``, when known, spares a read. A put's new
-        revision, None for a delete."""
-        sources: list[str] | None
+    def _write_items(
+        self,
+        puts: list[PutOp],
+        refreshes: list[tuple[Record, float]],
+        place: _Place,
+        live: dict[tuple[str, ...], dict[str, Found]] | None,
+    ) -> list[Record | None]:
+        """The puts and the refreshes as one ``add_records`` call (one nested write for the
+        batch, not one per item: each costs the transaction a savepoint), each delete a
+        retraction. ``live``, the items at ``place`` as the transaction found them, when the
+        cache holds them, answers each put's previous revision without a read. Each put's
+        new revision, None for a delete, in order. Refreshes are stored so that every
+        process sees the new expiries (``ttl``)."""
+        specs: list[dict[str, Any]] = []
+        default_ttl = (self.ttl_config or {}).get("default_ttl")
+        for op in puts:
+            sources = self._sources(op, place)
+            if op.value is None:
+                self.memory.retract(
+                    f"lg-delete:{uuid.uuid4().hex}",
+                    sources=sources,
+                    key=item_key(op.namespace, op.key),
+                    scope="branch",
+                    reason="langgraph store delete",
+                    namespace=self.namespace,
+                )
+                continue
+            if live is not None:
+                known = live.get(tuple(op.namespace), {}).get(op.key)
+                previous = known.record if known is not None else None
+            else:
+                previous = self._record(op.namespace, op.key, place)
+            specs.append(item_spec(op, sources, previous, default_ttl, time.time()))
+        specs.extend(expiry_spec(record, expires) for record, expires in refreshes)
+        news = iter(self.memory.add_records(specs, namespace=self.namespace) if specs else ())
+        return [next(news) if op.value is not None else None for op in puts]
+
+    def _sources(self, op: PutOp, place: _Place) -> list[str] | None:
+        """What a put or delete is sourced at: the place's checkpoint; none in compat mode
+        without one (a legacy record: compat shows it everywhere and counts it)."""
         if place.source is not None:
-            sources = [place.source]
-        elif self.mode == "compat":
-            sources = None  # a legacy record: compat shows it everywhere and counts it
-        else:
-            raise MissingAnchor(
-                f"put {op.namespace!r}/{op.key!r} has no checkpoint to be sourced at; "
-                "use store.at(config), or a graph node with a BranchCheckpointer"
-            )
-        key = item_key(op.namespace, op.key)
-        if op.value is None:
-            self.memory.retract(
-                f"lg-delete:{uuid.uuid4().hex}",
-                sources=sources,
-                key=key,
-                scope="branch",
-                reason="langgraph store delete",
-                namespace=self.namespace,
-            )
+            return [place.source]
+        if self.mode == "compat":
             return None
-        now = datetime.now(UTC).isoformat()
-        if previous is None:
-            previous = self._record(op.namespace, op.key, place)
-        created = previous.meta.get("created_at") if previous is not None else None
-        meta: dict[str, Any] = {
-            "namespace": list(op.namespace),
-            "key": op.key,
-            "created_at": created if isinstance(created, str) else now,
-            "updated_at": now,
-        }
-        if op.index is not None:
-            meta["index"] = op.index if op.index is False else list(op.index)
-        ttl = op.ttl if op.ttl is not None else (self.ttl_config or {}).get("default_ttl")
-        if ttl is not None:
-            meta["ttl_minutes"] = float(ttl)
-            meta["expires_at"] = time.time() + 60.0 * float(ttl)
-        return self.memory.add_record(
-            f"lg-item:{uuid.uuid4().hex}",
-            sources=sources,
-            content=encode(op.namespace, op.key, op.value),
-            kind=ITEM_KIND,
-            key=key,
-            meta=meta,
-            namespace=self.namespace,
+        raise MissingAnchor(
+            f"put {op.namespace!r}/{op.key!r} has no checkpoint to be sourced at; "
+            "use store.at(config), or a graph node with a BranchCheckpointer"
         )
 
     def _list_namespaces(self, op: ListNamespacesOp, place: _Place) -> list[tuple[str, ...]]:

@@ -6,7 +6,7 @@ import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Final
 
 from langgraph.store.base import InvalidNamespaceError, Item, PutOp
@@ -97,6 +97,42 @@ def encode(namespace: tuple[str, ...], key: str, value: Mapping[str, Any]) -> st
         raise InvalidInput(
             f"put {namespace!r}/{key!r}: value is not JSON-serializable ({exc})"
         ) from None
+
+
+def item_spec(
+    op: PutOp,
+    sources: list[str] | None,
+    previous: Record | None,
+    default_ttl: float | None,
+    now: float,
+) -> dict[str, Any]:
+    """The ``add_records`` item of a put (its value not None): ``previous``, the revision
+    it replaces, keeps the item's ``created_at``; ``default_ttl``, the store's, applies
+    when the put gives none; an expiry counts from ``now`` (epoch seconds, the store's
+    clock)."""
+    assert op.value is not None
+    stamp = datetime.now(UTC).isoformat()
+    created = previous.meta.get("created_at") if previous is not None else None
+    meta: dict[str, Any] = {
+        "namespace": list(op.namespace),
+        "key": op.key,
+        "created_at": created if isinstance(created, str) else stamp,
+        "updated_at": stamp,
+    }
+    if op.index is not None:
+        meta["index"] = op.index if op.index is False else list(op.index)
+    ttl = op.ttl if op.ttl is not None else default_ttl
+    if ttl is not None:
+        meta["ttl_minutes"] = float(ttl)
+        meta["expires_at"] = now + 60.0 * float(ttl)
+    return {
+        "id": f"lg-item:{uuid.uuid4().hex}",
+        "sources": sources,
+        "content": encode(op.namespace, op.key, op.value),
+        "kind": ITEM_KIND,
+        "key": item_key(op.namespace, op.key),
+        "meta": meta,
+    }
 
 
 def item_of(record: Record) -> Item | None:
