@@ -273,6 +273,35 @@ def langgraph_rows(results: Path) -> list[Row]:
     ]
 
 
+def langgraph_pg_put_rows(results: Path) -> list[Row]:
+    found = _load(results, "langgraph_pg_put.json")
+    ratios = found["ratios"] if found else {}
+    size = found["batch"] if found else 10
+    trips = found["round_trips"] if found else {}
+    ours, stock = trips.get("BranchStore", {}), trips.get("PostgresStore", {})
+    return [
+        _ratio_row(
+            "LangGraph `BranchStore.put` / `PostgresStore.put` on PostgreSQL, a loop of puts",
+            ratios.get("put"),
+            found["goal"] if found else 3,
+        ),
+        _ratio_row(
+            f"LangGraph `BranchStore.batch` / `PostgresStore.batch` of {size} puts, per put",
+            ratios.get("batch"),
+            found["goal"] if found else 3,
+        ),
+        (
+            f"LangGraph round trips of a put; of a batch of {size} puts: BranchStore / "
+            "PostgresStore",
+            f"{ours['put']:g} / {stock['put']:g}; {ours['batch']:g} / {stock['batch']:g}"
+            if ours and stock
+            else "not measured",
+            "—",
+            None,
+        ),
+    ]
+
+
 def ingest_floor_rows(results: Path) -> list[Row]:
     found = _load(results, "ingest_floor.json")
     return [
@@ -326,6 +355,7 @@ SECTIONS: list[tuple[str, Callable[[Path], list[Row]]]] = [
     ("many active conversations (bench/active_conversations.py)", active_rows),
     ("`current()` against a plain lookup (bench/current_sqlite.py)", current_rows),
     ("LangGraph stores (bench/langgraph_store.py)", langgraph_rows),
+    ("LangGraph `put` on PostgreSQL (bench/langgraph_pg_put.py)", langgraph_pg_put_rows),
     ("context (bench/context.py)", context_rows),
     ("bulk records (bench/records.py)", records_rows),
     ("ingest against its floor (bench/ingest_floor.py)", ingest_floor_rows),

@@ -55,3 +55,14 @@ def test_langgraph_store_fills_its_rows(tmp_path: Path) -> None:
     langgraph = {what: got for what, got in rows(tmp_path).items() if "LangGraph `Branch" in what}
     measured = {what for what, got in langgraph.items() if got != "not measured"}
     assert len(measured) == 4, langgraph  # the agent-history row is another benchmark's
+
+
+def test_langgraph_pg_put_fills_its_rows(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    pytest.importorskip("langgraph.store.postgres", reason="needs the 'langgraph' extra")
+    dsn = request.getfixturevalue("pg_dsn")  # the tests' server: no second embedded one
+    run("langgraph_pg_put.py", "--dsn", dsn, "--calls", "3", "--rounds", "1", "--keys", "4",
+        "--batch", "2", "--out", str(tmp_path / "langgraph_pg_put.json"))  # fmt: skip
+    ours = ("LangGraph `BranchStore.put`", "LangGraph `BranchStore.batch`", "LangGraph round trips")
+    put = {what: got for what, got in rows(tmp_path).items() if what.startswith(ours)}
+    assert len(put) == 3 and "not measured" not in put.values(), put
+    assert any("of 2 puts" in what for what in put), put

@@ -89,3 +89,20 @@ def test_only_the_block_of_the_document_is_rewritten(
     text = doc.read_text()
     assert text.startswith(f"before\n{figures.BEGIN}\nRebuilt ")
     assert text.endswith(f"{figures.END}\nafter\n") and "old figures" not in text
+
+
+def test_the_langgraph_put_rows_read_ratios_and_round_trips(
+    figures: ModuleType, tmp_path: Path
+) -> None:
+    (tmp_path / "langgraph_pg_put.json").write_text(json.dumps({
+        "batch": 10, "goal": 3, "ratios": {"put": 2.5, "batch": 4.0, "get": 0.8},
+        "round_trips": {"BranchStore": {"put": 6.0, "batch": 6.5},
+                        "PostgresStore": {"put": 1.0, "batch": 1.0}},
+    }))  # fmt: skip
+    block = figures.table(tmp_path)
+    assert row(block, "LangGraph `BranchStore.put`")[1:] == ["2.50", "<= 3", "yes"]
+    assert row(block, "LangGraph `BranchStore.batch`")[:2] == [
+        "LangGraph `BranchStore.batch` / `PostgresStore.batch` of 10 puts, per put", "4.00",
+    ]  # fmt: skip
+    assert row(block, "LangGraph `BranchStore.batch`")[3] == "**no**"
+    assert row(block, "LangGraph round trips")[1] == "6 / 1; 6.5 / 1"
