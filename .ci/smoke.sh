@@ -14,7 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 JOBS=${SMOKE_JOBS:-2}
-ALL_FLAVOURS=(mem0 langgraph graphiti bench server mcp postgres wordllama client base)  # slowest installs first
+ALL_FLAVOURS=(mem0 langgraph graphiti langmem bench server mcp postgres wordllama client base)  # slowest installs first
 if (($#)); then FLAVOURS=("$@"); else FLAVOURS=("${ALL_FLAVOURS[@]}"); fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/branchmem-smoke.XXXXXX")
@@ -318,6 +318,12 @@ smoke() {
         --out "$data/graphiti" --systems graphiti --limit 1 --pipeline one_message \
         --read-policy path --extractor oracle --runs 1
       expect "the graphiti row is in the table" "graphiti"
+      ;;
+    langmem)
+      check "branchbench runs the langmem row offline" 0 "$BIN/branchbench" run --split test \
+        --out "$data/langmem" --systems langmem --limit 1 --pipeline one_message \
+        --read-policy path --extractor oracle --runs 1
+      expect "the langmem row is in the table" "langmem"
       ;;
   esac
   record PASS "checks ($((SECONDS - t0)) s)"
