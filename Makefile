@@ -66,10 +66,13 @@ bench: $(STAMP)
 	$(PY) bench/forget_scale.py
 	$(PY) bench/deep_path.py
 	$(PY) bench/disk.py
-	$(PY) bench/service.py
+	$(PY) bench/service.py --runs 5 --hop --compare no-direct
 	$(PY) bench/context.py
 	$(PY) bench/langgraph_store.py
 	$(PY) bench/current_sqlite.py
+	$(PY) bench/active_conversations.py
+	$(PY) bench/ingest_floor.py
+	$(PY) bench/langgraph_pg_put.py
 	$(PY) bench/decision_split.py --full
 	$(PY) bench/corpus_retrieval.py
 	$(PY) bench/figures.py
