@@ -4,7 +4,7 @@ The route of a method is written once, on its declaration in ``protocol.py``
 (``@http("GET", "/events/{id}")``); its parameters and result come from the same
 declaration's signature. The FastAPI routes (``server/routes.py``), the ``Client`` methods
 (``client.py``) and the CLI commands (``cli/``) are built from this table, so a new public
-method is written in ``memory.py``, declared in ``protocol.py`` and named by one line in
+method is written in ``memory/``, declared in ``protocol.py`` and named by one line in
 ``client.py`` (mypy must see the client's methods). ``tests/test_client_api.py`` fails on
 drift.
 
