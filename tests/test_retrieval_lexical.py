@@ -16,6 +16,7 @@ from branchmem.search.lexical import (
     normalize,
     query_terms,
     rank,
+    stem,
 )
 
 STORE = {
@@ -66,7 +67,25 @@ def test_short_latin_words_are_not_terms() -> None:
 
 def test_one_cjk_character_is_a_term() -> None:
     assert query_terms("猫") == ("猫",)
-    assert query_terms("猫 and 狗") == ("猫", "and", "狗")
+    assert query_terms("猫 or 狗") == ("猫", "狗")
+
+
+def test_stop_words_are_dropped_unless_nothing_else_is_asked() -> None:
+    assert query_terms("What is the budget we have?") == ("budget",)
+    assert query_terms("what is the") == ("what", "the")
+    # a reply repeating "the" no longer outranks the short turn that states the fact
+    docs = {
+        "fact": "My grocery budget is $550 now",
+        "reply": "The plan: the list, the store, the budget, the receipts and the rest of the week",
+    }
+    assert rank("What is the grocery budget?", docs)[0].doc_id == "fact"
+
+
+def test_a_word_keeps_its_stem_so_its_other_forms_match() -> None:
+    assert query_terms("groceries grocery attended workshops") == ("grocer", "attend", "workshop")
+    assert matches("groceries", "a grocery list") and matches("grocery", "bought groceries")
+    assert query_terms("many days class") == ("many", "days", "class")  # 3 left, or "ss"
+    assert stem("business") == "business" and stem("agreed") == "agre"
 
 
 def test_punctuation_separates_terms_and_latin_separates_from_cjk() -> None:

@@ -12,6 +12,12 @@ rule added for CJK, where a question has no spaces and most words are two charac
    - another segment (Latin, digits, ...) of at least ``MIN_WORD`` (3) characters is one term;
      shorter ones (``a``, ``to``, ``is``, ``42``) are dropped: they match nearly everything,
      and no trigram index can look them up;
+   - an English stop word (``STOP_WORDS``: "the", "have", "what", ...) is dropped too, unless
+     the query has nothing else: a long reply that says "the" 23 times otherwise outranks
+     the short turn that states the fact;
+   - a word keeps its stem (``stem``): a common suffix is cut while ``MIN_STEM`` (4)
+     characters remain, so the stem, matched as a substring, finds the word's other forms
+     (``groceries`` and ``grocery`` both become ``grocer``; ``attended`` finds ``attending``);
    - a CJK segment of one or two characters is one term (杭州, 猫);
    - a longer CJK segment contributes its overlapping bigrams (我要搬去杭州 -> 我要, 要搬, 搬去,
      去杭, 杭州), so a question finds a fact that shares a word with it.
@@ -40,6 +46,19 @@ from typing import Final, NamedTuple
 from ..errors import InvalidInput
 
 MIN_WORD: Final = 3  # shortest non-CJK term: the trigram length
+MIN_STEM: Final = 4  # shortest stem a suffix is cut to (a shorter one matches inside too much)
+# cut longest first, once; "ss" keeps its s (class, business)
+SUFFIXES: Final = ("ies", "ing", "ed", "es", "s", "ly", "y", "e")
+# English function words: they match nearly every turn and say nothing of its topic
+STOP_WORDS: Final = frozenset(
+    """about above after again against all also and any are because been before being below
+    between both but can cannot could did does doing down during each ever few for from further
+    had has have having her here hers herself him himself his how into its itself just let more
+    most myself nor not off once only other ought our ours ourselves out over own same she
+    should some such than that the their theirs them themselves then there these they this
+    those through too under until very was were what when where which while who whom why will
+    with would you your yours yourself yourselves""".split()  # noqa: SIM905
+)
 K1: Final = 1.2
 B: Final = 0.75
 
@@ -95,20 +114,34 @@ def is_cjk(term: str) -> bool:
     return _CJK_RUN.fullmatch(term) is not None
 
 
+def stem(word: str) -> str:
+    """``word`` without its first suffix of ``SUFFIXES`` that leaves ``MIN_STEM`` characters
+    (a normalised non-CJK segment); unchanged when none does."""
+    for suffix in SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= MIN_STEM:
+            return word if suffix == "s" and word.endswith("ss") else word[: -len(suffix)]
+    return word
+
+
 @lru_cache(maxsize=4096)
 def query_terms(query: str) -> tuple[str, ...]:
     """The terms of a query (rule 2 of the module docstring), deduplicated, in query order."""
     terms: dict[str, None] = {}
+    stop: dict[str, None] = {}
     for segment, is_cjk in segments(query):
         if not is_cjk:
-            if len(segment) >= MIN_WORD:
-                terms.setdefault(segment)
+            if len(segment) < MIN_WORD:
+                continue
+            if segment in STOP_WORDS:
+                stop.setdefault(segment)
+            else:
+                terms.setdefault(stem(segment))
         elif len(segment) <= 2:
             terms.setdefault(segment)
         else:
             for start in range(len(segment) - 1):
                 terms.setdefault(segment[start : start + 2])
-    return tuple(terms)
+    return tuple(terms or stop)
 
 
 def index_grams(text: str) -> frozenset[str]:
