@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from branchmem import Memory
 from branchmem.search import newest
 from branchmem.search.newest import newest_first, same_thing
-from test_search import HEAVIER_SHARE, SAME_THING, WINDOW, naive_newest_first
+from search_reference import HEAVIER_SHARE, SAME_THING, WINDOW, naive_newest_first
 
 TERMS = ("redis", "memory", "usage", "keys", "the", "what")
 

@@ -17,7 +17,7 @@ from branchmem import Memory
 from branchmem.search import neighbours
 from branchmem.search.lexical import LexicalHit
 from branchmem.search.neighbours import by_place, with_neighbours
-from test_search import LENDERS, NEIGHBOUR_SHARE, REACH, naive_neighbours
+from search_reference import LENDERS, NEIGHBOUR_SHARE, REACH, naive_neighbours
 
 
 def test_the_reference_uses_the_library_constants() -> None:
