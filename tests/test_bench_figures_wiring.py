@@ -5,26 +5,13 @@ block are then measured, not "not measured"."""
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from timing import scaled
+from test_bench_scripts import run
 
 BENCH = Path(__file__).parent.parent / "bench"
-
-
-def run(script: str, *args: str) -> None:
-    done = subprocess.run(
-        [sys.executable, str(BENCH / script), *args],
-        cwd=BENCH,
-        capture_output=True,
-        text=True,
-        timeout=scaled(300),
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def rows(results: Path) -> dict[str, str]:
