@@ -241,6 +241,33 @@ def current_rows(results: Path) -> list[Row]:
     ]
 
 
+def search_rows(results: Path) -> list[Row]:
+    """Gated search against a plain BM25 package over the same visible texts (#44's cost goal)
+    and against ungated search over the whole namespace at the largest size (the scale goal)."""
+    visible = _load(results, "search_visible.json") or []
+    rows: list[Row] = []
+    for path in ("memory", "sqlite"):
+        for size in (10_000, 100_000):
+            found = next(
+                (
+                    row
+                    for row in visible
+                    if row["path"] == path and row["visible"] == size and not row["history"]
+                ),
+                None,
+            )
+            what = f"{path} gated search / `bm25s`, {size:,} visible records"
+            rows.append(_ratio_row(what, found["ratio_to_bm25s"] if found else None, 3))
+    scaled = _load(results, "search.json")
+    for backend in ("memory", "sqlite"):
+        grown = scaled["backends"].get(backend) if scaled else None
+        last = grown["rows"][-1] if grown else None
+        size = f"{last['records']:,}" if last else "1,000,000"
+        what = f"{backend} gated / ungated search at {size} records"
+        rows.append(_ratio_row(what, last["ratio_gated_ungated"] if last else None, 1.2))
+    return rows
+
+
 def langgraph_rows(results: Path) -> list[Row]:
     found = _load(results, "langgraph_store.json")
     reads = found.get("reads", {}) if found else {}
@@ -356,6 +383,7 @@ SECTIONS: list[tuple[str, Callable[[Path], list[Row]]]] = [
     ("`current()` against a plain lookup (bench/current_sqlite.py)", current_rows),
     ("LangGraph stores (bench/langgraph_store.py)", langgraph_rows),
     ("LangGraph `put` on PostgreSQL (bench/langgraph_pg_put.py)", langgraph_pg_put_rows),
+    ("search (bench/search_visible.py, bench/search.py)", search_rows),
     ("context (bench/context.py)", context_rows),
     ("bulk records (bench/records.py)", records_rows),
     ("ingest against its floor (bench/ingest_floor.py)", ingest_floor_rows),

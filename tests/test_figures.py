@@ -106,3 +106,20 @@ def test_the_langgraph_put_rows_read_ratios_and_round_trips(
     ]  # fmt: skip
     assert row(block, "LangGraph `BranchStore.batch`")[3] == "**no**"
     assert row(block, "LangGraph round trips")[1] == "6 / 1; 6.5 / 1"
+
+
+def test_the_search_rows_read_both_benchmarks(figures: ModuleType, tmp_path: Path) -> None:
+    visible = [
+        {"visible": 10_000, "history": 0, "path": "memory", "ratio_to_bm25s": 1.8},
+        {"visible": 10_000, "history": 100_000, "path": "memory", "ratio_to_bm25s": 9.0},
+        {"visible": 100_000, "history": 0, "path": "sqlite", "ratio_to_bm25s": 3.5},
+    ]
+    (tmp_path / "search_visible.json").write_text(json.dumps(visible))
+    grown = {"rows": [{"records": 10_000, "ratio_gated_ungated": 0.4}]}
+    (tmp_path / "search.json").write_text(json.dumps({"backends": {"sqlite": grown}}))
+    block = figures.table(tmp_path)
+    assert row(block, "memory gated search / `bm25s`, 10,000")[1:] == ["1.80", "<= 3", "yes"]
+    assert row(block, "sqlite gated search / `bm25s`, 100,000")[1:] == ["3.50", "<= 3", "**no**"]
+    assert row(block, "memory gated search / `bm25s`, 100,000")[1] == "not measured"
+    assert row(block, "sqlite gated / ungated search at 10,000")[1:] == ["0.40", "<= 1.2", "yes"]
+    assert row(block, "memory gated / ungated search")[1] == "not measured"
