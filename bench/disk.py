@@ -93,6 +93,20 @@ def btree_sizes(path: Path) -> tuple[dict[str, int], dict[str, str]]:
     return sizes, owners
 
 
+def write_floor(floor: sqlite3.Connection, conv: Any) -> None:
+    """One conversation into the plain floor tables (``FLOOR_SCHEMA``), committed: the same
+    rows the store writes, without anything the store adds."""
+    floor.executemany(
+        "INSERT INTO events (id, parent, role, content) VALUES (?, ?, ?, ?)",
+        [(e["id"], e["parent"], "user", e["content"]) for e in conv.events],
+    )
+    floor.executemany(
+        "INSERT INTO records (id, content, sources) VALUES (?, ?, ?)",
+        [(r["id"], r["content"], json.dumps(r["sources"])) for r in conv.records],
+    )
+    floor.commit()
+
+
 def build(store_path: Path, floor_path: Path, records: int) -> dict[str, Any]:
     floor = sqlite3.connect(floor_path)
     for statement in FLOOR_SCHEMA:
@@ -103,15 +117,7 @@ def build(store_path: Path, floor_path: Path, records: int) -> dict[str, Any]:
         for conv in conversations(records, seed=7):
             mem.add_events(conv.events, namespace=NAMESPACE)
             mem.add_records(conv.records, namespace=NAMESPACE)
-            floor.executemany(
-                "INSERT INTO events (id, parent, role, content) VALUES (?, ?, ?, ?)",
-                [(e["id"], e["parent"], "user", e["content"]) for e in conv.events],
-            )
-            floor.executemany(
-                "INSERT INTO records (id, content, sources) VALUES (?, ?, ?)",
-                [(r["id"], r["content"], json.dumps(r["sources"])) for r in conv.records],
-            )
-            floor.commit()
+            write_floor(floor, conv)
             events_added += len(conv.events)
             records_added += len(conv.records)
     floor.close()

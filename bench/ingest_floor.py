@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from branchmem import Memory
 from chatlike import conversations
-from disk import FLOOR_SCHEMA
+from disk import FLOOR_SCHEMA, write_floor
 
 GOAL = 0.3
 
@@ -55,15 +55,7 @@ def main() -> int:
                 mem.add_records(conv.records)
                 spent["store"] += time.perf_counter() - started
                 started = time.perf_counter()
-                floor.executemany(
-                    "INSERT INTO events (id, parent, role, content) VALUES (?, ?, ?, ?)",
-                    [(e["id"], e["parent"], "user", e["content"]) for e in conv.events],
-                )
-                floor.executemany(
-                    "INSERT INTO records (id, content, sources) VALUES (?, ?, ?)",
-                    [(r["id"], r["content"], json.dumps(r["sources"])) for r in conv.records],
-                )
-                floor.commit()
+                write_floor(floor, conv)
                 spent["floor"] += time.perf_counter() - started
                 items += len(conv.events) + len(conv.records)
         floor.close()
