@@ -7,22 +7,31 @@ from collections.abc import Collection
 from .sqlsession import SQLSession
 
 
-class SQLStatuses(SQLSession):
-    """The ``statuses`` table (a read snapshot keeps what it read)."""
+class StatusesTable:
+    """The ``statuses`` table over the store's session (a read snapshot keeps what it read,
+    in the session's facts)."""
+
+    __slots__ = ("session",)
+
+    def __init__(self, session: SQLSession) -> None:
+        self.session = session
 
     def set_status(self, namespace: str, item_id: str, status: str | None) -> None:
         if status is None:
-            self._run("DELETE FROM statuses WHERE namespace = ? AND id = ?", (namespace, item_id))
+            self.session._run(
+                "DELETE FROM statuses WHERE namespace = ? AND id = ?", (namespace, item_id)
+            )
         else:
-            self._run(
+            self.session._run(
                 "INSERT INTO statuses (namespace, id, status) VALUES (?, ?, ?) "
                 "ON CONFLICT (namespace, id) DO UPDATE SET status = excluded.status",
                 (namespace, item_id, status),
             )
 
     def statuses(self, namespace: str, ids: Collection[str]) -> dict[str, str]:
+        session = self.session
         found: dict[str, str] = {}
-        known = self._known_statuses  # filled in a read snapshot only
+        known = session._known_statuses  # filled in a read snapshot only
         unknown: list[str] = []
         for item in ids:
             if (namespace, item) not in known:
@@ -31,14 +40,14 @@ class SQLStatuses(SQLSession):
                 found[item] = status
         if not unknown:
             return found
-        for chunk in self._chunks(unknown):
-            rows = self._all(
+        for chunk in session._chunks(unknown):
+            rows = session._all(
                 "SELECT id, status FROM statuses WHERE namespace = ? "
-                f"AND id IN ({self._marks(len(chunk))})",
+                f"AND id IN ({session._marks(len(chunk))})",
                 (namespace, *chunk),
             )
             found.update({row[0]: row[1] for row in rows})
-            if self._snapshot:
+            if session._snapshot:
                 for item in chunk:
                     known[(namespace, item)] = found.get(item)
         return found
