@@ -5,9 +5,10 @@ Shared by SQLite and PostgreSQL, which subclass ``SQLStore``. ``SQLSession`` run
 statements and owns the transactions. The engine's tables: the conversation trees
 (sqlevents.py), records' revisions and the indexes written with them (sqlrevisions.py), the
 rank index and keyed reads (sqlkeyed.py), the bulk reader (sqlanswers.py), supersedes and
-retractions (sqlrelations.py) and what a migration fills from older rows (sqlmigrations.py),
-still mixed in over sqlshared.py, and erasure (sqlerasure.py); composed: statuses
-(sqlstatuses.py, ``StatusesTable``). The side tables (repairs, counters, vectors,
+retractions (sqlrelations.py), still mixed in over sqlshared.py, and erasure
+(sqlerasure.py); composed: statuses (sqlstatuses.py, ``StatusesTable``) and what a migration
+fills from older rows (sqlmigrations.py, ``MigrationFills``, the session's
+``_after_migration``). The side tables (repairs, counters, vectors,
 deliveries, the audit log) are objects holding the session, each in the module named for
 it, which ``SQLSideTables`` (sqlsidetables.py) holds and hands their ``Store`` methods to,
 and the erase cleanup and the API keys (the ``KeyStore``) likewise.
@@ -23,7 +24,7 @@ from .sqlanswers import SQLAnswers
 from .sqlerasure import SQLErasure
 from .sqlevents import SQLEvents
 from .sqlkeyed import SQLKeyed
-from .sqlmigrations import SQLMigrations
+from .sqlmigrations import MigrationFills
 from .sqlrelations import SQLRelations
 from .sqlrevisions import SQLRevisions
 from .sqlsidetables import SQLSideTables
@@ -31,14 +32,19 @@ from .sqlstatuses import StatusesTable
 
 
 class SQLStore(
-    SQLEvents, SQLRevisions, SQLKeyed, SQLAnswers, SQLRelations, SQLErasure,
-    SQLMigrations, SQLSideTables, Store, KeyStore,
+    SQLEvents, SQLRevisions, SQLKeyed, SQLAnswers, SQLRelations, SQLErasure, SQLSideTables,
+    Store, KeyStore,
 ):  # fmt: skip
     """A ``Store`` over a DB-API connection; subclasses choose the database."""
 
     def __init__(self) -> None:
         super().__init__()
         self.status_rows = StatusesTable(self)
+        self.migration_fills = MigrationFills(self)
+
+    # -- the session's hooks -----------------------------------------------------------
+    def _after_migration(self, version: int) -> None:
+        self.migration_fills.after_migration(version)
 
     # -- statuses ----------------------------------------------------------------------
     def set_status(self, namespace: str, item_id: str, status: str | None) -> None:

@@ -8,15 +8,21 @@ from .schema import COMPACT_STORAGE_VERSION
 from .sqlsession import SQLSession
 
 
-class SQLMigrations(SQLSession):
-    """``_after_migration``: retraction targets indexed (4), revisions written short (7)."""
+class MigrationFills:
+    """What ``SQLSession._after_migration`` asks, over the store's session: retraction
+    targets indexed (4), revisions written short (7)."""
 
-    def _after_migration(self, version: int) -> None:
+    __slots__ = ("session",)
+
+    def __init__(self, session: SQLSession) -> None:
+        self.session = session
+
+    def after_migration(self, version: int) -> None:
         if version == COMPACT_STORAGE_VERSION:
             self._compact_revisions()
         if version == 4:  # index the targets of the retractions written before
-            rows = self._all("SELECT namespace, id, targets FROM retractions")
-            self._many(
+            rows = self.session._all("SELECT namespace, id, targets FROM retractions")
+            self.session._many(
                 "INSERT INTO retraction_targets (namespace, target, id) VALUES (?, ?, ?) "
                 "ON CONFLICT DO NOTHING",
                 [
@@ -31,7 +37,7 @@ class SQLMigrations(SQLSession):
         at a time in key order (a store of millions of revisions never sits in memory)."""
         after: tuple[str, str, int] = ("", "", 0)
         while True:
-            rows = self._all(
+            rows = self.session._all(
                 "SELECT namespace, record_id, revision, sources, refs, gate FROM revisions "
                 "WHERE (namespace, record_id, revision) > (?, ?, ?) "
                 "ORDER BY namespace, record_id, revision LIMIT 2000",
@@ -48,7 +54,7 @@ class SQLMigrations(SQLSession):
                 )
                 if short != (refs, gate):
                     changed.append((*short, namespace, record_id, revision))
-            self._many(
+            self.session._many(
                 "UPDATE revisions SET refs = ?, gate = ? WHERE namespace = ? AND record_id = ? "
                 "AND revision = ?",
                 changed,
