@@ -4,20 +4,22 @@ each holding the store's session, and hands each ``Store`` method to its object.
 Shared by SQLite and PostgreSQL, which subclass ``SQLStore``. ``SQLSession`` runs the
 statements and owns the transactions. The engine's tables: the conversation trees
 (sqlevents.py), records' revisions and the indexes written with them (sqlrevisions.py), the
-rank index and keyed reads (sqlkeyed.py), the bulk reader (sqlanswers.py), supersedes and
-retractions (sqlrelations.py), still mixed in over sqlshared.py, and erasure
-(sqlerasure.py); composed: statuses (sqlstatuses.py, ``StatusesTable``) and what a migration
-fills from older rows (sqlmigrations.py, ``MigrationFills``, the session's
-``_after_migration``). The side tables (repairs, counters, vectors,
-deliveries, the audit log) are objects holding the session, each in the module named for
-it, which ``SQLSideTables`` (sqlsidetables.py) holds and hands their ``Store`` methods to,
-and the erase cleanup and the API keys (the ``KeyStore``) likewise.
+rank index and keyed reads (sqlkeyed.py) and the bulk reader (sqlanswers.py), still mixed
+in over sqlshared.py, and erasure (sqlerasure.py); composed: supersedes and retractions
+(sqlrelations.py, ``RelationsTable``), statuses (sqlstatuses.py, ``StatusesTable``) and
+what a migration fills from older rows (sqlmigrations.py, ``MigrationFills``, the
+session's ``_after_migration``); the statement texts several send are in sqlshared.py.
+The side tables (repairs, counters, vectors, deliveries, the audit log) are objects holding
+the session, each in the module named for it, which ``SQLSideTables`` (sqlsidetables.py)
+holds and hands their ``Store`` methods to, and the erase cleanup and the API keys (the
+``KeyStore``) likewise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
 
+from ..retraction import RetractionNode
 from .base import Store
 from .keys import KeyStore
 from .sqlanswers import SQLAnswers
@@ -25,26 +27,45 @@ from .sqlerasure import SQLErasure
 from .sqlevents import SQLEvents
 from .sqlkeyed import SQLKeyed
 from .sqlmigrations import MigrationFills
-from .sqlrelations import SQLRelations
+from .sqlrelations import RelationsTable
 from .sqlrevisions import SQLRevisions
 from .sqlsidetables import SQLSideTables
 from .sqlstatuses import StatusesTable
 
 
 class SQLStore(
-    SQLEvents, SQLRevisions, SQLKeyed, SQLAnswers, SQLRelations, SQLErasure, SQLSideTables,
-    Store, KeyStore,
+    SQLEvents, SQLRevisions, SQLKeyed, SQLAnswers, SQLErasure, SQLSideTables, Store, KeyStore,
 ):  # fmt: skip
     """A ``Store`` over a DB-API connection; subclasses choose the database."""
 
     def __init__(self) -> None:
         super().__init__()
+        self.relation_rows = RelationsTable(self)
         self.status_rows = StatusesTable(self)
         self.migration_fills = MigrationFills(self)
 
     # -- the session's hooks -----------------------------------------------------------
     def _after_migration(self, version: int) -> None:
         self.migration_fills.after_migration(version)
+
+    # -- supersedes and retractions ------------------------------------------------------
+    def add_supersede(self, namespace: str, new_id: str, old_id: str) -> None:
+        self.relation_rows.add_supersede(namespace, new_id, old_id)
+
+    def superseders(self, namespace: str, old_ids: Collection[str]) -> dict[str, list[str]]:
+        return self.relation_rows.superseders(namespace, old_ids)
+
+    def superseded_by(self, namespace: str, new_id: str) -> list[str]:
+        return self.relation_rows.superseded_by(namespace, new_id)
+
+    def put_retraction(self, namespace: str, node: RetractionNode) -> None:
+        self.relation_rows.put_retraction(namespace, node)
+
+    def retractions(self, namespace: str, ids: Collection[str]) -> dict[str, RetractionNode]:
+        return self.relation_rows.retractions(namespace, ids)
+
+    def tree_retractions(self, namespace: str) -> list[RetractionNode]:
+        return self.relation_rows.tree_retractions(namespace)
 
     # -- statuses ----------------------------------------------------------------------
     def set_status(self, namespace: str, item_id: str, status: str | None) -> None:

@@ -6,28 +6,37 @@ from collections.abc import Collection
 
 from ..retraction import TREE, RetractionNode
 from . import codec
-from .sqlshared import SQLShared
+from .sqlsession import SQLSession
+from .sqlshared import RETRACTION_COLUMNS
 
 
-class SQLRelations(SQLShared):
-    """The ``supersedes``, ``retractions`` and ``retraction_targets`` tables."""
+class RelationsTable:
+    """The ``supersedes``, ``retractions`` and ``retraction_targets`` tables over the store's
+    session."""
+
+    __slots__ = ("session",)
+
+    def __init__(self, session: SQLSession) -> None:
+        self.session = session
 
     def add_supersede(self, namespace: str, new_id: str, old_id: str) -> None:
-        self._run(
+        session = self.session
+        session._run(
             "INSERT INTO supersedes (namespace, old_id, new_id, seq) VALUES (?, ?, ?, ?) "
             "ON CONFLICT DO NOTHING",
-            (namespace, old_id, new_id, self._current_seq(namespace)),
+            (namespace, old_id, new_id, session._current_seq(namespace)),
         )
 
     def superseders(self, namespace: str, old_ids: Collection[str]) -> dict[str, list[str]]:
+        session = self.session
         found: dict[str, list[str]] = {}
-        unknown = [i for i in old_ids if (namespace, i) not in self._unsuperseded]
+        unknown = [i for i in old_ids if (namespace, i) not in session._unsuperseded]
         if not unknown:
             return found
-        for chunk in self._chunks(unknown):
-            rows = self._all(
+        for chunk in session._chunks(unknown):
+            rows = session._all(
                 "SELECT old_id, new_id FROM supersedes WHERE namespace = ? "
-                f"AND old_id IN ({self._marks(len(chunk))}) ORDER BY seq",
+                f"AND old_id IN ({session._marks(len(chunk))}) ORDER BY seq",
                 (namespace, *chunk),
             )
             for old, new in rows:
@@ -35,14 +44,14 @@ class SQLRelations(SQLShared):
         return found
 
     def superseded_by(self, namespace: str, new_id: str) -> list[str]:
-        rows = self._all(
+        rows = self.session._all(
             "SELECT old_id FROM supersedes WHERE namespace = ? AND new_id = ? ORDER BY seq",
             (namespace, new_id),
         )
         return [row[0] for row in rows]
 
     def put_retraction(self, namespace: str, node: RetractionNode) -> None:
-        self._run(
+        self.session._run(
             "INSERT INTO retractions (namespace, id, scope, targets, key_name, key_scope, seq) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
@@ -50,18 +59,19 @@ class SQLRelations(SQLShared):
                 node.key_scope, node.seq,
             ),
         )  # fmt: skip
-        self._many(
+        self.session._many(
             "INSERT INTO retraction_targets (namespace, target, id) VALUES (?, ?, ?) "
             "ON CONFLICT DO NOTHING",
             [(namespace, target, node.id) for target in dict.fromkeys(node.targets)],
         )
 
     def retractions(self, namespace: str, ids: Collection[str]) -> dict[str, RetractionNode]:
+        session = self.session
         found: dict[str, RetractionNode] = {}
-        for chunk in self._chunks(ids):
-            rows = self._all(
-                f"SELECT {self._RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
-                f"AND id IN ({self._marks(len(chunk))})",
+        for chunk in session._chunks(ids):
+            rows = session._all(
+                f"SELECT {RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
+                f"AND id IN ({session._marks(len(chunk))})",
                 (namespace, *chunk),
             )
             for row in rows:
@@ -69,8 +79,8 @@ class SQLRelations(SQLShared):
         return found
 
     def tree_retractions(self, namespace: str) -> list[RetractionNode]:
-        rows = self._all(
-            f"SELECT {self._RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
+        rows = self.session._all(
+            f"SELECT {RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
             "AND scope = ? ORDER BY seq",
             (namespace, TREE),
         )

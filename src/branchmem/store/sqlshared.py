@@ -18,25 +18,30 @@ def by_id(nodes: Iterable[RevisionNode]) -> list[RevisionNode]:
     return sorted(nodes, key=lambda n: (n.record_id, n.revision))
 
 
+# statement texts more than one table sends (ungated: revisions and answers; key
+# candidates: keyed and answers; retraction columns: relations, keyed and answers)
+UNGATED = (
+    f"SELECT {', '.join('r.' + c for c in codec.REVISION_COLUMNS.split(', '))} "
+    "FROM ungated x JOIN revisions r ON r.namespace = x.namespace "
+    "AND r.record_id = x.record_id AND r.revision = x.revision WHERE x.namespace = ?"
+)
+
+KEY_CANDIDATES = (
+    f"SELECT {', '.join('r.' + c for c in codec.REVISION_COLUMNS.split(', '))}, k.depth "
+    "FROM key_frontiers k JOIN revisions r ON r.namespace = k.namespace "
+    "AND r.record_id = k.record_id AND r.revision = k.revision "
+    "WHERE k.namespace = ? AND k.key_name = ? "
+)
+
+RETRACTION_COLUMNS = "id, scope, targets, key_name, key_scope, seq"
+
+
 class SQLShared(SQLSession):
-    """The base of the engine-table mixins; ``SQLStore`` composes them."""
+    """The base of the engine-table mixins not composed yet; ``SQLStore`` composes them."""
 
-    # statement texts more than one mixin sends (ungated: revisions and answers; key
-    # candidates: keyed and answers; retraction columns: relations, keyed and answers)
-    _UNGATED = (
-        f"SELECT {', '.join('r.' + c for c in codec.REVISION_COLUMNS.split(', '))} "
-        "FROM ungated x JOIN revisions r ON r.namespace = x.namespace "
-        "AND r.record_id = x.record_id AND r.revision = x.revision WHERE x.namespace = ?"
-    )
-
-    _KEY_CANDIDATES = (
-        f"SELECT {', '.join('r.' + c for c in codec.REVISION_COLUMNS.split(', '))}, k.depth "
-        "FROM key_frontiers k JOIN revisions r ON r.namespace = k.namespace "
-        "AND r.record_id = k.record_id AND r.revision = k.revision "
-        "WHERE k.namespace = ? AND k.key_name = ? "
-    )
-
-    _RETRACTION_COLUMNS = "id, scope, targets, key_name, key_scope, seq"
+    _UNGATED = UNGATED
+    _KEY_CANDIDATES = KEY_CANDIDATES
+    _RETRACTION_COLUMNS = RETRACTION_COLUMNS
 
     # -- what one mixin asks of another (defined in sqlkeyed.py) ---------------------------
     @abstractmethod
