@@ -5,8 +5,9 @@ Shared by SQLite and PostgreSQL, which subclass ``SQLStore``. ``SQLSession`` run
 statements and owns the transactions. The engine's tables: the conversation trees
 (sqlevents.py), records' revisions and the indexes written with them (sqlrevisions.py), the
 rank index and keyed reads (sqlkeyed.py) and the bulk reader (sqlanswers.py), still mixed
-in over sqlshared.py, and erasure (sqlerasure.py); composed: supersedes and retractions
-(sqlrelations.py, ``RelationsTable``), statuses (sqlstatuses.py, ``StatusesTable``) and
+in over sqlshared.py; composed: supersedes and retractions (sqlrelations.py,
+``RelationsTable``), erasure (sqlerasure.py, ``Erasure``, given the erase cleanup it
+marks), statuses (sqlstatuses.py, ``StatusesTable``) and
 what a migration fills from older rows (sqlmigrations.py, ``MigrationFills``, the
 session's ``_after_migration``); the statement texts several send are in sqlshared.py.
 The side tables (repairs, counters, vectors, deliveries, the audit log) are objects holding
@@ -17,13 +18,14 @@ holds and hands their ``Store`` methods to, and the erase cleanup and the API ke
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 
+from ..receipt import ResidueScope
 from ..retraction import RetractionNode
 from .base import Store
 from .keys import KeyStore
 from .sqlanswers import SQLAnswers
-from .sqlerasure import SQLErasure
+from .sqlerasure import Erasure
 from .sqlevents import SQLEvents
 from .sqlkeyed import SQLKeyed
 from .sqlmigrations import MigrationFills
@@ -34,7 +36,7 @@ from .sqlstatuses import StatusesTable
 
 
 class SQLStore(
-    SQLEvents, SQLRevisions, SQLKeyed, SQLAnswers, SQLErasure, SQLSideTables, Store, KeyStore,
+    SQLEvents, SQLRevisions, SQLKeyed, SQLAnswers, SQLSideTables, Store, KeyStore,
 ):  # fmt: skip
     """A ``Store`` over a DB-API connection; subclasses choose the database."""
 
@@ -43,6 +45,16 @@ class SQLStore(
         self.relation_rows = RelationsTable(self)
         self.status_rows = StatusesTable(self)
         self.migration_fills = MigrationFills(self)
+        self.erasure = Erasure(self, self.erase_cleanup)
+
+    # -- erasure -----------------------------------------------------------------------
+    def erase_content(
+        self, namespace: str, event_ids: Collection[str], record_ids: Collection[str]
+    ) -> None:
+        self.erasure.erase_content(namespace, event_ids, record_ids)
+
+    def residue_values(self, namespace: str, scope: ResidueScope) -> Iterator[tuple[str, object]]:
+        return self.erasure.residue_values(namespace, scope)
 
     # -- the session's hooks -----------------------------------------------------------
     def _after_migration(self, version: int) -> None:

@@ -13,57 +13,64 @@ from .sqlkeyed import key_rows
 from .sqlsession import SQLSession
 
 
-class SQLErasure(SQLSession):
-    """``erase_content`` over the engine's tables."""
+class Erasure:
+    """``erase_content`` and ``residue_values`` over the store's session: every table that
+    holds an erased item's text, and the erase cleanup it marks for the files."""
 
-    erase_cleanup: EraseCleanupTable  # a side table (``SQLSideTables``)
+    __slots__ = ("cleanup", "session")
+
+    def __init__(self, session: SQLSession, cleanup: EraseCleanupTable) -> None:
+        self.session = session
+        self.cleanup = cleanup
 
     def erase_content(
         self, namespace: str, event_ids: Collection[str], record_ids: Collection[str]
     ) -> None:
+        session = self.session
         keys = self._keys_of(namespace, record_ids)
-        for chunk in self._chunks(event_ids):
-            self._run(
+        for chunk in session._chunks(event_ids):
+            session._run(
                 "UPDATE events SET role = ?, content = '', meta = '{}', tokens = NULL "
                 "WHERE namespace = ? "
-                f"AND id IN ({self._marks(len(chunk))})",
+                f"AND id IN ({session._marks(len(chunk))})",
                 (TOMBSTONE, namespace, *chunk),
             )
         self._blank_records(namespace, record_ids, kind=TOMBSTONE)
-        for chunk in self._chunks(record_ids):
-            self._run(
+        for chunk in session._chunks(record_ids):
+            session._run(
                 f"DELETE FROM repairs WHERE namespace = ? AND record_id IN "
-                f"({self._marks(len(chunk))})",
+                f"({session._marks(len(chunk))})",
                 (namespace, *chunk),
             )
         erased = {*event_ids, *record_ids}
         named = self._retractions_naming(namespace, erased, keys)
         self._blank_records(namespace, sorted(set(named) - erased))
         for key in sorted(keys - set(self._surviving_keys(namespace, keys))):
-            self._run(  # the key's text was only the erased records': the retraction forgets it
+            session._run(  # the key's text was only the erased records': the retraction forgets it
                 "UPDATE retractions SET key_name = NULL, key_scope = NULL "
                 "WHERE namespace = ? AND key_name = ?",
                 (namespace, key),
             )
-        for chunk in self._chunks(erased | set(named)):
-            self._run(
+        for chunk in session._chunks(erased | set(named)):
+            session._run(
                 "UPDATE audit SET reason = '' WHERE namespace = ? AND seq IN (SELECT seq FROM "
-                f"audit_ids WHERE namespace = ? AND id IN ({self._marks(len(chunk))}))",
+                f"audit_ids WHERE namespace = ? AND id IN ({session._marks(len(chunk))}))",
                 (namespace, namespace, *chunk),
             )
-        self.erase_cleanup.mark(namespace)
-        self._forget()
+        self.cleanup.mark(namespace)
+        session._forget()
         codec.forget()
 
     def residue_values(self, namespace: str, scope: ResidueScope) -> Iterator[tuple[str, object]]:
         """The scope's rows table by table, through the driver, a chunk of ids at a time."""
+        session = self.session
         gone = scope.events | scope.records
         named = {
             row[0]
-            for chunk in self._chunks(sorted(gone))
-            for row in self._all(
+            for chunk in session._chunks(sorted(gone))
+            for row in session._all(
                 "SELECT id FROM retraction_targets WHERE namespace = ? "
-                f"AND target IN ({self._marks(len(chunk))})",
+                f"AND target IN ({session._marks(len(chunk))})",
                 (namespace, *chunk),
             )
         }
@@ -83,10 +90,10 @@ class SQLErasure(SQLSession):
             ("audit", audited, gone, (1,)),
         ):
             inner = (namespace,) * where.count("?")  # a subquery's own namespace
-            for chunk in self._chunks(sorted(ids)):
-                rows = self._all(
+            for chunk in session._chunks(sorted(ids)):
+                rows = session._all(
                     f"SELECT * FROM {table} WHERE namespace = ? AND "
-                    + where.format(self._marks(len(chunk))),
+                    + where.format(session._marks(len(chunk))),
                     (namespace, *inner, *chunk),
                 )
                 for row in rows:
@@ -103,37 +110,38 @@ class SQLErasure(SQLSession):
     ) -> None:
         """Blank the records' text; ``kind``: their kind too (an erased record's kind is
         caller text; a retraction blanked for naming the erased keeps acting, so keeps its)."""
+        session = self.session
         keys = self._keys_of(namespace, record_ids)
         kind_set = "" if kind is None else "kind = ?, "
         kind_arg = () if kind is None else (kind,)
-        for chunk in self._chunks(record_ids):
-            marks = self._marks(len(chunk))
+        for chunk in session._chunks(record_ids):
+            marks = session._marks(len(chunk))
             stored = [  # as ranked, before the key goes: key_frontiers holds the key's text
                 codec.revision_node(row)
-                for row in self._all(
+                for row in session._all(
                     f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
                     f"AND key_name IS NOT NULL AND record_id IN ({marks})",
                     (namespace, *chunk),
                 )
             ]
-            self._run(
+            session._run(
                 f"UPDATE revisions SET {kind_set}content = '', meta = '{{}}', key_name = NULL, "
                 f"key_scope = NULL WHERE namespace = ? AND record_id IN ({marks})",
                 (*kind_arg, namespace, *chunk),
             )
-            self._run(
+            session._run(
                 f"DELETE FROM vectors WHERE namespace = ? AND record_id IN ({marks})",
                 (namespace, *chunk),
             )
-            self._many(
+            session._many(
                 "DELETE FROM key_frontiers WHERE namespace = ? AND key_name = ? AND tree = ? "
                 "AND depth = ? AND seq = ? AND record_id = ? AND revision = ?",
                 [row for node in stored for row in key_rows(namespace, node)],
             )
-        for chunk in self._chunks(keys):  # a group only erased records held goes too
-            self._run(
+        for chunk in session._chunks(keys):  # a group only erased records held goes too
+            session._run(
                 "DELETE FROM tree_keys WHERE namespace = ? "
-                f"AND key_name IN ({self._marks(len(chunk))}) AND NOT EXISTS (SELECT 1 "
+                f"AND key_name IN ({session._marks(len(chunk))}) AND NOT EXISTS (SELECT 1 "
                 "FROM key_frontiers k JOIN revisions r ON r.namespace = k.namespace "
                 "AND r.record_id = k.record_id AND r.revision = k.revision "
                 "WHERE k.namespace = tree_keys.namespace AND k.key_name = tree_keys.key_name "
@@ -143,22 +151,24 @@ class SQLErasure(SQLSession):
             )
 
     def _keys_of(self, namespace: str, record_ids: Collection[str]) -> set[str]:
+        session = self.session
         found: set[str] = set()
-        for chunk in self._chunks(record_ids):
-            rows = self._all(
+        for chunk in session._chunks(record_ids):
+            rows = session._all(
                 "SELECT DISTINCT key_name FROM revisions WHERE namespace = ? AND key_name IS "
-                f"NOT NULL AND record_id IN ({self._marks(len(chunk))})",
+                f"NOT NULL AND record_id IN ({session._marks(len(chunk))})",
                 (namespace, *chunk),
             )
             found.update(str(row[0]) for row in rows)
         return found
 
     def _surviving_keys(self, namespace: str, keys: Collection[str]) -> list[str]:
+        session = self.session
         found: list[str] = []
-        for chunk in self._chunks(keys):
-            rows = self._all(  # every keyed revision has a rank row; erased ones have none
+        for chunk in session._chunks(keys):
+            rows = session._all(  # every keyed revision has a rank row; erased ones have none
                 "SELECT DISTINCT key_name FROM key_frontiers WHERE namespace = ? "
-                f"AND key_name IN ({self._marks(len(chunk))})",
+                f"AND key_name IN ({session._marks(len(chunk))})",
                 (namespace, *chunk),
             )
             found.extend(str(row[0]) for row in rows)
@@ -169,18 +179,19 @@ class SQLErasure(SQLSession):
     ) -> list[str]:
         """Retractions whose targets or key name what is being erased: their reason and
         detail are text about it. Two index lookups, whatever the number of retractions."""
+        session = self.session
         found: set[str] = set()
-        for chunk in self._chunks(erased):
-            rows = self._all(
+        for chunk in session._chunks(erased):
+            rows = session._all(
                 "SELECT id FROM retraction_targets WHERE namespace = ? "
-                f"AND target IN ({self._marks(len(chunk))})",
+                f"AND target IN ({session._marks(len(chunk))})",
                 (namespace, *chunk),
             )
             found.update(str(row[0]) for row in rows)
-        for chunk in self._chunks(keys):
-            rows = self._all(
+        for chunk in session._chunks(keys):
+            rows = session._all(
                 "SELECT id FROM retractions WHERE namespace = ? "
-                f"AND key_name IN ({self._marks(len(chunk))})",
+                f"AND key_name IN ({session._marks(len(chunk))})",
                 (namespace, *chunk),
             )
             found.update(str(row[0]) for row in rows)
