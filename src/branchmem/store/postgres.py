@@ -39,6 +39,7 @@ from . import codec
 from .readahead import ReadAhead
 from .residue import POSTGRES_CANNOT_CLEAN, SHORT_IN_FILES
 from .sql import SQLStore
+from .sqlkeyed import RankIndex
 
 try:
     import psycopg
@@ -253,15 +254,22 @@ class _Rows:
         return self._rows[0] if self._rows else None
 
 
+class PostgresRankIndex(RankIndex):
+    """The rank index and keyed reads, a candidate's sources read as ``jsonb``."""
+
+    __slots__ = ()
+
+    SOURCES_WITH_STATUS = (
+        ", (SELECT COUNT(*) FROM jsonb_array_elements_text(r.sources::jsonb) j(value) "
+        "JOIN statuses g ON g.namespace = ? AND g.id = j.value) "
+    )
+
+
 class PostgresStore(SQLStore):
     """Storage in one PostgreSQL database (or a Citus cluster distributed by namespace)."""
 
     backend = "postgresql"
     reads_ahead = True  # a round trip per statement: keyed reads ask in bulk ahead of need
-    _SOURCES_WITH_STATUS = (
-        ", (SELECT COUNT(*) FROM jsonb_array_elements_text(r.sources::jsonb) j(value) "
-        "JOIN statuses g ON g.namespace = ? AND g.id = j.value) "
-    )
 
     bigint = "BIGINT"
     double = "DOUBLE PRECISION"
@@ -282,7 +290,7 @@ class PostgresStore(SQLStore):
         ``prepare_threshold=None`` turns server-side prepared statements off (for a pooler
         that cannot carry them); ``analyze_after``: rows a table gains before this store
         first analyzes it (see ``_after_commit``)."""
-        super().__init__()
+        super().__init__(rank_index=PostgresRankIndex)
         self.url = url
         self.timeout = timeout
         self.analyze_after = analyze_after

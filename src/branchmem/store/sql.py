@@ -2,24 +2,25 @@
 each holding the store's session, and hands each ``Store`` method to its object.
 
 Shared by SQLite and PostgreSQL, which subclass ``SQLStore``. ``SQLSession`` runs the
-statements and owns the transactions. The engine's tables: the conversation trees
-(sqlevents.py), records' revisions and the indexes written with them (sqlrevisions.py), the
-rank index and keyed reads (sqlkeyed.py) and the bulk reader (sqlanswers.py), still mixed
-in over sqlshared.py; composed: supersedes and retractions (sqlrelations.py,
-``RelationsTable``), erasure (sqlerasure.py, ``Erasure``, given the erase cleanup it
-marks), statuses (sqlstatuses.py, ``StatusesTable``) and
-what a migration fills from older rows (sqlmigrations.py, ``MigrationFills``, the
-session's ``_after_migration``); the statement texts several send are in sqlshared.py.
-The side tables (repairs, counters, vectors, deliveries, the audit log) are objects holding
-the session, each in the module named for it, which ``SQLSideTables`` (sqlsidetables.py)
-holds and hands their ``Store`` methods to, and the erase cleanup and the API keys (the
-``KeyStore``) likewise.
+statements and owns the transactions. Composed so far: the rank index and keyed reads
+(sqlkeyed.py, ``RankIndex``; PostgreSQL passes its subclass, which reads JSON its own
+way), supersedes and retractions (sqlrelations.py, ``RelationsTable``), erasure
+(sqlerasure.py, ``Erasure``, given the erase cleanup it marks), statuses (sqlstatuses.py,
+``StatusesTable``) and what a migration fills from older rows (sqlmigrations.py,
+``MigrationFills``, the session's ``_after_migration``). Still mixed in over sqlshared.py:
+the conversation trees (sqlevents.py), records' revisions and the indexes written with them
+(sqlrevisions.py) and the bulk reader (sqlanswers.py). The statement texts several tables
+send are in sqlshared.py. The side tables (repairs, counters, vectors, deliveries, the
+audit log) are objects holding the session, each in the module named for it, which
+``SQLSideTables`` (sqlsidetables.py) holds and hands their ``Store`` methods to, and the
+erase cleanup and the API keys (the ``KeyStore``) likewise.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 
+from ..provenance import RevisionNode
 from ..receipt import ResidueScope
 from ..retraction import RetractionNode
 from .base import Store
@@ -27,7 +28,7 @@ from .keys import KeyStore
 from .sqlanswers import SQLAnswers
 from .sqlerasure import Erasure
 from .sqlevents import SQLEvents
-from .sqlkeyed import SQLKeyed
+from .sqlkeyed import RankIndex
 from .sqlmigrations import MigrationFills
 from .sqlrelations import RelationsTable
 from .sqlrevisions import SQLRevisions
@@ -36,12 +37,14 @@ from .sqlstatuses import StatusesTable
 
 
 class SQLStore(
-    SQLEvents, SQLRevisions, SQLKeyed, SQLAnswers, SQLSideTables, Store, KeyStore,
+    SQLEvents, SQLRevisions, SQLAnswers, SQLSideTables, Store, KeyStore,
 ):  # fmt: skip
     """A ``Store`` over a DB-API connection; subclasses choose the database."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, rank_index: type[RankIndex] = RankIndex) -> None:
+        """The arguments: a backend's own subclass of a table, where its dialect differs."""
         super().__init__()
+        self.rank_index = rank_index(self)
         self.relation_rows = RelationsTable(self)
         self.status_rows = StatusesTable(self)
         self.migration_fills = MigrationFills(self)
@@ -59,6 +62,35 @@ class SQLStore(
     # -- the session's hooks -----------------------------------------------------------
     def _after_migration(self, version: int) -> None:
         self.migration_fills.after_migration(version)
+
+    # -- the rank index and keyed reads -------------------------------------------------
+    def _rank_by_key(
+        self, namespace: str, nodes: Sequence[RevisionNode], *, hold: bool = False
+    ) -> None:
+        self.rank_index.rank_by_key(namespace, nodes, hold=hold)
+
+    def _unrank(self, namespace: str, nodes: Sequence[RevisionNode]) -> None:
+        self.rank_index.unrank(namespace, nodes)
+
+    def _key_retractions(self, namespace: str, key: str) -> list[RetractionNode]:
+        """``ItemByItemAnswers``' read of a key's retractions."""
+        return self.rank_index.key_retractions(namespace, key)
+
+    def key_candidates(
+        self, namespace: str, key: str, tree: str, depth: int, cross_tree: bool = False
+    ) -> Iterator[RevisionNode]:
+        return self.rank_index.key_candidates(namespace, key, tree, depth, cross_tree)
+
+    def revisions_newest_first(self, namespace: str, record_id: str) -> Iterator[RevisionNode]:
+        return self.rank_index.revisions_newest_first(namespace, record_id)
+
+    def retractions_naming(
+        self, namespace: str, record_id: str, key: str | None
+    ) -> list[RetractionNode]:
+        return self.rank_index.retractions_naming(namespace, record_id, key)
+
+    def records_with_key(self, namespace: str, key: str) -> list[str]:
+        return self.rank_index.records_with_key(namespace, key)
 
     # -- supersedes and retractions ------------------------------------------------------
     def add_supersede(self, namespace: str, new_id: str, old_id: str) -> None:

@@ -3,7 +3,6 @@ candidates in rank order, and the facts a read snapshot keeps about them."""
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -12,7 +11,8 @@ from ..model import RETRACTION_KIND
 from ..provenance import RevisionNode
 from ..retraction import RetractionNode
 from . import codec
-from .sqlshared import SQLShared
+from .sqlsession import SQLSession
+from .sqlshared import KEY_CANDIDATES, RETRACTION_COLUMNS
 
 
 def scope_tag(scope: str | None) -> str:
@@ -20,20 +20,35 @@ def scope_tag(scope: str | None) -> str:
     return "-" if scope is None else "+" + scope
 
 
-class SQLKeyed(SQLShared):
-    """The ``key_frontiers``, ``tree_keys`` and ``unkeyed_frontiers`` tables, and the keyed
-    reads over them."""
+class RankIndex:
+    """The ``key_frontiers``, ``tree_keys`` and ``unkeyed_frontiers`` tables over the store's
+    session, and the keyed reads over them; a backend's subclass says how its dialect reads
+    a JSON array (``SOURCES_WITH_STATUS``)."""
+
+    __slots__ = ("candidates_on_frontiers", "candidates_with_facts", "session")
 
     _PAGES = (8, 64, 512)  # a keyed read usually stops at its first candidate
     _FIRST_PAGES = (1, *_PAGES)  # in a snapshot: its first candidate comes with its facts
 
-    def _rank_by_key(
+    def __init__(self, session: SQLSession) -> None:
+        self.session = session
+        head, _, where = KEY_CANDIDATES.partition(" FROM key_frontiers ")
+        facts = self._CANDIDATE_FACTS + self.SOURCES_WITH_STATUS
+        self.candidates_with_facts = head + facts + "FROM key_frontiers " + where
+        # the first loop's statement, without and with facts (made once: every keyed read
+        # sends one)
+        self.candidates_on_frontiers = (
+            KEY_CANDIDATES + self._ON_FRONTIERS,
+            self.candidates_with_facts + self._ON_FRONTIERS,
+        )
+
+    def rank_by_key(
         self, namespace: str, nodes: Sequence[RevisionNode], *, hold: bool = False
     ) -> None:
         """Index keyed revisions in the order a view ranks them, once per frontier tree, and
         each tree's groups and unkeyed revisions (the ``TreeIndex`` ``answer`` gives);
         ``hold``: a batch's rows, written with the batch's next write-out."""
-        write = self._hold_rows if hold else self._many
+        write = self.session._hold_rows if hold else self.session._many
         write(
             "INSERT INTO key_frontiers (namespace, key_name, tree, depth, seq, record_id, "
             "revision) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
@@ -56,26 +71,25 @@ class SQLKeyed(SQLShared):
             [row for node in nodes for row in _unkeyed_rows(namespace, node)],
         )
 
-    def _unrank(self, namespace: str, nodes: Sequence[RevisionNode]) -> None:
-        """Delete the rank rows of revisions as stored, by whole key (``_rank_by_key``)."""
-        self._many(
+    def unrank(self, namespace: str, nodes: Sequence[RevisionNode]) -> None:
+        """Delete the rank rows of revisions as stored, by whole key (``rank_by_key``)."""
+        self.session._many(
             "DELETE FROM key_frontiers WHERE namespace = ? AND key_name = ? AND tree = ? "
             "AND depth = ? AND seq = ? AND record_id = ? AND revision = ?",
             [row for node in nodes for row in key_rows(namespace, node)],
         )
-        self._many(
+        self.session._many(
             "DELETE FROM unkeyed_frontiers WHERE namespace = ? AND tree = ? AND depth = ? "
             "AND seq = ? AND record_id = ? AND revision = ?",
             [row for node in nodes for row in _unkeyed_rows(namespace, node)],
         )
 
-    def _key_retractions(self, namespace: str, key: str) -> list[RetractionNode]:
+    def key_retractions(self, namespace: str, key: str) -> list[RetractionNode]:
         """The retractions of ``key``, by seq (none read where a candidate's facts said so)."""
-        if (namespace, key) in self._unretracted_keys:
+        if (namespace, key) in self.session._unretracted_keys:
             return []
-        rows = self._all(
-            f"SELECT {self._RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
-            "AND key_name = ?",
+        rows = self.session._all(
+            f"SELECT {RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? AND key_name = ?",
             (namespace, key),
         )
         return sorted((codec.retraction_node(row) for row in rows), key=lambda node: node.seq)
@@ -97,17 +111,11 @@ class SQLKeyed(SQLShared):
         "AND x.key_name = ?) THEN 1 ELSE 0 END"
     )
     # the sources (a JSON array of ids) that have a status: the dialect's JSON reading
-    _SOURCES_WITH_STATUS = (
+    SOURCES_WITH_STATUS = (
         ", (SELECT COUNT(*) FROM json_each(r.sources) j JOIN statuses g "
         "ON g.namespace = ? AND g.id = j.value) "
     )
     _FACT_COLUMNS = 6
-
-    @functools.cached_property
-    def _candidates_with_facts(self) -> str:
-        head, _, where = self._KEY_CANDIDATES.partition(" FROM key_frontiers ")
-        facts = self._CANDIDATE_FACTS + self._SOURCES_WITH_STATUS
-        return head + facts + "FROM key_frontiers " + where
 
     # the next page on the index (the rule's ranking, ``rules.rank_key``): with a frontier
     # in the tree, deepest frontier first, then latest seq, below the cursor (depth, seq)
@@ -115,59 +123,53 @@ class SQLKeyed(SQLShared):
         "AND k.tree = ? AND (k.depth, k.seq) < (?, ?) ORDER BY k.depth DESC, k.seq DESC LIMIT ?"
     )
 
-    @functools.cached_property
-    def _candidates_on_frontiers(self) -> tuple[str, str]:
-        """The first loop's statement, without and with facts (made once: every keyed read
-        sends one)."""
-        return (
-            self._KEY_CANDIDATES + self._ON_FRONTIERS,
-            self._candidates_with_facts + self._ON_FRONTIERS,
-        )
-
     def _candidate_source(self, namespace: str, key: str) -> tuple[str, tuple[object, ...]]:
         """The candidates' SELECT up to its WHERE and its parameters: with facts in a read
         snapshot."""
-        if not self._snapshot:
-            return self._KEY_CANDIDATES, (namespace, key)
-        return self._candidates_with_facts, (*(namespace,) * 5, key, namespace, namespace, key)
+        if not self.session._snapshot:
+            return KEY_CANDIDATES, (namespace, key)
+        return self.candidates_with_facts, (*(namespace,) * 5, key, namespace, namespace, key)
 
     def _candidate(self, namespace: str, row: tuple[Any, ...]) -> tuple[RevisionNode, int]:
         """A candidate row's revision and frontier depth, its facts kept for the snapshot
         (the facts are counts and flags: 0 is none, whatever integer type the driver gives)."""
-        if not self._snapshot:
+        session = self.session
+        if not session._snapshot:
             return codec.revision_node(tuple(row[:-1])), int(row[-1])
         width = len(row) - self._FACT_COLUMNS
         node = codec.revision_node(tuple(row[: width - 1]))
         status, newest, superseded, targeted, key_retracted, sources_gone = row[width:]
         record = (namespace, node.record_id)
-        known = self._known_statuses
+        known = session._known_statuses
         known[record] = None if status is None else str(status)
         if not sources_gone:
             for source in node.sources or ():
                 known.setdefault((namespace, source), None)
         if newest == node.revision:
-            self._newest.setdefault(record, node)
+            session._newest.setdefault(record, node)
         if not superseded:
-            self._unsuperseded.add(record)
+            session._unsuperseded.add(record)
         if not targeted:
-            self._untargeted.add(record)
+            session._untargeted.add(record)
         if node.key is not None and not key_retracted:
-            self._unretracted_keys.add((namespace, node.key))
+            session._unretracted_keys.add((namespace, node.key))
         return node, int(row[width - 1])
 
     def key_candidates(
         self, namespace: str, key: str, tree: str, depth: int, cross_tree: bool = False
     ) -> Iterator[RevisionNode]:
+        session = self.session
+        snapshot = session._snapshot
         source, params = self._candidate_source(namespace, key)
-        ranked = self._candidates_on_frontiers[self._snapshot]
+        ranked = self.candidates_on_frontiers[snapshot]
         at, below = depth, 2**62
         # with facts, a first page of one: the usual winner, without the facts of the next
-        sizes = self._FIRST_PAGES if self._snapshot else self._PAGES
+        sizes = self._FIRST_PAGES if snapshot else self._PAGES
         page = 0
         while True:
             size = sizes[page] if page < len(sizes) else sizes[-1]
             page += 1
-            rows = self._all(ranked, (*params, tree, at, below, size))
+            rows = session._all(ranked, (*params, tree, at, below, size))
             for row in rows:
                 node, at = self._candidate(namespace, row)
                 below = node.seq
@@ -177,7 +179,7 @@ class SQLKeyed(SQLShared):
         below, seen = 2**62, set()
         others = ("<>", tree) if cross_tree else ("=", "")  # one-tree: no frontier at all
         for size in self._pages():
-            rows = self._all(  # without a frontier in ``tree``: arrival order, latest first
+            rows = session._all(  # without a frontier in ``tree``: arrival order, latest first
                 # the rule's ranking (rules.rank_key): with no frontier here, latest seq first
                 source + f"AND k.tree {others[0]} ? AND k.seq < ? ORDER BY k.seq DESC LIMIT ?",
                 (*params, others[1], below, size),
@@ -196,17 +198,18 @@ class SQLKeyed(SQLShared):
         return itertools.chain(self._PAGES, itertools.repeat(self._PAGES[-1]))
 
     def revisions_newest_first(self, namespace: str, record_id: str) -> Iterator[RevisionNode]:
-        cached = self._revisions.get((namespace, record_id))
+        session = self.session
+        cached = session._revisions.get((namespace, record_id))
         if cached is not None:
             yield from reversed(list(cached))
             return
         below = 2**31
-        newest = self._newest.get((namespace, record_id))
+        newest = session._newest.get((namespace, record_id))
         if newest is not None:  # a candidate that was its record's latest (a snapshot's)
             yield newest
             below = newest.revision
         for size in self._pages():
-            rows = self._all(
+            rows = session._all(
                 f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
                 "AND record_id = ? AND revision < ? ORDER BY revision DESC LIMIT ?",
                 (namespace, record_id, below, size),
@@ -221,20 +224,21 @@ class SQLKeyed(SQLShared):
     def retractions_naming(
         self, namespace: str, record_id: str, key: str | None
     ) -> list[RetractionNode]:
-        untargeted = (namespace, record_id) in self._untargeted
-        if untargeted and (key is None or (namespace, key) in self._unretracted_keys):
+        session = self.session
+        untargeted = (namespace, record_id) in session._untargeted
+        if untargeted and (key is None or (namespace, key) in session._unretracted_keys):
             return []  # the snapshot's facts say none (the usual answer)
         rows: list[tuple[object, ...]] = []
         if not untargeted:
-            rows += self._all(  # two lookups, each on its index (an OR would scan)
-                f"SELECT {self._RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
+            rows += session._all(  # two lookups, each on its index (an OR would scan)
+                f"SELECT {RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
                 "AND id IN (SELECT id FROM retraction_targets WHERE namespace = ? "
                 "AND target = ?)",
                 (namespace, namespace, record_id),
             )
-        if key is not None and (namespace, key) not in self._unretracted_keys:
-            rows += self._all(
-                f"SELECT {self._RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
+        if key is not None and (namespace, key) not in session._unretracted_keys:
+            rows += session._all(
+                f"SELECT {RETRACTION_COLUMNS} FROM retractions WHERE namespace = ? "
                 "AND key_name = ?",
                 (namespace, key),
             )
@@ -242,7 +246,7 @@ class SQLKeyed(SQLShared):
         return sorted(found.values(), key=lambda node: node.seq)
 
     def records_with_key(self, namespace: str, key: str) -> list[str]:
-        rows = self._all(
+        rows = self.session._all(
             "SELECT DISTINCT record_id FROM key_frontiers WHERE namespace = ? AND key_name = ?",
             (namespace, key),
         )
