@@ -2,18 +2,19 @@
 each holding the store's session, and hands each ``Store`` method to its object.
 
 Shared by SQLite and PostgreSQL, which subclass ``SQLStore``. ``SQLSession`` runs the
-statements and owns the transactions. Composed so far: the rank index and keyed reads
-(sqlkeyed.py, ``RankIndex``; PostgreSQL passes its subclass, which reads JSON its own
-way), supersedes and retractions (sqlrelations.py, ``RelationsTable``), erasure
-(sqlerasure.py, ``Erasure``, given the erase cleanup it marks), statuses (sqlstatuses.py,
-``StatusesTable``) and what a migration fills from older rows (sqlmigrations.py,
-``MigrationFills``, the session's ``_after_migration``). Still mixed in over sqlshared.py:
-the conversation trees (sqlevents.py), records' revisions and the indexes written with them
-(sqlrevisions.py) and the bulk reader (sqlanswers.py). The statement texts several tables
-send are in sqlshared.py. The side tables (repairs, counters, vectors, deliveries, the
-audit log) are objects holding the session, each in the module named for it, which
-``SQLSideTables`` (sqlsidetables.py) holds and hands their ``Store`` methods to, and the
-erase cleanup and the API keys (the ``KeyStore``) likewise.
+statements and owns the transactions. Composed so far: records' revisions and the indexes
+written with them (sqlrevisions.py, ``RevisionsTable``, given the rank index a revision's
+write keeps), the rank index and keyed reads (sqlkeyed.py, ``RankIndex``; PostgreSQL passes
+its subclass, which reads JSON its own way), supersedes and retractions (sqlrelations.py,
+``RelationsTable``), erasure (sqlerasure.py, ``Erasure``, given the erase cleanup it
+marks), statuses (sqlstatuses.py, ``StatusesTable``) and what a migration fills from older
+rows (sqlmigrations.py, ``MigrationFills``, the session's ``_after_migration``). Still
+mixed in over sqlshared.py: the conversation trees (sqlevents.py) and the bulk reader
+(sqlanswers.py). The statement texts several tables send are in sqlshared.py. The side
+tables (repairs, counters, vectors, deliveries, the audit log) are objects holding the
+session, each in the module named for it, which ``SQLSideTables`` (sqlsidetables.py) holds
+and hands their ``Store`` methods to, and the erase cleanup and the API keys (the
+``KeyStore``) likewise.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Collection, Iterator, Sequence
 from ..provenance import RevisionNode
 from ..receipt import ResidueScope
 from ..retraction import RetractionNode
-from .base import Store
+from .base import RevisionKey, Store
 from .keys import KeyStore
 from .sqlanswers import SQLAnswers
 from .sqlerasure import Erasure
@@ -31,13 +32,13 @@ from .sqlevents import SQLEvents
 from .sqlkeyed import RankIndex
 from .sqlmigrations import MigrationFills
 from .sqlrelations import RelationsTable
-from .sqlrevisions import SQLRevisions
+from .sqlrevisions import RevisionsTable
 from .sqlsidetables import SQLSideTables
 from .sqlstatuses import StatusesTable
 
 
 class SQLStore(
-    SQLEvents, SQLRevisions, SQLAnswers, SQLSideTables, Store, KeyStore,
+    SQLEvents, SQLAnswers, SQLSideTables, Store, KeyStore,
 ):  # fmt: skip
     """A ``Store`` over a DB-API connection; subclasses choose the database."""
 
@@ -45,6 +46,7 @@ class SQLStore(
         """The arguments: a backend's own subclass of a table, where its dialect differs."""
         super().__init__()
         self.rank_index = rank_index(self)
+        self.revision_rows = RevisionsTable(self, self.rank_index)
         self.relation_rows = RelationsTable(self)
         self.status_rows = StatusesTable(self)
         self.migration_fills = MigrationFills(self)
@@ -63,15 +65,38 @@ class SQLStore(
     def _after_migration(self, version: int) -> None:
         self.migration_fills.after_migration(version)
 
+    # -- revisions and the indexes written with them ------------------------------------
+    def get_revisions(self, namespace: str, record_id: str) -> list[RevisionNode]:
+        return self.revision_rows.get_revisions(namespace, record_id)
+
+    def put_revision(self, namespace: str, node: RevisionNode) -> None:
+        self.revision_rows.put_revision(namespace, node)
+
+    def put_revisions(self, namespace: str, nodes: Sequence[RevisionNode]) -> None:
+        self.revision_rows.put_revisions(namespace, nodes)
+
+    def revisions_at(self, namespace: str, event_ids: Collection[str]) -> list[RevisionNode]:
+        return self.revision_rows.revisions_at(namespace, event_ids)
+
+    def ungated_revisions(self, namespace: str) -> list[RevisionNode]:
+        return self.revision_rows.ungated_revisions(namespace)
+
+    def record_ids(self, namespace: str) -> list[str]:
+        return self.revision_rows.record_ids(namespace)
+
+    def citing(self, namespace: str, target: str) -> list[RevisionKey]:
+        return self.revision_rows.citing(namespace, target)
+
+    def pending_on(self, namespace: str, event_id: str) -> list[RevisionKey]:
+        return self.revision_rows.pending_on(namespace, event_id)
+
+    def pending_on_any(self, namespace: str, event_ids: Collection[str]) -> list[RevisionKey]:
+        return self.revision_rows.pending_on_any(namespace, event_ids)
+
+    def citing_any(self, namespace: str, targets: Collection[str]) -> list[tuple[str, RevisionKey]]:
+        return self.revision_rows.citing_any(namespace, targets)
+
     # -- the rank index and keyed reads -------------------------------------------------
-    def _rank_by_key(
-        self, namespace: str, nodes: Sequence[RevisionNode], *, hold: bool = False
-    ) -> None:
-        self.rank_index.rank_by_key(namespace, nodes, hold=hold)
-
-    def _unrank(self, namespace: str, nodes: Sequence[RevisionNode]) -> None:
-        self.rank_index.unrank(namespace, nodes)
-
     def _key_retractions(self, namespace: str, key: str) -> list[RetractionNode]:
         """``ItemByItemAnswers``' read of a key's retractions."""
         return self.rank_index.key_retractions(namespace, key)

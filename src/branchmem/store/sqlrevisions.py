@@ -9,31 +9,42 @@ from ..provenance import RevisionNode
 from ..validation import check_text
 from . import codec
 from .base import RevisionKey
-from .sqlshared import SQLShared, by_id
+from .sqlkeyed import RankIndex
+from .sqlsession import SQLSession
+from .sqlshared import UNGATED, by_id
 
 
-class SQLRevisions(SQLShared):
-    """The ``revisions`` table and the indexes written with each revision."""
+class RevisionsTable:
+    """The ``revisions`` table and the indexes written with each revision, over the store's
+    session; a revision's write ranks it in ``ranks`` (and unranks the one it replaces)."""
+
+    __slots__ = ("ranks", "session")
+
+    def __init__(self, session: SQLSession, ranks: RankIndex) -> None:
+        self.session = session
+        self.ranks = ranks
 
     def get_revisions(self, namespace: str, record_id: str) -> list[RevisionNode]:
+        session = self.session
         key = (namespace, record_id)
-        if key in self._revisions:
-            return list(self._revisions[key])
-        rows = self._all(
+        if key in session._revisions:
+            return list(session._revisions[key])
+        rows = session._all(
             f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
             "AND record_id = ? ORDER BY revision",
             (namespace, record_id),
         )
         found = [codec.revision_node(row) for row in rows]
-        if self._depth > 0:
-            self._revisions[key] = found
+        if session._depth > 0:
+            session._revisions[key] = found
         return list(found)
 
     def put_revision(self, namespace: str, node: RevisionNode) -> None:
+        session = self.session
         check_text(node.kind, f"record {node.record_id!r}: kind")
         check_text(node.content, f"record {node.record_id!r}: content")
         replaced = self._stored_revision(namespace, node.record_id, node.revision)
-        cached = self._revisions.get((namespace, node.record_id))
+        cached = session._revisions.get((namespace, node.record_id))
         if cached is not None:
             if node.revision <= len(cached):
                 cached[node.revision - 1] = node
@@ -42,7 +53,7 @@ class SQLRevisions(SQLShared):
         key = (namespace, node.record_id, node.revision)
         if replaced is not None:
             self._unindex(namespace, replaced)
-        self._run(
+        session._run(
             f"INSERT INTO revisions (namespace, {codec.REVISION_COLUMNS}, legacy, "
             "unknown_sources, detached_sources, consistent) VALUES "
             "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -54,33 +65,36 @@ class SQLRevisions(SQLShared):
         )
         gate = node.gate
         if gate.frontiers:
-            self._many(
+            session._many(
                 "INSERT INTO frontiers (namespace, event_id, record_id, revision, cited) "
                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 _frontier_rows(namespace, node),
             )
         else:
-            self._run("INSERT INTO ungated (namespace, record_id, revision) VALUES (?, ?, ?)", key)
-        self._many(
+            session._run(
+                "INSERT INTO ungated (namespace, record_id, revision) VALUES (?, ?, ?)", key
+            )
+        session._many(
             "INSERT INTO pending (namespace, event_id, record_id, revision) "
             "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [(namespace, e, node.record_id, node.revision) for e in sorted(gate.detached)],
         )
-        self._many(
+        session._many(
             "INSERT INTO citing (namespace, target, record_id, revision) "
             "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
             _citing_rows(namespace, node),
         )
-        self._rank_by_key(namespace, [node])
+        self.ranks.rank_by_key(namespace, [node])
 
     def _stored_revision(
         self, namespace: str, record_id: str, revision: int
     ) -> RevisionNode | None:
         """The revision as stored before a write replaces it (None: a new one)."""
-        cached = self._revisions.get((namespace, record_id))
+        session = self.session
+        cached = session._revisions.get((namespace, record_id))
         if cached is not None:
             return cached[revision - 1] if revision <= len(cached) else None
-        row = self._one(
+        row = session._one(
             f"SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
             "AND record_id = ? AND revision = ?",
             (namespace, record_id, revision),
@@ -90,25 +104,29 @@ class SQLRevisions(SQLShared):
     def _unindex(self, namespace: str, node: RevisionNode) -> None:
         """Delete a replaced revision's index rows by their whole key: each is derived from
         the revision exactly as ``put_revision`` derived it, so no index by revision is needed."""
+        session = self.session
         key = (namespace, node.record_id, node.revision)
         for table, column, values in (
             ("frontiers", "event_id", [f.event for f in node.gate.frontiers]),
             ("pending", "event_id", sorted(node.gate.detached)),
             ("citing", "target", sorted(_cited(node))),
         ):
-            self._many(
+            session._many(
                 f"DELETE FROM {table} WHERE namespace = ? AND {column} = ? AND record_id = ? "
                 "AND revision = ?",
                 [(namespace, value, node.record_id, node.revision) for value in values],
             )
-        self._run("DELETE FROM ungated WHERE namespace = ? AND record_id = ? AND revision = ?", key)
-        self._unrank(namespace, [node])
+        session._run(
+            "DELETE FROM ungated WHERE namespace = ? AND record_id = ? AND revision = ?", key
+        )
+        self.ranks.unrank(namespace, [node])
 
     def put_revisions(self, namespace: str, nodes: Sequence[RevisionNode]) -> None:
         """New revisions (``add_records``) with one statement per table, not per revision."""
+        session = self.session
         fresh: list[RevisionNode] = []
         for node in nodes:
-            cached = self._revisions.get((namespace, node.record_id))
+            cached = session._revisions.get((namespace, node.record_id))
             if cached is None or node.revision != len(cached) + 1:
                 self.put_revision(namespace, node)  # a replacement: its old index rows go
                 continue
@@ -118,19 +136,19 @@ class SQLRevisions(SQLShared):
             fresh.append(node)
         if not fresh:
             return
-        self._hold_rows(  # held: the batch's next write-out joins the same statements
+        session._hold_rows(  # held: the batch's next write-out joins the same statements
             f"INSERT INTO revisions (namespace, {codec.REVISION_COLUMNS}, legacy, "
             "unknown_sources, detached_sources, consistent) VALUES "
             "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(namespace, *codec.revision_row(node)) for node in fresh],
             key_width=3,
         )
-        self._hold_rows(
+        session._hold_rows(
             "INSERT INTO frontiers (namespace, event_id, record_id, revision, cited) "
             "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [row for node in fresh for row in _frontier_rows(namespace, node)],
         )
-        self._hold_rows(
+        session._hold_rows(
             "INSERT INTO ungated (namespace, record_id, revision) VALUES (?, ?, ?)",
             [
                 (namespace, node.record_id, node.revision)
@@ -138,7 +156,7 @@ class SQLRevisions(SQLShared):
                 if not node.gate.frontiers
             ],
         )
-        self._hold_rows(
+        session._hold_rows(
             "INSERT INTO pending (namespace, event_id, record_id, revision) "
             "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [
@@ -147,23 +165,24 @@ class SQLRevisions(SQLShared):
                 for e in sorted(node.gate.detached)
             ],
         )
-        self._hold_rows(
+        session._hold_rows(
             "INSERT INTO citing (namespace, target, record_id, revision) "
             "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [row for node in fresh for row in _citing_rows(namespace, node)],
         )
-        self._rank_by_key(namespace, fresh, hold=True)
+        self.ranks.rank_by_key(namespace, fresh, hold=True)
 
     def _revisions_by_keys(
         self, namespace: str, table: str, column: str, values: Collection[str]
     ) -> list[RevisionNode]:
+        session = self.session
         found: dict[RevisionKey, RevisionNode] = {}
-        for chunk in self._chunks(values):
-            rows = self._all(
+        for chunk in session._chunks(values):
+            rows = session._all(
                 f"SELECT {', '.join('r.' + c for c in codec.REVISION_COLUMNS.split(', '))} "
                 f"FROM {table} x JOIN revisions r ON r.namespace = x.namespace "
                 "AND r.record_id = x.record_id AND r.revision = x.revision "
-                f"WHERE x.namespace = ? AND x.{column} IN ({self._marks(len(chunk))})",
+                f"WHERE x.namespace = ? AND x.{column} IN ({session._marks(len(chunk))})",
                 (namespace, *chunk),
             )
             for row in rows:
@@ -175,11 +194,13 @@ class SQLRevisions(SQLShared):
         return self._revisions_by_keys(namespace, "frontiers", "event_id", event_ids)
 
     def ungated_revisions(self, namespace: str) -> list[RevisionNode]:
-        rows = self._all(self._UNGATED, (namespace,))
+        session = self.session
+        rows = session._all(UNGATED, (namespace,))
         return by_id(codec.revision_node(row) for row in rows)
 
     def record_ids(self, namespace: str) -> list[str]:
-        rows = self._all(
+        session = self.session
+        rows = session._all(
             "SELECT record_id FROM revisions WHERE namespace = ? AND revision = 1 ORDER BY seq",
             (namespace,),
         )
@@ -189,28 +210,31 @@ class SQLRevisions(SQLShared):
         return sorted({key for _, key in self.citing_any(namespace, [target])})
 
     def pending_on(self, namespace: str, event_id: str) -> list[RevisionKey]:
-        rows = self._all(
+        session = self.session
+        rows = session._all(
             "SELECT record_id, revision FROM pending WHERE namespace = ? AND event_id = ?",
             (namespace, event_id),
         )
         return sorted((row[0], int(row[1])) for row in rows)
 
     def pending_on_any(self, namespace: str, event_ids: Collection[str]) -> list[RevisionKey]:
+        session = self.session
         found: list[RevisionKey] = []
-        for chunk in self._chunks(event_ids):
-            rows = self._all(
+        for chunk in session._chunks(event_ids):
+            rows = session._all(
                 "SELECT DISTINCT record_id, revision FROM pending WHERE namespace = ? "
-                f"AND event_id IN ({self._marks(len(chunk))})",
+                f"AND event_id IN ({session._marks(len(chunk))})",
                 (namespace, *chunk),
             )
             found.extend((row[0], int(row[1])) for row in rows)
         return sorted(set(found))
 
     def citing_any(self, namespace: str, targets: Collection[str]) -> list[tuple[str, RevisionKey]]:
+        session = self.session
         found: set[tuple[str, RevisionKey]] = set()
-        for chunk in self._chunks(targets):
-            marks = self._marks(len(chunk))
-            cited, frontier = self._all_together(
+        for chunk in session._chunks(targets):
+            marks = session._marks(len(chunk))
+            cited, frontier = session._all_together(
                 [
                     (
                         "SELECT target, record_id, revision FROM citing WHERE namespace = ? "

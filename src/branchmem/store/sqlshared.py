@@ -1,11 +1,9 @@
-"""What the mixins over the engine's tables share: statement texts more than one of them
-reads, and the calls one makes on another, declared here so each module type-checks alone.
-"""
+"""What the engine's tables share in SQL: statement texts more than one of them sends, and
+the base of the mixins not composed yet."""
 
 from __future__ import annotations
 
-from abc import abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from ..provenance import RevisionNode
 from . import codec
@@ -42,14 +40,3 @@ class SQLShared(SQLSession):
     _UNGATED = UNGATED
     _KEY_CANDIDATES = KEY_CANDIDATES
     _RETRACTION_COLUMNS = RETRACTION_COLUMNS
-
-    # -- what one mixin asks of another (defined in sqlkeyed.py) ---------------------------
-    @abstractmethod
-    def _rank_by_key(
-        self, namespace: str, nodes: Sequence[RevisionNode], *, hold: bool = False
-    ) -> None:
-        """Write the rank rows of keyed and unkeyed revisions (a revision's write asks it)."""
-
-    @abstractmethod
-    def _unrank(self, namespace: str, nodes: Sequence[RevisionNode]) -> None:
-        """Delete the rank rows of revisions as stored (a replaced revision's write asks it)."""
