@@ -39,6 +39,7 @@ from . import codec
 from .readahead import ReadAhead
 from .residue import POSTGRES_CANNOT_CLEAN, SHORT_IN_FILES
 from .sql import SQLStore
+from .sqlanswers import BulkReader
 from .sqlkeyed import RankIndex
 
 try:
@@ -265,6 +266,45 @@ class PostgresRankIndex(RankIndex):
     )
 
 
+class PostgresBulkReader(BulkReader):
+    """The bulk reader, its pages and newest revisions read with one statement for every
+    key or record (over arrays), not one each."""
+
+    __slots__ = ()
+
+    def page_statements(
+        self, namespace: str, keys: list[str], tree: str, depth: int, size: int
+    ) -> list[tuple[str, Sequence[Any]]]:
+        # one statement for every key (a pipeline still costs each statement its own
+        # parse and sync): the same page, on the same index, per key
+        columns = ", ".join("r." + c for c in codec.REVISION_COLUMNS.split(", "))
+        return [
+            (
+                "SELECT asked.key, page.* FROM unnest(?::text[]) WITH ORDINALITY "
+                f"AS asked(key, n) CROSS JOIN LATERAL (SELECT {columns}, k.depth "
+                "FROM key_frontiers k JOIN revisions r ON r.namespace = k.namespace "
+                "AND r.record_id = k.record_id AND r.revision = k.revision "
+                "WHERE k.namespace = ? AND k.key_name = asked.key AND k.tree = ? "
+                "AND (k.depth, k.seq) < (?, ?) "
+                # the rule's ranking (rules.rank_key): deepest frontier first, then latest seq
+                "ORDER BY k.depth DESC, k.seq DESC LIMIT ?) page "
+                "ORDER BY asked.n",
+                (_text_array(keys), namespace, tree, depth, 2**62, size),
+            )
+        ]
+
+    def newest_revisions(
+        self, namespace: str, record_ids: Sequence[str], count: int
+    ) -> tuple[str, Sequence[Any]]:
+        # one text for any number of records: a LIMIT on the primary key for each
+        return (
+            "SELECT r.* FROM unnest(?::text[]) AS asked(id) CROSS JOIN LATERAL "
+            f"(SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
+            "AND record_id = asked.id ORDER BY revision DESC LIMIT ?) r",
+            (_text_array(list(record_ids)), namespace, count),
+        )
+
+
 class PostgresStore(SQLStore):
     """Storage in one PostgreSQL database (or a Citus cluster distributed by namespace)."""
 
@@ -290,7 +330,7 @@ class PostgresStore(SQLStore):
         ``prepare_threshold=None`` turns server-side prepared statements off (for a pooler
         that cannot carry them); ``analyze_after``: rows a table gains before this store
         first analyzes it (see ``_after_commit``)."""
-        super().__init__(rank_index=PostgresRankIndex)
+        super().__init__(rank_index=PostgresRankIndex, bulk_reader=PostgresBulkReader)
         self.url = url
         self.timeout = timeout
         self.analyze_after = analyze_after
@@ -483,38 +523,6 @@ class PostgresStore(SQLStore):
         with self._session():
             result = super()._run(text, params)
             return _Rows(list(result.fetchall()) if result.description is not None else [])
-
-    def _page_statements(
-        self, namespace: str, keys: list[str], tree: str, depth: int, size: int
-    ) -> list[tuple[str, Sequence[Any]]]:
-        # one statement for every key (a pipeline still costs each statement its own
-        # parse and sync): the same page, on the same index, per key
-        columns = ", ".join("r." + c for c in codec.REVISION_COLUMNS.split(", "))
-        return [
-            (
-                "SELECT asked.key, page.* FROM unnest(?::text[]) WITH ORDINALITY "
-                f"AS asked(key, n) CROSS JOIN LATERAL (SELECT {columns}, k.depth "
-                "FROM key_frontiers k JOIN revisions r ON r.namespace = k.namespace "
-                "AND r.record_id = k.record_id AND r.revision = k.revision "
-                "WHERE k.namespace = ? AND k.key_name = asked.key AND k.tree = ? "
-                "AND (k.depth, k.seq) < (?, ?) "
-                # the rule's ranking (rules.rank_key): deepest frontier first, then latest seq
-                "ORDER BY k.depth DESC, k.seq DESC LIMIT ?) page "
-                "ORDER BY asked.n",
-                (_text_array(keys), namespace, tree, depth, 2**62, size),
-            )
-        ]
-
-    def _newest_revisions(
-        self, namespace: str, record_ids: Sequence[str], count: int
-    ) -> tuple[str, Sequence[Any]]:
-        # one text for any number of records: a LIMIT on the primary key for each
-        return (
-            "SELECT r.* FROM unnest(?::text[]) AS asked(id) CROSS JOIN LATERAL "
-            f"(SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
-            "AND record_id = asked.id ORDER BY revision DESC LIMIT ?) r",
-            (_text_array(list(record_ids)), namespace, count),
-        )
 
     def _all_together(
         self, statements: Sequence[tuple[str, Sequence[Any]]]

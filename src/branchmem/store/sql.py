@@ -2,19 +2,20 @@
 each holding the store's session, and hands each ``Store`` method to its object.
 
 Shared by SQLite and PostgreSQL, which subclass ``SQLStore``. ``SQLSession`` runs the
-statements and owns the transactions. Composed so far: records' revisions and the indexes
-written with them (sqlrevisions.py, ``RevisionsTable``, given the rank index a revision's
-write keeps), the rank index and keyed reads (sqlkeyed.py, ``RankIndex``; PostgreSQL passes
-its subclass, which reads JSON its own way), supersedes and retractions (sqlrelations.py,
-``RelationsTable``), erasure (sqlerasure.py, ``Erasure``, given the erase cleanup it
-marks), statuses (sqlstatuses.py, ``StatusesTable``) and what a migration fills from older
-rows (sqlmigrations.py, ``MigrationFills``, the session's ``_after_migration``). Still
-mixed in over sqlshared.py: the conversation trees (sqlevents.py) and the bulk reader
-(sqlanswers.py). The statement texts several tables send are in sqlshared.py. The side
-tables (repairs, counters, vectors, deliveries, the audit log) are objects holding the
-session, each in the module named for it, which ``SQLSideTables`` (sqlsidetables.py) holds
-and hands their ``Store`` methods to, and the erase cleanup and the API keys (the
-``KeyStore``) likewise.
+statements and owns the transactions. Composed so far: the bulk reader (sqlanswers.py,
+``BulkReader``, given the store's per-item reads for what its statements do not cover;
+PostgreSQL passes its subclass, which words two statements its own way), records' revisions
+and the indexes written with them (sqlrevisions.py, ``RevisionsTable``, given the rank
+index a revision's write keeps), the rank index and keyed reads (sqlkeyed.py,
+``RankIndex``; PostgreSQL passes its subclass, which reads JSON its own way), supersedes
+and retractions (sqlrelations.py, ``RelationsTable``), erasure (sqlerasure.py, ``Erasure``,
+given the erase cleanup it marks), statuses (sqlstatuses.py, ``StatusesTable``) and what a
+migration fills from older rows (sqlmigrations.py, ``MigrationFills``, the session's
+``_after_migration``). Still mixed in: the conversation trees (sqlevents.py). The statement
+texts several tables send are in sqlshared.py. The side tables (repairs, counters, vectors,
+deliveries, the audit log) are objects holding the session, each in the module named for
+it, which ``SQLSideTables`` (sqlsidetables.py) holds and hands their ``Store`` methods to,
+and the erase cleanup and the API keys (the ``KeyStore``) likewise.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Sequence
 
 from ..provenance import RevisionNode
+from ..questions import Facts, IndexTooLarge, Questions, TreeIndex
 from ..receipt import ResidueScope
 from ..retraction import RetractionNode
 from .base import RevisionKey, Store
 from .keys import KeyStore
-from .sqlanswers import SQLAnswers
+from .sqlanswers import BulkReader
 from .sqlerasure import Erasure
 from .sqlevents import SQLEvents
 from .sqlkeyed import RankIndex
@@ -38,13 +40,22 @@ from .sqlstatuses import StatusesTable
 
 
 class SQLStore(
-    SQLEvents, SQLAnswers, SQLSideTables, Store, KeyStore,
+    SQLEvents, SQLSideTables, Store, KeyStore,
 ):  # fmt: skip
     """A ``Store`` over a DB-API connection; subclasses choose the database."""
 
-    def __init__(self, *, rank_index: type[RankIndex] = RankIndex) -> None:
+    # The newest revisions of a record a keyed read takes at once; older ones page in.
+    NEWEST_REVISIONS = 8
+
+    def __init__(
+        self,
+        *,
+        rank_index: type[RankIndex] = RankIndex,
+        bulk_reader: type[BulkReader] = BulkReader,
+    ) -> None:
         """The arguments: a backend's own subclass of a table, where its dialect differs."""
         super().__init__()
+        self.bulk_reader = bulk_reader(self, self)  # the rest of an answer: these reads
         self.rank_index = rank_index(self)
         self.revision_rows = RevisionsTable(self, self.rank_index)
         self.relation_rows = RelationsTable(self)
@@ -64,6 +75,14 @@ class SQLStore(
     # -- the session's hooks -----------------------------------------------------------
     def _after_migration(self, version: int) -> None:
         self.migration_fills.after_migration(version)
+
+    # -- the bulk reader ---------------------------------------------------------------
+    def answer(self, namespace: str, questions: Questions) -> Facts:
+        return self.bulk_reader.answer(namespace, questions, self.NEWEST_REVISIONS)
+
+    def _tree_index(self, namespace: str, tree: str, limit: int) -> TreeIndex | IndexTooLarge:
+        """``ItemByItemAnswers``' read of a tree's index."""
+        return self.bulk_reader.tree_index(namespace, tree, limit)
 
     # -- revisions and the indexes written with them ------------------------------------
     def get_revisions(self, namespace: str, record_id: str) -> list[RevisionNode]:

@@ -4,20 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from ..provenance import RevisionNode
 from ..questions import PAGE_SIZE, Facts, IndexTooLarge, Questions, TreeIndex
 from . import codec
-from .base import answer_by_reads
-from .sqlshared import SQLShared, by_id
-
-if TYPE_CHECKING:
-    from .base import Store
+from .base import Store, answer_by_reads
+from .sqlsession import SQLSession
+from .sqlshared import KEY_CANDIDATES, RETRACTION_COLUMNS, UNGATED, by_id
 
 
-class SQLAnswers(SQLShared):
-    """``answer``: the statements of a ``Questions``, sent together, read into ``Facts``."""
+class BulkReader:
+    """``answer`` over the store's session: the statements of a ``Questions``, sent together,
+    read into ``Facts``; what they do not cover, ``reads`` (the store's per-item reads)
+    answers a statement each. A backend's subclass may word a statement its own way
+    (``page_statements``, ``newest_revisions``)."""
+
+    __slots__ = ("reads", "session")
+
+    def __init__(self, session: SQLSession, reads: Store) -> None:
+        self.session = session
+        self.reads = reads
 
     def _index_statements(
         self, namespace: str, tree: str, limit: int
@@ -40,7 +47,7 @@ class SQLAnswers(SQLShared):
                 "ORDER BY u.depth DESC, u.seq DESC LIMIT ?",
                 (namespace, tree, bound),
             ),
-            (self._UNGATED, (namespace,)),
+            (UNGATED, (namespace,)),
         ]
 
     @staticmethod
@@ -62,17 +69,18 @@ class SQLAnswers(SQLShared):
             ),
         )
 
-    def _tree_index(self, namespace: str, tree: str, limit: int) -> TreeIndex | IndexTooLarge:
+    def tree_index(self, namespace: str, tree: str, limit: int) -> TreeIndex | IndexTooLarge:
         """A tree's index in one round trip."""
-        rows, unkeyed, ungated = self._all_together(self._index_statements(namespace, tree, limit))
+        statements = self._index_statements(namespace, tree, limit)
+        rows, unkeyed, ungated = self.session._all_together(statements)
         return self._tree_index_of(tree, limit, rows, unkeyed, ungated)
 
-    def _page_statements(
+    def page_statements(
         self, namespace: str, keys: list[str], tree: str, depth: int, size: int
     ) -> list[tuple[str, Sequence[object]]]:
         """Statements whose rows are (asked key, revision columns, depth), in rank order per
         key: the first page of each key's candidates in ``tree``. Here one statement a key."""
-        head = "SELECT ?, " + self._KEY_CANDIDATES.removeprefix("SELECT ")
+        head = "SELECT ?, " + KEY_CANDIDATES.removeprefix("SELECT ")
         return [
             (
                 head + "AND k.tree = ? AND (k.depth, k.seq) < (?, ?) "
@@ -83,11 +91,10 @@ class SQLAnswers(SQLShared):
             for key in keys
         ]
 
-    # The newest revisions of a record a keyed read takes at once; older ones page in.
-    NEWEST_REVISIONS = 8
-
-    def answer(self, namespace: str, questions: Questions) -> Facts:
-        """Every question in one round trip (PostgreSQL pipelines the statements)."""
+    def answer(self, namespace: str, questions: Questions, newest: int) -> Facts:
+        """Every question in one round trip (PostgreSQL pipelines the statements); ``newest``:
+        how many of a record's newest revisions to read at once (older ones page in)."""
+        session = self.session
         statements: list[tuple[str, Sequence[object]]] = []
         kinds: list[str] = []
         record_ids, event_ids = sorted(questions.records), sorted(questions.events)
@@ -97,7 +104,7 @@ class SQLAnswers(SQLShared):
             )
             kinds += ["groups", "unkeyed", "ungated"]
         if questions.pages:
-            paged = self._page_statements(
+            paged = self.page_statements(
                 namespace,
                 sorted(questions.pages),
                 questions.page_tree,
@@ -106,11 +113,11 @@ class SQLAnswers(SQLShared):
             )
             statements += paged
             kinds += ["pages"] * len(paged)
-        retraction_columns = ", ".join("r." + c for c in self._RETRACTION_COLUMNS.split(", "))
-        for chunk in self._chunks(record_ids):
-            marks = self._marks(len(chunk))
+        retraction_columns = ", ".join("r." + c for c in RETRACTION_COLUMNS.split(", "))
+        for chunk in session._chunks(record_ids):
+            marks = session._marks(len(chunk))
             statements += [
-                self._newest_revisions(namespace, chunk, self.NEWEST_REVISIONS),
+                self.newest_revisions(namespace, chunk, newest),
                 (
                     "SELECT old_id, new_id FROM supersedes WHERE namespace = ? "
                     f"AND old_id IN ({marks}) ORDER BY seq",
@@ -124,35 +131,35 @@ class SQLAnswers(SQLShared):
                 ),
             ]
             kinds += ["revisions", "superseders", "retracting"]
-        for chunk in self._chunks([*record_ids, *event_ids]):
+        for chunk in session._chunks([*record_ids, *event_ids]):
             statements.append(
                 (
                     "SELECT id, status FROM statuses WHERE namespace = ? "
-                    f"AND id IN ({self._marks(len(chunk))})",
+                    f"AND id IN ({session._marks(len(chunk))})",
                     (namespace, *chunk),
                 )
             )
             kinds.append("statuses")
-        for chunk in self._chunks(sorted(questions.keys)):
+        for chunk in session._chunks(sorted(questions.keys)):
             statements.append(
                 (
-                    f"SELECT key_name, {self._RETRACTION_COLUMNS} FROM retractions "
-                    f"WHERE namespace = ? AND key_name IN ({self._marks(len(chunk))})",
+                    f"SELECT key_name, {RETRACTION_COLUMNS} FROM retractions "
+                    f"WHERE namespace = ? AND key_name IN ({session._marks(len(chunk))})",
                     (namespace, *chunk),
                 )
             )
             kinds.append("retracting_key")
-        for chunk in self._chunks(event_ids):
+        for chunk in session._chunks(event_ids):
             statements.append(self._events_with_steps(namespace, chunk))
             kinds.append("events")
         facts = Facts()
-        # the rest: a statement each, by the mixins' reads (this is always a SQLStore's)
-        answer_by_reads(cast("Store", self), namespace, questions, facts)
+        # the rest: a statement each, by the store's per-item reads
+        answer_by_reads(self.reads, namespace, questions, facts)
         if not statements:
             return facts
         revisions: dict[str, list[RevisionNode]] = {}
         pages: dict[str, list[RevisionNode]] = {}
-        results = self._all_together(statements)
+        results = session._all_together(statements)
         by_kind = dict(zip(kinds, results, strict=False))  # the index's three, once each
         for kind, rows in zip(kinds, results, strict=True):
             for row in rows:
@@ -196,7 +203,7 @@ class SQLAnswers(SQLShared):
     ) -> tuple[str, Sequence[object]]:
         """The statement reading these events and those one step (jump, parent) above them:
         the asked ones first."""
-        marks = self._marks(len(ids))
+        marks = self.session._marks(len(ids))
         columns = ", ".join("e." + c for c in codec.EVENT_COLUMNS.split(", "))
         return (
             f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? "
@@ -206,7 +213,7 @@ class SQLAnswers(SQLShared):
             (namespace, *ids, namespace, *ids),
         )
 
-    def _newest_revisions(
+    def newest_revisions(
         self, namespace: str, record_ids: Sequence[str], count: int
     ) -> tuple[str, Sequence[object]]:
         """The statement reading the newest ``count`` revisions of each record: a range on
