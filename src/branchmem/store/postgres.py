@@ -35,12 +35,17 @@ from ..bytescan import clear_postgres_stats_of_empty, postgres_row_hits
 from ..errors import ConflictError, InvalidInput, MissingExtra, StorageError
 from ..keyed import KeyedReader
 from ..receipt import StoreScan
-from . import codec
 from .readahead import ReadAhead
 from .residue import POSTGRES_CANNOT_CLEAN, SHORT_IN_FILES
 from .sql import SQLStore
-from .sqlanswers import BulkReader
-from .sqlkeyed import RankIndex
+from .sqlpgtables import (
+    NUL_REFUSED,
+    PostgresBulkReader,
+    PostgresEventsTable,
+    PostgresRankIndex,
+    array_literal,
+    text_array,
+)
 
 try:
     import psycopg
@@ -50,7 +55,6 @@ try:
 except ImportError as missing:  # the base install: one line naming the extra, no traceback
     raise MissingExtra("PostgreSQL support", "postgres", missing.name) from missing
 
-NUL_REFUSED = "PostgreSQL text cannot hold NUL (0x00) characters"
 ATTEMPTS = 5  # tries to start a transaction before giving up
 BACKOFF_S = 0.05  # first retry delay; doubles per attempt, with jitter
 LOCK_TIMEOUT = "30s"  # like SQLite's busy_timeout: a writer waits this long for its namespace
@@ -140,72 +144,6 @@ def _array_form(text: str) -> tuple[str, tuple[tuple[int, int] | int, ...]]:
     return "".join(pieces) + rest, tuple(taken)
 
 
-def _text_array(values: list[Any]) -> Any:
-    """A list of ids as one array literal: psycopg adapts a list element by element in
-    Python (~1 us each), a joined string is parsed by the server (a path of 100,000 ids:
-    35 ms instead of 160)."""
-    literal = _array_literal(values)
-    return values if literal is None else literal
-
-
-def _array_literal(values: list[Any]) -> str | None:
-    """One column of a batch as an array literal for the server to parse, or None when a
-    value is neither text nor a number (the driver adapts those). Text holding a NUL, which
-    PostgreSQL cannot store, is ``InvalidInput``.
-
-    psycopg dumps a list element by element in Python (~0.7 us each, a sixth of the client's
-    time building 10,000 records); a column of text is a few passes of C over one string."""
-    kinds = set(map(type, values))
-    if kinds == {str}:
-        body = "\x00".join(values)  # NUL: no text PostgreSQL stores can hold one
-        if body.count("\x00") != len(values) - 1:
-            raise InvalidInput(NUL_REFUSED)
-        body = body.replace("\\", "\\\\").replace('"', '\\"').replace("\x00", '","')
-        return '{"' + body + '"}'
-    if kinds <= {int, type(None)}:
-        return "{" + ",".join(["NULL" if v is None else str(v) for v in values]) + "}"
-    if kinds <= {float, int, type(None)}:
-        return "{" + ",".join(["NULL" if v is None else repr(v) for v in values]) + "}"
-    if kinds == {str, type(None)}:
-        parts = []
-        for value in values:
-            if value is None:
-                parts.append("NULL")
-            elif "\x00" in value:
-                raise InvalidInput(NUL_REFUSED)
-            else:
-                parts.append('"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"')
-        return "{" + ",".join(parts) + "}"
-    return None
-
-
-PATH_STEPS = 8  # ancestors fetched per round of the recursive path query
-
-
-@lru_cache(maxsize=1)
-def _path_query(steps: int) -> str:
-    """The ancestors of an anchor, ``steps`` levels per round of the recursion.
-
-    Every level is one index lookup by (namespace, id), as in a one-level recursion, but each
-    round of a recursive query has its own overhead (a work table rescanned, a new row
-    stored): a path of 100,000 events takes 12,500 rounds instead of 100,000. A round ends
-    early, with NULLs, at a root or a gap (a detached anchor's missing ancestor)."""
-    columns = ", ".join(f"e{level}.id" for level in range(1, steps + 1))
-    joins = " ".join(
-        f"{'JOIN' if level == 1 else 'LEFT JOIN'} events e{level} ON e{level}.namespace = ? "
-        f"AND e{level}.id = {'up.parent' if level == 1 else f'e{level - 1}.parent'}"
-        for level in range(1, steps + 1)
-    )
-    names = ", ".join(f"i{level}" for level in range(1, steps + 1))
-    nulls = ", ".join("NULL::text" for _ in range(1, steps))
-    return (
-        f"WITH RECURSIVE up(n, parent, {names}) AS ("
-        f"SELECT 0, parent, id, {nulls} FROM events WHERE namespace = ? AND id = ? "
-        f"UNION ALL SELECT up.n + 1, e{steps}.parent, {columns} FROM up {joins} "
-        f"WHERE up.parent IS NOT NULL) SELECT {names} FROM up ORDER BY n"
-    )
-
-
 def describe(url: str) -> str:
     """The URL without its password, for messages."""
     try:
@@ -255,56 +193,6 @@ class _Rows:
         return self._rows[0] if self._rows else None
 
 
-class PostgresRankIndex(RankIndex):
-    """The rank index and keyed reads, a candidate's sources read as ``jsonb``."""
-
-    __slots__ = ()
-
-    SOURCES_WITH_STATUS = (
-        ", (SELECT COUNT(*) FROM jsonb_array_elements_text(r.sources::jsonb) j(value) "
-        "JOIN statuses g ON g.namespace = ? AND g.id = j.value) "
-    )
-
-
-class PostgresBulkReader(BulkReader):
-    """The bulk reader, its pages and newest revisions read with one statement for every
-    key or record (over arrays), not one each."""
-
-    __slots__ = ()
-
-    def page_statements(
-        self, namespace: str, keys: list[str], tree: str, depth: int, size: int
-    ) -> list[tuple[str, Sequence[Any]]]:
-        # one statement for every key (a pipeline still costs each statement its own
-        # parse and sync): the same page, on the same index, per key
-        columns = ", ".join("r." + c for c in codec.REVISION_COLUMNS.split(", "))
-        return [
-            (
-                "SELECT asked.key, page.* FROM unnest(?::text[]) WITH ORDINALITY "
-                f"AS asked(key, n) CROSS JOIN LATERAL (SELECT {columns}, k.depth "
-                "FROM key_frontiers k JOIN revisions r ON r.namespace = k.namespace "
-                "AND r.record_id = k.record_id AND r.revision = k.revision "
-                "WHERE k.namespace = ? AND k.key_name = asked.key AND k.tree = ? "
-                "AND (k.depth, k.seq) < (?, ?) "
-                # the rule's ranking (rules.rank_key): deepest frontier first, then latest seq
-                "ORDER BY k.depth DESC, k.seq DESC LIMIT ?) page "
-                "ORDER BY asked.n",
-                (_text_array(keys), namespace, tree, depth, 2**62, size),
-            )
-        ]
-
-    def newest_revisions(
-        self, namespace: str, record_ids: Sequence[str], count: int
-    ) -> tuple[str, Sequence[Any]]:
-        # one text for any number of records: a LIMIT on the primary key for each
-        return (
-            "SELECT r.* FROM unnest(?::text[]) AS asked(id) CROSS JOIN LATERAL "
-            f"(SELECT {codec.REVISION_COLUMNS} FROM revisions WHERE namespace = ? "
-            "AND record_id = asked.id ORDER BY revision DESC LIMIT ?) r",
-            (_text_array(list(record_ids)), namespace, count),
-        )
-
-
 class PostgresStore(SQLStore):
     """Storage in one PostgreSQL database (or a Citus cluster distributed by namespace)."""
 
@@ -330,7 +218,11 @@ class PostgresStore(SQLStore):
         ``prepare_threshold=None`` turns server-side prepared statements off (for a pooler
         that cannot carry them); ``analyze_after``: rows a table gains before this store
         first analyzes it (see ``_after_commit``)."""
-        super().__init__(rank_index=PostgresRankIndex, bulk_reader=PostgresBulkReader)
+        super().__init__(
+            events_table=PostgresEventsTable,
+            rank_index=PostgresRankIndex,
+            bulk_reader=PostgresBulkReader,
+        )
         self.url = url
         self.timeout = timeout
         self.analyze_after = analyze_after
@@ -504,9 +396,7 @@ class PostgresStore(SQLStore):
             return text, params
         text, taken = _array_form(text)
         return text, [
-            _text_array(list(params[item[0] : item[1]]))
-            if isinstance(item, tuple)
-            else params[item]
+            text_array(list(params[item[0] : item[1]])) if isinstance(item, tuple) else params[item]
             for item in taken
         ]
 
@@ -680,7 +570,7 @@ class PostgresStore(SQLStore):
         params: list[Any] = []
         arrays = []
         for name, values in zip(names, zip(*rows, strict=True), strict=True):
-            literal = _array_literal(list(values))
+            literal = array_literal(list(values))
             params.append(list(values) if literal is None else literal)
             arrays.append(f"{'%b' if literal is None else '%s'}::{types[name]}[]")
         self._connection().execute(
@@ -726,13 +616,6 @@ class PostgresStore(SQLStore):
         )
         return bool(row and row[0])
 
-    # -- reads -------------------------------------------------------------------------
-    def path_ids(self, namespace: str, anchor: str) -> list[str]:
-        rows = self._all(_path_query(PATH_STEPS), (namespace, anchor, *[namespace] * PATH_STEPS))
-        found = [event_id for row in rows for event_id in row if event_id is not None]
-        found.reverse()  # rows run from the anchor up, each row deepest first
-        return found
-
     # -- what only PostgreSQL has ------------------------------------------------------
     def _clean_files(self) -> str | None:
         """Erased rows were updated or deleted in place, but their old versions stay in the
@@ -760,7 +643,7 @@ class PostgresStore(SQLStore):
     def keyed_reads(self, namespace: str) -> KeyedReader:
         """A keyed view's reader that asks ahead in a few bulk answers (a round trip per
         statement), the events they bring kept in the call's event cache."""
-        return ReadAhead(self, namespace, self._learn_events)
+        return ReadAhead(self, namespace, self.event_rows.learn_events)
 
     def scan_bytes(
         self, key: str, fingerprints: frozenset[str], lock: AbstractContextManager[Any]

@@ -1,21 +1,22 @@
 """The engine's state in SQL, composed: ``SQLStore`` holds one object per table concern,
 each holding the store's session, and hands each ``Store`` method to its object.
 
-Shared by SQLite and PostgreSQL, which subclass ``SQLStore``. ``SQLSession`` runs the
-statements and owns the transactions. Composed so far: the bulk reader (sqlanswers.py,
-``BulkReader``, given the store's per-item reads for what its statements do not cover;
-PostgreSQL passes its subclass, which words two statements its own way), records' revisions
-and the indexes written with them (sqlrevisions.py, ``RevisionsTable``, given the rank
-index a revision's write keeps), the rank index and keyed reads (sqlkeyed.py,
-``RankIndex``; PostgreSQL passes its subclass, which reads JSON its own way), supersedes
-and retractions (sqlrelations.py, ``RelationsTable``), erasure (sqlerasure.py, ``Erasure``,
-given the erase cleanup it marks), statuses (sqlstatuses.py, ``StatusesTable``) and what a
-migration fills from older rows (sqlmigrations.py, ``MigrationFills``, the session's
-``_after_migration``). Still mixed in: the conversation trees (sqlevents.py). The statement
-texts several tables send are in sqlshared.py. The side tables (repairs, counters, vectors,
-deliveries, the audit log) are objects holding the session, each in the module named for
-it, which ``SQLSideTables`` (sqlsidetables.py) holds and hands their ``Store`` methods to,
-and the erase cleanup and the API keys (the ``KeyStore``) likewise.
+Shared by SQLite and PostgreSQL, which subclass ``SQLStore``; ``SQLSession`` runs the
+statements and owns the transactions and the call's caches. The engine's tables, a module
+each: the conversation trees (sqlevents.py, ``EventsTable``), records' revisions and the
+indexes written with them (sqlrevisions.py, ``RevisionsTable``), the rank index and keyed
+reads (sqlkeyed.py, ``RankIndex``), the bulk reader (sqlanswers.py, ``BulkReader``),
+supersedes and retractions (sqlrelations.py, ``RelationsTable``), statuses (sqlstatuses.py,
+``StatusesTable``), erasure (sqlerasure.py, ``Erasure``) and what a migration fills from
+older rows (sqlmigrations.py, ``MigrationFills``, the session's ``_after_migration``); the
+statement texts several send are in sqlshared.py. What one asks of another is passed to its
+constructor: a revision's write ranks it in the ``RankIndex``, erasure marks the erase
+cleanup, the bulk reader answers what its statements do not cover with the store's per-item
+reads. Where a backend's dialect differs it passes its own subclass of a table
+(PostgreSQL's events, rank index and bulk reader, sqlpgtables.py). The side tables
+(repairs, counters, vectors, deliveries, the audit log, the erase cleanup, the API keys)
+are objects holding the session too, which ``SQLSideTables`` (sqlsidetables.py), the one
+base between the session and this class, holds and hands their methods to.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ from ..provenance import RevisionNode
 from ..questions import Facts, IndexTooLarge, Questions, TreeIndex
 from ..receipt import ResidueScope
 from ..retraction import RetractionNode
-from .base import RevisionKey, Store
+from ..topology import EventNode
+from .base import PathMessage, RevisionKey, Store
 from .keys import KeyStore
 from .sqlanswers import BulkReader
 from .sqlerasure import Erasure
-from .sqlevents import SQLEvents
+from .sqlevents import EventsTable
 from .sqlkeyed import RankIndex
 from .sqlmigrations import MigrationFills
 from .sqlrelations import RelationsTable
@@ -39,9 +41,7 @@ from .sqlsidetables import SQLSideTables
 from .sqlstatuses import StatusesTable
 
 
-class SQLStore(
-    SQLEvents, SQLSideTables, Store, KeyStore,
-):  # fmt: skip
+class SQLStore(SQLSideTables, Store, KeyStore):
     """A ``Store`` over a DB-API connection; subclasses choose the database."""
 
     # The newest revisions of a record a keyed read takes at once; older ones page in.
@@ -50,11 +50,13 @@ class SQLStore(
     def __init__(
         self,
         *,
+        events_table: type[EventsTable] = EventsTable,
         rank_index: type[RankIndex] = RankIndex,
         bulk_reader: type[BulkReader] = BulkReader,
     ) -> None:
         """The arguments: a backend's own subclass of a table, where its dialect differs."""
         super().__init__()
+        self.event_rows = events_table(self)
         self.bulk_reader = bulk_reader(self, self)  # the rest of an answer: these reads
         self.rank_index = rank_index(self)
         self.revision_rows = RevisionsTable(self, self.rank_index)
@@ -75,6 +77,47 @@ class SQLStore(
     # -- the session's hooks -----------------------------------------------------------
     def _after_migration(self, version: int) -> None:
         self.migration_fills.after_migration(version)
+
+    # -- the conversation trees -------------------------------------------------------
+    def prefetch(
+        self,
+        namespace: str,
+        ids: Collection[str],
+        *,
+        children: bool = True,
+        ancestry: Collection[str] | None = None,
+    ) -> None:
+        self.event_rows.prefetch(namespace, ids, children=children, ancestry=ancestry)
+
+    def get_event(self, namespace: str, event_id: str) -> EventNode | None:
+        return self.event_rows.get_event(namespace, event_id)
+
+    def put_event(self, namespace: str, node: EventNode) -> None:
+        self.event_rows.put_event(namespace, node)
+
+    def children(self, namespace: str, parent_id: str) -> list[str]:
+        return self.event_rows.children(namespace, parent_id)
+
+    def path_ids(self, namespace: str, anchor: str) -> list[str]:
+        return self.event_rows.path_ids(namespace, anchor)
+
+    def path_events(self, namespace: str, anchor: str) -> list[EventNode]:
+        return self.event_rows.path_events(namespace, anchor)
+
+    def transcript(self, namespace: str, event_id: str, limit: int) -> list[PathMessage]:
+        return self.event_rows.transcript(namespace, event_id, limit)
+
+    def iter_events(self, namespace: str, tree: str | None = None) -> Iterator[EventNode]:
+        return self.event_rows.iter_events(namespace, tree)
+
+    def set_head(self, namespace: str, tree: str, event_id: str) -> None:
+        self.event_rows.set_head(namespace, tree, event_id)
+
+    def heads(self, namespace: str) -> dict[str, str]:
+        return self.event_rows.heads(namespace)
+
+    def namespaces(self) -> list[str]:
+        return self.event_rows.namespaces()
 
     # -- the bulk reader ---------------------------------------------------------------
     def answer(self, namespace: str, questions: Questions) -> Facts:

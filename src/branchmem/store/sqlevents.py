@@ -11,33 +11,42 @@ from .base import MessageRow, PathMessage
 from .sqlsession import SQLSession
 
 
-class SQLEvents(SQLSession):
-    """The ``events``, ``heads`` and ``namespaces`` tables (a call caches what it read)."""
+class EventsTable:
+    """The ``events``, ``heads`` and ``namespaces`` tables over the store's session (a call
+    caches what it read, in the session's caches); a backend's subclass may read a path its
+    own way (``path_ids``)."""
+
+    __slots__ = ("session",)
+
+    def __init__(self, session: SQLSession) -> None:
+        self.session = session
 
     def get_event(self, namespace: str, event_id: str) -> EventNode | None:
+        session = self.session
         key = (namespace, event_id)
-        if key in self._events:
-            return self._events[key]
-        row = self._one(
+        if key in session._events:
+            return session._events[key]
+        row = session._one(
             f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? AND id = ?",
             (namespace, event_id),
         )
         node = None if row is None else codec.event_node(row)
-        if self._depth > 0:
-            self._events[key] = node
+        if session._depth > 0:
+            session._events[key] = node
         return node
 
-    def _learn_events(
+    def learn_events(
         self, namespace: str, asked: Collection[str], found: Mapping[str, EventNode]
     ) -> None:
         """Keep for the call the events a bulk answer brought (``ReadAhead``): the asked ones
         as found (None: absent), the steps above them unless cached already."""
-        if self._depth == 0:
+        session = self.session
+        if session._depth == 0:
             return
         for item in asked:
-            self._events[(namespace, item)] = found.get(item)
+            session._events[(namespace, item)] = found.get(item)
         for item, node in found.items():  # a node cached already may be newer
-            self._events.setdefault((namespace, item), node)
+            session._events.setdefault((namespace, item), node)
 
     def prefetch(
         self,
@@ -49,11 +58,12 @@ class SQLEvents(SQLSession):
     ) -> None:
         """Load in bulk what one call will ask about these ids (events, records, children),
         and the first steps up from the events of ``ancestry``."""
-        if self._depth == 0:
+        session = self.session
+        if session._depth == 0:
             return
-        wanted = [i for i in dict.fromkeys(ids) if (namespace, i) not in self._events]
-        for chunk in self._chunks(wanted):
-            marks = self._marks(len(chunk))
+        wanted = [i for i in dict.fromkeys(ids) if (namespace, i) not in session._events]
+        for chunk in session._chunks(wanted):
+            marks = session._marks(len(chunk))
             statements = [
                 (
                     f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? "
@@ -74,20 +84,20 @@ class SQLEvents(SQLSession):
                         (namespace, *chunk),
                     )
                 )
-            event_rows, revision_rows, *child_rows = self._all_together(statements)
+            event_rows, revision_rows, *child_rows = session._all_together(statements)
             found = {row[0]: codec.event_node(row) for row in event_rows}
             records: dict[str, list[RevisionNode]] = {i: [] for i in chunk}
             for row in revision_rows:
                 records[row[0]].append(codec.revision_node(row))
             for item in chunk:
-                self._events[(namespace, item)] = found.get(item)
-                self._revisions[(namespace, item)] = records[item]
+                session._events[(namespace, item)] = found.get(item)
+                session._revisions[(namespace, item)] = records[item]
             if child_rows:
                 known: dict[str, list[str]] = {i: [] for i in chunk}
                 for child, parent, _ in sorted(child_rows[0], key=lambda row: int(row[2])):
                     known[parent].append(child)
                 for item in chunk:
-                    self._children[(namespace, item)] = known[item]
+                    session._children[(namespace, item)] = known[item]
         self._load_steps(
             namespace, self._steps_up(namespace, ids if ancestry is None else ancestry)
         )
@@ -96,12 +106,13 @@ class SQLEvents(SQLSession):
         """The jump targets and parents of cached events that are not cached yet: the first
         step of every ancestor test from them (merging two sources' frontiers, placing a
         child), fetched with them instead of one round trip each."""
+        session = self.session
         steps: dict[str, None] = {}
         for item in ids:
-            node = self._events.get((namespace, item))
+            node = session._events.get((namespace, item))
             if node is not None:
                 for step in (node.jump, node.parent):
-                    if step is not None and (namespace, step) not in self._events:
+                    if step is not None and (namespace, step) not in session._events:
                         steps[step] = None
         return list(steps)
 
@@ -110,10 +121,11 @@ class SQLEvents(SQLSession):
         an ancestor test from a batch's events mostly takes two steps (on the chat-like
         histories of bench/storage.py, 10,000 records: 127 single look-ups with one step
         fetched, 23 with two)."""
+        session = self.session
         columns = ", ".join("e." + c for c in codec.EVENT_COLUMNS.split(", "))
-        for chunk in self._chunks(steps):
-            marks = self._marks(len(chunk))
-            rows = self._all(
+        for chunk in session._chunks(steps):
+            marks = session._marks(len(chunk))
+            rows = session._all(
                 f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? "
                 f"AND id IN ({marks}) UNION ALL SELECT {columns} FROM events s "
                 "JOIN events e ON e.namespace = s.namespace AND e.id IN (s.jump, s.parent) "
@@ -125,9 +137,9 @@ class SQLEvents(SQLSession):
                 if row[0] not in found:
                     found[row[0]] = codec.event_node(row)
             for item in chunk:
-                self._events[(namespace, item)] = found.pop(item, None)
+                session._events[(namespace, item)] = found.pop(item, None)
             for item, node in found.items():  # a node cached already may be newer
-                self._events.setdefault((namespace, item), node)
+                session._events.setdefault((namespace, item), node)
 
     _NEW_EVENT = (
         f"INSERT INTO events (namespace, {codec.EVENT_COLUMNS}) "
@@ -141,34 +153,37 @@ class SQLEvents(SQLSession):
     def put_event(self, namespace: str, node: EventNode) -> None:
         # Held until the call's next statement: a batch of events is one multi-row insert.
         # An event the call knows is absent (looked up, or held new) needs no upsert.
+        session = self.session
         key, row = (namespace, node.id), (namespace, *codec.event_row(node))
-        new = key in self._held.get(self._NEW_EVENT, ()) or (
-            key in self._events and self._events[key] is None
+        new = key in session._held.get(self._NEW_EVENT, ()) or (
+            key in session._events and session._events[key] is None
         )
-        self._hold(self._NEW_EVENT if new else self._PUT_EVENT, key, row)
+        session._hold(self._NEW_EVENT if new else self._PUT_EVENT, key, row)
         key = (namespace, node.id)
-        if self._depth > 0:
-            if self._events.get(key, node) is None and node.parent is not None:  # known new
-                siblings = self._children.get((namespace, node.parent))
+        if session._depth > 0:
+            if session._events.get(key, node) is None and node.parent is not None:  # known new
+                siblings = session._children.get((namespace, node.parent))
                 if siblings is not None:
                     siblings.append(node.id)
-            self._events[key] = node
+            session._events[key] = node
 
     def children(self, namespace: str, parent_id: str) -> list[str]:
+        session = self.session
         key = (namespace, parent_id)
-        if key in self._children:
-            return list(self._children[key])
-        rows = self._all(
+        if key in session._children:
+            return list(session._children[key])
+        rows = session._all(
             "SELECT id FROM events WHERE namespace = ? AND parent = ? ORDER BY seq",
             (namespace, parent_id),
         )
         found = [row[0] for row in rows]
-        if self._depth > 0:
-            self._children[key] = found
+        if session._depth > 0:
+            session._children[key] = found
         return list(found)
 
     def path_ids(self, namespace: str, anchor: str) -> list[str]:
-        rows = self._all(
+        session = self.session
+        rows = session._all(
             "WITH RECURSIVE up(id, parent, n) AS ("
             " SELECT id, parent, 0 FROM events WHERE namespace = ? AND id = ?"
             " UNION ALL SELECT e.id, e.parent, up.n + 1 FROM events e JOIN up"
@@ -179,8 +194,9 @@ class SQLEvents(SQLSession):
         return [row[0] for row in rows]
 
     def path_events(self, namespace: str, anchor: str) -> list[EventNode]:
+        session = self.session
         columns = ", ".join("e." + c for c in codec.EVENT_COLUMNS.split(", "))
-        rows = self._all(
+        rows = session._all(
             "WITH RECURSIVE up(id, parent, n) AS ("
             " SELECT id, parent, 0 FROM events WHERE namespace = ? AND id = ?"
             " UNION ALL SELECT e.id, e.parent, up.n + 1 FROM events e JOIN up"
@@ -190,15 +206,16 @@ class SQLEvents(SQLSession):
             (namespace, anchor, namespace, namespace),
         )
         nodes = [codec.event_node(row) for row in rows]
-        if self._depth > 0:
+        if session._depth > 0:
             for node in nodes:
-                self._events[(namespace, node.id)] = node
+                session._events[(namespace, node.id)] = node
         return nodes
 
     def transcript(self, namespace: str, event_id: str, limit: int) -> list[PathMessage]:
         # Only the columns a prompt shows, carried up the recursion (no second join), and the
         # statuses joined in: one statement per page, about half the time of whole events.
-        rows = self._all(
+        session = self.session
+        rows = session._all(
             "WITH RECURSIVE up(id, parent, role, content, tokens, n) AS ("
             " SELECT id, parent, role, content, tokens, 0 FROM events"
             " WHERE namespace = ? AND id = ?"
@@ -217,14 +234,15 @@ class SQLEvents(SQLSession):
         ]
 
     def iter_events(self, namespace: str, tree: str | None = None) -> Iterator[EventNode]:
+        session = self.session
         if tree is None:
-            rows = self._all(
+            rows = session._all(
                 f"SELECT {codec.EVENT_COLUMNS} FROM events WHERE namespace = ? ORDER BY seq",
                 (namespace,),
             )
         else:  # down from where the tree starts: a child is in its parent's tree
             columns = ", ".join("e." + c for c in codec.EVENT_COLUMNS.split(", "))
-            rows = self._all(
+            rows = session._all(
                 "WITH RECURSIVE below(id) AS ("
                 "SELECT id FROM events WHERE namespace = ? AND tree = ? "
                 "AND (parent IS NULL OR attached = 0) "
@@ -237,27 +255,32 @@ class SQLEvents(SQLSession):
         return (codec.event_node(row) for row in rows)
 
     def set_head(self, namespace: str, tree: str, event_id: str) -> None:
-        self._run(
+        session = self.session
+        session._run(
             "INSERT INTO heads (namespace, tree, event_id) VALUES (?, ?, ?) "
             "ON CONFLICT (namespace, tree) DO UPDATE SET event_id = excluded.event_id",
             (namespace, tree, event_id),
         )
 
     def heads(self, namespace: str) -> dict[str, str]:
-        if self._depth == 0:
-            rows = self._all("SELECT tree, event_id FROM heads WHERE namespace = ?", (namespace,))
+        session = self.session
+        if session._depth == 0:
+            rows = session._all(
+                "SELECT tree, event_id FROM heads WHERE namespace = ?", (namespace,)
+            )
             return {tree: event_id for tree, event_id in rows}
         columns = ", ".join("e." + c for c in codec.EVENT_COLUMNS.split(", "))
-        rows = self._all(  # within a call, the head events too: a cross-tree read asks next
+        rows = session._all(  # within a call, the head events too: a cross-tree read asks next
             f"SELECT h.tree, h.event_id, {columns} FROM heads h LEFT JOIN events e "
             "ON e.namespace = h.namespace AND e.id = h.event_id WHERE h.namespace = ?",
             (namespace,),
         )
         for row in rows:
             node = None if row[2] is None else codec.event_node(tuple(row[2:]))
-            self._events.setdefault((namespace, row[1]), node)
+            session._events.setdefault((namespace, row[1]), node)
         return {row[0]: row[1] for row in rows}
 
     def namespaces(self) -> list[str]:
-        rows = self._all("SELECT namespace FROM namespaces WHERE seq > 0 ORDER BY namespace")
+        session = self.session
+        rows = session._all("SELECT namespace FROM namespaces WHERE seq > 0 ORDER BY namespace")
         return [row[0] for row in rows]

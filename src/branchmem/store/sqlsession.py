@@ -154,9 +154,10 @@ class SQLSession(ABC):
         self._children: dict[tuple[str, str], list[str]] = {}
 
     def _forget_facts(self) -> None:
-        """Drop the facts a keyed read's statements brought along (``SQLStore.key_candidates``,
-        ``statuses``): kept for the rest of a read snapshot only, where nothing writes, they
-        answer the later questions about the same records without another statement."""
+        """Drop the facts a keyed read's statements brought along (``RankIndex``'s
+        ``key_candidates``, ``StatusesTable.statuses``): kept for the rest of a read snapshot
+        only, where nothing writes, they answer the later questions about the same records
+        without another statement."""
         if (
             self._known_statuses
             or self._unsuperseded

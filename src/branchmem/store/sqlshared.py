@@ -1,5 +1,4 @@
-"""What the engine's tables share in SQL: statement texts more than one of them sends, and
-the base of the mixins not composed yet."""
+"""What the engine's tables share in SQL: statement texts more than one of them sends."""
 
 from __future__ import annotations
 
@@ -7,7 +6,6 @@ from collections.abc import Iterable
 
 from ..provenance import RevisionNode
 from . import codec
-from .sqlsession import SQLSession
 
 
 def by_id(nodes: Iterable[RevisionNode]) -> list[RevisionNode]:
@@ -32,11 +30,3 @@ KEY_CANDIDATES = (
 )
 
 RETRACTION_COLUMNS = "id, scope, targets, key_name, key_scope, seq"
-
-
-class SQLShared(SQLSession):
-    """The base of the engine-table mixins not composed yet; ``SQLStore`` composes them."""
-
-    _UNGATED = UNGATED
-    _KEY_CANDIDATES = KEY_CANDIDATES
-    _RETRACTION_COLUMNS = RETRACTION_COLUMNS
