@@ -65,20 +65,7 @@ class SQLStore(SQLSideTables, Store, KeyStore):
         self.migration_fills = MigrationFills(self)
         self.erasure = Erasure(self, self.erase_cleanup)
 
-    # -- erasure -----------------------------------------------------------------------
-    def erase_content(
-        self, namespace: str, event_ids: Collection[str], record_ids: Collection[str]
-    ) -> None:
-        self.erasure.erase_content(namespace, event_ids, record_ids)
-
-    def residue_values(self, namespace: str, scope: ResidueScope) -> Iterator[tuple[str, object]]:
-        return self.erasure.residue_values(namespace, scope)
-
-    # -- the session's hooks -----------------------------------------------------------
-    def _after_migration(self, version: int) -> None:
-        self.migration_fills.after_migration(version)
-
-    # -- the conversation trees -------------------------------------------------------
+    # -- the conversation trees --------------------------------------------------------
     def prefetch(
         self,
         namespace: str,
@@ -119,15 +106,7 @@ class SQLStore(SQLSideTables, Store, KeyStore):
     def namespaces(self) -> list[str]:
         return self.event_rows.namespaces()
 
-    # -- the bulk reader ---------------------------------------------------------------
-    def answer(self, namespace: str, questions: Questions) -> Facts:
-        return self.bulk_reader.answer(namespace, questions, self.NEWEST_REVISIONS)
-
-    def _tree_index(self, namespace: str, tree: str, limit: int) -> TreeIndex | IndexTooLarge:
-        """``ItemByItemAnswers``' read of a tree's index."""
-        return self.bulk_reader.tree_index(namespace, tree, limit)
-
-    # -- revisions and the indexes written with them ------------------------------------
+    # -- revisions and the indexes written with them -----------------------------------
     def get_revisions(self, namespace: str, record_id: str) -> list[RevisionNode]:
         return self.revision_rows.get_revisions(namespace, record_id)
 
@@ -158,7 +137,7 @@ class SQLStore(SQLSideTables, Store, KeyStore):
     def citing_any(self, namespace: str, targets: Collection[str]) -> list[tuple[str, RevisionKey]]:
         return self.revision_rows.citing_any(namespace, targets)
 
-    # -- the rank index and keyed reads -------------------------------------------------
+    # -- the rank index and keyed reads ------------------------------------------------
     def _key_retractions(self, namespace: str, key: str) -> list[RetractionNode]:
         """``ItemByItemAnswers``' read of a key's retractions."""
         return self.rank_index.key_retractions(namespace, key)
@@ -179,7 +158,15 @@ class SQLStore(SQLSideTables, Store, KeyStore):
     def records_with_key(self, namespace: str, key: str) -> list[str]:
         return self.rank_index.records_with_key(namespace, key)
 
-    # -- supersedes and retractions ------------------------------------------------------
+    # -- the bulk reader ---------------------------------------------------------------
+    def answer(self, namespace: str, questions: Questions) -> Facts:
+        return self.bulk_reader.answer(namespace, questions, self.NEWEST_REVISIONS)
+
+    def _tree_index(self, namespace: str, tree: str, limit: int) -> TreeIndex | IndexTooLarge:
+        """``ItemByItemAnswers``' read of a tree's index."""
+        return self.bulk_reader.tree_index(namespace, tree, limit)
+
+    # -- supersedes and retractions ----------------------------------------------------
     def add_supersede(self, namespace: str, new_id: str, old_id: str) -> None:
         self.relation_rows.add_supersede(namespace, new_id, old_id)
 
@@ -204,3 +191,16 @@ class SQLStore(SQLSideTables, Store, KeyStore):
 
     def statuses(self, namespace: str, ids: Collection[str]) -> dict[str, str]:
         return self.status_rows.statuses(namespace, ids)
+
+    # -- erasure -----------------------------------------------------------------------
+    def erase_content(
+        self, namespace: str, event_ids: Collection[str], record_ids: Collection[str]
+    ) -> None:
+        self.erasure.erase_content(namespace, event_ids, record_ids)
+
+    def residue_values(self, namespace: str, scope: ResidueScope) -> Iterator[tuple[str, object]]:
+        return self.erasure.residue_values(namespace, scope)
+
+    # -- the session's hooks -----------------------------------------------------------
+    def _after_migration(self, version: int) -> None:
+        self.migration_fills.after_migration(version)
