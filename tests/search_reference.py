@@ -91,6 +91,7 @@ WINDOW = 10
 NEIGHBOUR_SHARE = 0.3
 REACH = 1
 LENDERS = 10
+ASSISTANT_SHARE = 0.5  # of its score a record citing only assistant messages keeps
 
 
 def naive_lexical(
@@ -154,9 +155,12 @@ def naive_newest_first(
     depth: dict[str, int | None],
     matched: dict[str, set[str]],
     weights: dict[str, float],
+    assistant: set[str] | None = None,
 ) -> list[tuple[str, str]]:
     """Slot by slot through the window: the first hit below, later on the path, that states
-    the same thing as the slot's unplaced hit takes the slot; the rest stays."""
+    the same thing as the slot's unplaced hit takes the slot, unless it is the assistant's
+    (in ``assistant``) and the slot's hit is not; the rest stays."""
+    quiet = assistant or set()
     window = ranking[:WINDOW]
     out: list[tuple[str, str]] = []
     placed: set[str] = set()
@@ -174,6 +178,7 @@ def naive_newest_first(
             if d not in placed
             and depth[d] is not None
             and depth[d] > depth[here]  # type: ignore[operator]
+            and (d not in quiet or here in quiet)
             and naive_same(matched.get(here, set()), matched.get(d, set()), weights)
         ]
         if below:
@@ -215,6 +220,20 @@ def naive_neighbours(hits: list[Any], depth: dict[str, int | None]) -> list[Lexi
             why = f"{why}; {near}" if why else near
         out.append((-score, number, doc_id, LexicalHit(doc_id, score, why)))
     return [hit for *_, hit in sorted(out)]
+
+
+def naive_voices(hits: list[LexicalHit], assistant: set[str]) -> list[LexicalHit]:
+    """The assistant's words, written apart: a hit in ``assistant`` keeps ASSISTANT_SHARE of
+    its score; then by the new score, ties in the old order."""
+    out = []
+    for number, hit in enumerate(hits):
+        if hit.doc_id in assistant and hit.score:
+            share = ASSISTANT_SHARE
+            hit = LexicalHit(
+                hit.doc_id, hit.score * share, f"{hit.why}; the assistant's words (x{share})"
+            )
+        out.append((-hit.score, number, hit))
+    return [hit for *_, hit in sorted(out, key=lambda item: item[:2])]
 
 
 def naive_blend(
@@ -362,6 +381,14 @@ class SearchScenario:
             self.vectors[text] = self.embedder.embed([text])[0]
         return self.vectors[text]
 
+    def assistants(self, candidate: Candidate) -> bool:
+        """Whether a candidate cites events only, each a message of the assistant."""
+        revision = self.oracle.records[candidate.record_id][candidate.revision - 1]
+        return bool(revision.resolved) and all(
+            kind == "event" and self.oracle.events[name].role == "assistant"
+            for kind, name, _ in revision.resolved
+        )
+
     def depth(self, revision: ORevision, anchor: str | None) -> int | None:
         """The rule's path position: the deepest effective source on an attached anchor's
         path (its index from the root), None without one."""
@@ -453,7 +480,9 @@ class SearchScenario:
             for c in found.values()
         }
         hits = naive_neighbours(hits, depth)
-        order = naive_newest_first([h.doc_id for h in hits], depth, matched, weights)
+        assistant = {c.record_id for c in found.values() if self.assistants(c)}
+        hits = naive_voices(hits, assistant)
+        order = naive_newest_first([h.doc_id for h in hits], depth, matched, weights, assistant)
         by_id = {h.doc_id: h for h in hits}
         out = []
         for record_id, displaced in order[:k]:

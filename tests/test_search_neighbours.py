@@ -17,6 +17,7 @@ from branchmem import Memory
 from branchmem.search import neighbours
 from branchmem.search.lexical import LexicalHit
 from branchmem.search.neighbours import by_place, with_neighbours
+from branchmem.search.voice import ASSISTANT_SHARE
 from search_reference import LENDERS, NEIGHBOUR_SHARE, REACH, naive_neighbours
 
 
@@ -67,7 +68,8 @@ def test_the_answer_beside_the_question_comes_back_on_the_path_only() -> None:
     hits = mem.search("last summer", "u2")
     assert [h.record.id for h in hits] == ["q", "a"]
     assert hits[1].why.startswith("beside q on the path (+")
-    assert hits[1].score == 0.3 * hits[0].score
+    # the answer is the assistant's: it keeps ASSISTANT_SHARE of what it gains (search.voice)
+    assert hits[1].score == ASSISTANT_SHARE * (0.3 * hits[0].score)
     # at the regenerated answer, that answer stands beside the question, and nothing else
     assert [h.record.id for h in mem.search("last summer", "x1")] == ["q", "x"]
     # records at the same place (facts of one message) do not lend to each other

@@ -274,9 +274,11 @@ def record_id(turn_id: str) -> str:
     return f"turn:{turn_id}"
 
 
-def ingest(memory: Memory, haystack: Haystack) -> str:
+def ingest(memory: Memory, haystack: Haystack, *, roles: bool = True) -> str:
     """Write a conversation as a user would: the turns as one chain of events, and one
-    record per turn citing its event (search ranks records). Returns the anchor (last turn)."""
+    record per turn citing its event (search ranks records). Returns the anchor (last turn).
+    ``roles=False``: every turn is written as the user's, so search cannot tell whose words
+    a turn holds (``search.voice``): the row that shows what that rule buys."""
     if not haystack.documents:
         raise BenchError(f"haystack {haystack.id} has no turns")
     events: list[dict[str, Any]] = []
@@ -287,7 +289,7 @@ def ingest(memory: Memory, haystack: Haystack) -> str:
                 "id": document.id,
                 "parent": parent,
                 "tree": haystack.id,
-                "role": document.role,
+                "role": document.role if roles else "user",
                 "content": document.text,
             }
         )
@@ -318,6 +320,7 @@ class MemorySearch:
 
     embedder: Embedder | None = None
     label: str = "branchmem search"
+    roles: bool = True  # False: every turn ingested as the user's (``ingest``)
 
     @property
     def name(self) -> str:
@@ -325,7 +328,7 @@ class MemorySearch:
 
     def rank(self, haystack: Haystack, questions: Sequence[str], depth: int) -> list[list[str]]:
         memory = Memory(embedder=self.embedder)
-        anchor = ingest(memory, haystack)
+        anchor = ingest(memory, haystack, roles=self.roles)
         return [
             [
                 _source_turn(hit.record.sources, hit.record.id)
@@ -486,6 +489,9 @@ def _registry() -> dict[str, RetrieverFactory]:
         ),
         "search-wordllama": lambda budget: MemorySearch(
             WordLlamaEmbedder(), "branchmem search + WordLlama (blend; recommended)"
+        ),
+        "search-wordllama-noroles": lambda budget: MemorySearch(
+            WordLlamaEmbedder(), "branchmem search + WordLlama, every turn the user's", roles=False
         ),
         "context": lambda budget: MemoryContext(
             budget, label=f"branchmem context ({budget} tokens)"

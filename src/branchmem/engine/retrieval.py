@@ -10,19 +10,21 @@ anchor back, only as far as the budget reaches.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 
 from ..errors import InvalidInput
 from ..model import RETRACTION_KIND, Hit
-from ..provenance import RevisionNode
+from ..provenance import EVENT, RevisionNode
 from ..questions import Questions
 from ..search.context import Context, Memo, assemble_context
 from ..search.embedding import blend_rank, lexical_weight
-from ..search.lexical import query_terms, ranking
-from ..search.neighbours import beside, by_place, with_neighbours
+from ..search.lexical import Ranking, query_terms, ranking
+from ..search.neighbours import Scored, beside, by_place, with_neighbours
 from ..search.newest import WINDOW, lend, newest_first
+from ..search.terms import TermIndex
 from ..search.tokens import TokenCounter
+from ..search.voice import FULL, voice, weighed
 from ..store.base import PathMessage
 from ..topology import EventNode
 from ..validation import check_mode
@@ -85,59 +87,40 @@ def ranked(
 ) -> list[tuple[str, float, str]]:
     """(record id, score, why) of the ``k`` best of ``nodes`` for ``query``: BM25 (blended
     with cosine similarity when the query has a vector, ``embedding.blend_rank``), then
-    ``neighbours.with_neighbours``, then ``newest.newest_first``.
+    ``neighbours.with_neighbours``, then ``voice.weighed``, then ``newest.newest_first``.
     ``superseded``: superseded record id -> (its revision shown, its visible superseder):
     scored with the candidates' statistics, each lends its lexical rank (``newest.lend``).
     ``kept``: the view ``nodes`` came from, when kept between calls: its term index ranks
     (the same hits, ``search.terms``) and its vectors are read once."""
     lent = superseded or {}
-    superseder = {old: new for old, (_, new) in lent.items()}
-    also = {old: node.content for old, (node, _) in lent.items()}
     index = None if kept is None else kept.term_index(ns.views.index_after if ns.views else 1)
     documents: Mapping[str, str] = {}
     if index is None or query_vector is not None:
         documents = {record_id: node.content for record_id, node in nodes.items()}
-    if index is None:
-        lexical = ranking(query, documents, also)
-    else:
-        # only the best the answer can reach: lending merges at most one hit per superseded
-        # record, newest first reorders the first WINDOW (a blend ranks every candidate), and
-        # path neighbours re-score only the neighbours of the first LENDERS <= WINDOW hits
-        top = None if query_vector is not None else max(k, WINDOW) + len(lent)
-        lexical = index.ranking(query, also, top=top, matched_for=set(superseder.values()))
-        place, places = _places(anchor, nodes, kept) if lexical.hits else ({}, {})
-        if top is not None and places:  # a neighbour further down needs its own score too
-            hits, _ = lend(lexical.hits, lexical.matched, superseder)
-            scored = beside([(h.doc_id, h.score, h.why) for h in hits], place, places)
-            if scored.keys() - {h.doc_id for h in hits}:
-                lexical = index.ranking(
-                    query, also, top=top, matched_for=set(superseder.values()), scored_for=scored
-                )
-    hits, matched = lend(lexical.hits, lexical.matched, superseder)
-    if query_vector is None:
-        found = [(h.doc_id, h.score, h.why) for h in hits]
-    else:
-        vectors = None if kept is None else kept.vectors
-        if vectors is None:
-            keys = [(record_id, node.revision) for record_id, node in nodes.items()]
-            stored = ns.store.vectors(ns.name, keys)
-            vectors = {record_id: vector for (record_id, _), vector in stored.items()}
-            if kept is not None:
-                kept.vectors = vectors
-        fused = blend_rank(
-            query,
-            documents,
-            query_vector,
-            vectors,
-            len(documents),
-            weight=lexical_weight(ns.embedder),
-            lexical=hits,
+    want = max(k, WINDOW)
+    # only the best the answer can reach: lending merges at most one hit per superseded
+    # record, newest first reorders the first WINDOW (a blend ranks every candidate), and
+    # path neighbours re-score only the neighbours of the first LENDERS <= WINDOW hits; the
+    # voices may lower some of those, and then more are ranked (``voice.weighed``)
+    top = None if index is None or query_vector is not None else want + len(lent)
+    voices_of = _voices(ns, nodes, kept)
+    while True:
+        lexical, matched, found, beyond = _found(
+            ns, query, query_vector, nodes, documents, index, anchor, kept, lent, top
         )
-        found = [(h.doc_id, h.score, h.why) for h in fused]
-    place, places = _places(anchor, nodes, kept) if found else ({}, {})
-    found = with_neighbours(found, place, places)
+        place, places = _places(anchor, nodes, kept) if found else ({}, {})
+        found = with_neighbours(found, place, places)
+        heard = weighed(found, voices_of, want, beyond=beyond)
+        if heard is not None:
+            break
+        assert top is not None  # a ranking of every candidate decides
+        top = None if index is None or 2 * top >= len(index) else 2 * top
+    found = heard
+    voices = voices_of([doc_id for doc_id, _, _ in found[:WINDOW]])
     depth = {doc_id: place.get(doc_id) for doc_id, _, _ in found[:WINDOW]}
-    order = newest_first([doc_id for doc_id, _, _ in found], depth, matched, lexical.weights)
+    order = newest_first(
+        [doc_id for doc_id, _, _ in found], depth, matched, lexical.weights, voices=voices
+    )
     by_id = {doc_id: (doc_id, score, why) for doc_id, score, why in found}
     out: list[tuple[str, float, str]] = []
     for placed in order[:k]:
@@ -146,6 +129,91 @@ def ranked(
             why += f"; newest first: in the place of {placed.displaced}"
         out.append((doc_id, score, why))
     return out
+
+
+def _found(
+    ns: Namespace,
+    query: str,
+    query_vector: list[float] | None,
+    nodes: Mapping[str, RevisionNode],
+    documents: Mapping[str, str],
+    index: TermIndex | None,
+    anchor: EventNode | None,
+    kept: SearchView | None,
+    lent: Mapping[str, tuple[RevisionNode, str]],
+    top: int | None,
+) -> tuple[Ranking, dict[str, frozenset[str]], list[Scored], float | None]:
+    """The lexical ranking (the first ``top`` of the index's, or all), the terms each hit
+    matches, the hits after lending and blending, and the best score a candidate left out
+    may have (None: none is left out)."""
+    superseder = {old: new for old, (_, new) in lent.items()}
+    also = {old: node.content for old, (node, _) in lent.items()}
+    beyond = None
+    if index is None:
+        lexical = ranking(query, documents, also)
+    else:
+        lexical = index.ranking(query, also, top=top, matched_for=set(superseder.values()))
+        place, places = _places(anchor, nodes, kept) if lexical.hits else ({}, {})
+        scored: Collection[str] = ()
+        if top is not None and places:  # a neighbour further down needs its own score too
+            hits, _ = lend(lexical.hits, lexical.matched, superseder)
+            scored = beside([(h.doc_id, h.score, h.why) for h in hits], place, places)
+            if scored.keys() - {h.doc_id for h in hits}:
+                lexical = index.ranking(
+                    query, also, top=top, matched_for=set(superseder.values()), scored_for=scored
+                )
+        if top is not None:
+            ranked_first = [h.score for h in lexical.hits if h.doc_id not in also][:top]
+            if len(ranked_first) == top:
+                beyond = ranked_first[-1]
+    hits, matched = lend(lexical.hits, lexical.matched, superseder)
+    if query_vector is None:
+        return lexical, matched, [(h.doc_id, h.score, h.why) for h in hits], beyond
+    vectors = None if kept is None else kept.vectors
+    if vectors is None:
+        keys = [(record_id, node.revision) for record_id, node in nodes.items()]
+        stored = ns.store.vectors(ns.name, keys)
+        vectors = {record_id: vector for (record_id, _), vector in stored.items()}
+        if kept is not None:
+            kept.vectors = vectors
+    fused = blend_rank(
+        query,
+        documents,
+        query_vector,
+        vectors,
+        len(documents),
+        weight=lexical_weight(ns.embedder),
+        lexical=hits,
+    )
+    return lexical, matched, [(h.doc_id, h.score, h.why) for h in fused], beyond
+
+
+def _voices(
+    ns: Namespace, nodes: Mapping[str, RevisionNode], kept: SearchView | None
+) -> Callable[[Sequence[str]], dict[str, float]]:
+    """Each record's voice (``voice.voice`` of its source events' roles), read for the
+    records asked and kept with the view when it is kept."""
+    known: dict[str, float] = {} if kept is None else kept.voices
+
+    def voices_of(record_ids: Sequence[str]) -> dict[str, float]:
+        asked = [r for r in record_ids if r not in known and r in nodes]
+        sources = {
+            r: [ref.target for ref in refs]
+            for r in asked
+            for refs in (nodes[r].refs,)
+            if refs and all(ref.kind == EVENT for ref in refs)
+        }
+        events = {e for ids in sources.values() for e in ids}
+        nodes_by_id = (
+            ns.store.answer(ns.name, Questions(events=frozenset(events))).events if events else {}
+        )
+        for r in asked:
+            found = [nodes_by_id.get(e) for e in sources.get(r, ())]
+            roles = [n.role for n in found if n is not None]
+            known[r] = voice(roles if roles and len(roles) == len(found) else None)
+        return {r: known.get(r, FULL) for r in record_ids}
+
+    return voices_of
 
 
 def supersession(

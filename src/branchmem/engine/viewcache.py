@@ -50,6 +50,7 @@ class SearchView:
     places: tuple[dict[str, int | None], dict[int, list[str]]] | None = field(
         default=None, repr=False
     )  # each candidate's path place, and the candidates at each (``retrieval.path_places``)
+    voices: dict[str, float] = field(default_factory=dict, repr=False)  # ``search.voice``
 
     def term_index(self, after: int) -> TermIndex | None:
         """The view's term index, built at its ``after``-th use or later (None before)."""

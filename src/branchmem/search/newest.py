@@ -20,7 +20,8 @@ value by that order), and which record supersedes which. Two steps apply both, m
    path* and states the same thing moves into the slot (the hits between move down one) and
    is placed; else the hit there is placed. A hit without a path position (no anchor, a
    record placed in another tree) never moves up and never moves another up (a hit from
-   below may pass it).
+   below may pass it). A hit moves only into the place of one whose voice is not stronger
+   than its own (``search.voice``: the assistant's reply never takes the user's place).
 
 Slots outside the window keep their hits, so step 2 only permutes the first ``window`` hits:
 it never adds a candidate or removes one, and the top k is the first k of one full reordered
@@ -37,6 +38,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Final, NamedTuple
 
 from .lexical import LexicalHit
+from .voice import FULL
 
 SAME_THING: Final = 0.9  # share of the lighter hit's matched term weight both match (tuned)
 HEAVIER_SHARE: Final = 0.3  # ... and of the heavier hit's (tuned)
@@ -93,14 +95,17 @@ def newest_first(
     weights: Mapping[str, float],
     *,
     window: int = WINDOW,
+    voices: Mapping[str, float] | None = None,
 ) -> list[Placed]:
     """Step 2: ``ranking`` (ids, best first) reordered, same thing later first, touching
     only its first ``window`` hits.
 
     ``depth``: the place on the anchor's path (its source frontier's depth there) of each id
     in the window, None when it has none; ``terms``: the query terms each id matches;
-    ``weights``: each term's weight (idf over the candidates).
+    ``weights``: each term's weight (idf over the candidates); ``voices``: each id's voice
+    (``voice.voice``; an id not in it, or no mapping, has the full voice).
     """
+    voice = voices or {}
     head = list(ranking[: max(0, window)])
     displaced = dict.fromkeys(head, "")
     placed: set[str] = set()
@@ -118,6 +123,7 @@ def newest_first(
                     for below in head[slot + 1 :]
                     if below not in placed
                     and _later(depth.get(below), at)
+                    and voice.get(below, FULL) >= voice.get(here, FULL)
                     and same_thing(matched, terms.get(below, ()), weights)
                 ),
                 None,

@@ -57,11 +57,15 @@ def random_history(rng: random.Random) -> list[Op]:
         if index < n_roots:
             tree = "t0" if shared_tree else rng.choice([None, None, f"t{index}"])
             trees[event_id] = tree or event_id
-            events.append({"id": event_id, "parent": None, "tree": tree, "content": event_id})
+            events.append(
+                {"id": event_id, "parent": None, "tree": tree, "content": event_id, "role": "user"}
+            )
         else:
             parent = rng.choice(ids[:index])
             trees[event_id] = trees[parent]
-            event = {"id": event_id, "parent": parent, "content": event_id}
+            # turns alternate speakers, so search's voices (search.voice) are compared too
+            role = "assistant" if index % 2 else "user"
+            event = {"id": event_id, "parent": parent, "content": event_id, "role": role}
             roll = rng.random()
             if roll < 0.1:  # restating the tree it inherits is allowed
                 event["tree"] = trees[event_id]
@@ -155,7 +159,8 @@ def apply(mem: Memory, oracle: Oracle, op: Op, namespace: str) -> None:
         "event": (
             lambda: mem.add_event(
                 args["id"], args.get("parent"), tree=args.get("tree"),
-                content=args.get("content", ""), namespace=namespace,
+                role=args.get("role", "user"), content=args.get("content", ""),
+                namespace=namespace,
             ),
             lambda: oracle.add_event(args),
         ),
