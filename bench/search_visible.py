@@ -15,7 +15,9 @@ the ratio gated / bm25s, and those two first searches.
     python bench/search_visible.py [--sizes 10000,100000] [--queries 50] [--history 0]
 
 ``--history H`` first writes H more turns on an abandoned branch (not visible): the gated
-cost should not move with them.
+cost should not move with them. The turns alternate speakers, user and assistant, as a chat
+does, so search weighs the assistant's records (docs/retrieval.md "Whose words") and ranks
+further down its index when they lead; ``--one-speaker`` writes every turn as the user's.
 """
 
 from __future__ import annotations
@@ -38,9 +40,16 @@ from storage import percentile
 
 
 def grow(
-    mem: Memory, texts: list[str], history: int, rng: random.Random, vocabulary: Vocabulary
+    mem: Memory,
+    texts: list[str],
+    history: int,
+    rng: random.Random,
+    vocabulary: Vocabulary,
+    *,
+    speakers: tuple[str, ...] = ("user", "assistant"),
 ) -> str:
-    """The main line (one record per turn) after ``history`` abandoned turns; returns the anchor."""
+    """The main line (one record per turn, the turns' roles taking ``speakers`` in turn)
+    after ``history`` abandoned turns; returns the anchor."""
     batch = 2000
     if history:
         mem.add_event("root")
@@ -57,7 +66,12 @@ def grow(
     first_parent = "root" if history else None
     for start in range(0, len(texts), batch):
         mem.add_events(
-            {"id": f"e{i}", "parent": first_parent if i == 0 else f"e{i - 1}", "content": "turn"}
+            {
+                "id": f"e{i}",
+                "parent": first_parent if i == 0 else f"e{i - 1}",
+                "role": speakers[i % len(speakers)],
+                "content": "turn",
+            }
             for i in range(start, min(len(texts), start + batch))
         )
         mem.add_records(
@@ -93,7 +107,11 @@ def main() -> None:
     parser.add_argument("--history", type=int, default=0)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--out", type=Path, default=Path("bench/results/search_visible.json"))
+    parser.add_argument(
+        "--one-speaker", action="store_true", help="every turn the user's (default: alternate)"
+    )
     args = parser.parse_args()
+    speakers = ("user",) if args.one_speaker else ("user", "assistant")
     vocabulary = Vocabulary.make()
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):
@@ -104,7 +122,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             stores = {"memory": Memory(), "sqlite": Memory.open(Path(folder) / "v.db")}
             anchors = {
-                name: grow(mem, texts, args.history, rng, vocabulary)
+                name: grow(mem, texts, args.history, rng, vocabulary, speakers=speakers)
                 for name, mem in stores.items()
             }
             times: dict[str, list[float]] = {name: [] for name in [*stores, "bm25s"]}
@@ -131,6 +149,7 @@ def main() -> None:
             row = {
                 "visible": size,
                 "history": args.history,
+                "speakers": len(speakers),
                 "path": name,
                 "median_ms": 1000 * statistics.median(values),
                 "p95_ms": 1000 * percentile(values, 95),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
+from typing import Final
 
 from ..errors import InvalidInput
 from ..model import RETRACTION_KIND, Hit
@@ -75,6 +76,12 @@ def _places(
     return kept.places
 
 
+# how many times ``max(k, WINDOW)`` hits a kept view's index ranks first once the view has
+# shown a quieter record (``search.voice``): on a chat of alternating speakers the first
+# ``max(k, WINDOW)`` rarely decide, and each further round ranks the index again
+QUIET_REACH: Final = 4
+
+
 def ranked(
     ns: Namespace,
     query: str,
@@ -103,6 +110,8 @@ def ranked(
     # path neighbours re-score only the neighbours of the first LENDERS <= WINDOW hits; the
     # voices may lower some of those, and then more are ranked (``voice.weighed``)
     top = None if index is None or query_vector is not None else want + len(lent)
+    if top is not None and kept is not None and kept.quiet:
+        top += (QUIET_REACH - 1) * want  # the assistant's records lead often: look further
     voices_of = _voices(ns, nodes, kept)
     while True:
         lexical, matched, found, beyond = _found(
@@ -211,6 +220,8 @@ def _voices(
             found = [nodes_by_id.get(e) for e in sources.get(r, ())]
             roles = [n.role for n in found if n is not None]
             known[r] = voice(roles if roles and len(roles) == len(found) else None)
+            if kept is not None and known[r] < FULL:
+                kept.quiet = True
         return {r: known.get(r, FULL) for r in record_ids}
 
     return voices_of

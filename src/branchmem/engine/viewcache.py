@@ -51,6 +51,7 @@ class SearchView:
         default=None, repr=False
     )  # each candidate's path place, and the candidates at each (``retrieval.path_places``)
     voices: dict[str, float] = field(default_factory=dict, repr=False)  # ``search.voice``
+    quiet: bool = False  # a record of it was found quieter (``retrieval.QUIET_REACH``)
 
     def term_index(self, after: int) -> TermIndex | None:
         """The view's term index, built at its ``after``-th use or later (None before)."""
