@@ -18,6 +18,7 @@ from ..model import (
     Delivery,
     StaleDelivery,
 )
+from ..search.context import Context
 from . import asof
 from .namespace import Namespace
 from .views import view
@@ -38,13 +39,12 @@ def stale_reason(
     return REVISED if returned else reason
 
 
-def deliver(
-    ns: Namespace, session: str, anchor: str | None, items: tuple[tuple[str, int], ...]
-) -> int:
-    """Remember that ``session`` was given ``items`` at ``anchor``; the delivery's seq."""
-    delivery = Delivery(session, ns.store.next_seq(ns.name), anchor, time.time(), items)
+def deliver(ns: Namespace, session: str, given: Context) -> int:
+    """Remember that ``session`` was given a context: its anchor and the (record id,
+    revision) pairs it rendered; the delivery's seq."""
+    delivery = Delivery(session, ns.store.next_seq(ns.name), given.anchor, time.time(), given.items)
     ns.store.add_delivery(ns.name, delivery)
-    ns.audit("deliver", [record_id for record_id, _ in items], reason=session)
+    ns.audit("deliver", [record_id for record_id, _ in given.items], reason=session)
     return delivery.seq
 
 

@@ -180,24 +180,31 @@ def path(ns: Namespace, anchor: str) -> list[Event]:
 
 
 class PathMessages(Sequence[PathMessage]):
-    """The ``length`` events of the path ending at ``anchor``, root first, as a prompt may
-    show them (withdrawn and erased ones empty). They are read from the anchor back, a page
-    at a time: a context's budget is usually spent long before the root, so the path above
-    what it takes is never read — not even its ids. ``reversed()`` walks the pages as they
-    come, without indexing."""
+    """The events of the path ending at ``anchor``, root first, as a prompt may show them
+    (withdrawn and erased ones empty). They are read from the anchor back, a page at a time:
+    a context's budget is usually spent long before the root, so the path above what it
+    takes is never read — not even its ids (an attached anchor's depth gives the length; a
+    detached one's ids are read at once, the gap being all its view can know, and handed to
+    that view by ``whole_path``). ``reversed()`` walks the pages as they come, without
+    indexing."""
 
     FIRST_PAGE = 32
     # a path up to this long is read whole, in one query, when a view needs its ids anyway
     # (and never longer than the budget has tokens: no more messages than it could show)
     WHOLE_PATH = 512
 
-    def __init__(self, ns: Namespace, anchor: str, length: int, budget: int | None = None) -> None:
+    def __init__(self, ns: Namespace, anchor: EventNode, budget: int | None = None) -> None:
         self.ns = ns
-        self.length = length
+        self.ids: tuple[str, ...] | None = None  # read only for a detached anchor
+        if anchor.attached and anchor.depth is not None:
+            self.length = anchor.depth + 1
+        else:
+            self.ids = tuple(ns.store.path_ids(ns.name, anchor.id))
+            self.length = len(self.ids)
         self.whole = self.WHOLE_PATH if budget is None else min(self.WHOLE_PATH, budget)
         self.pages: list[list[PathMessage]] = []  # deepest page first, each deepest first
-        self.start = length  # events from here to the anchor are loaded
-        self.next_id: str | None = anchor  # the deepest event not loaded yet
+        self.start = self.length  # events from here to the anchor are loaded
+        self.next_id: str | None = anchor.id  # the deepest event not loaded yet
         self.page = self.FIRST_PAGE
 
     def __len__(self) -> int:
@@ -233,7 +240,10 @@ class PathMessages(Sequence[PathMessage]):
 
     def whole_path(self) -> tuple[str, ...] | None:
         """The path's ids, root first, its messages read with them in one query; None (and
-        nothing read) when it is longer than ``self.whole``: the messages stay lazy."""
+        nothing read) when it is longer than ``self.whole``: the messages stay lazy. A
+        detached anchor's ids, read already, are given whatever their length."""
+        if self.ids is not None:
+            return self.ids
         if self.length > self.whole:
             return None
         if self.start > 0:

@@ -133,6 +133,11 @@ class Namespace:
         return node
 
     # -- the lookups every part needs, with errors that name the id -------------------------
+    def anchor_node(self, anchor: str | None) -> EventNode | None:
+        """A read's anchor, checked and read once at the top of the call (None: no anchor);
+        the engine then hands the node down, never the id to look up again."""
+        return None if anchor is None else self.event_node(anchor)
+
     def event_node(self, event_id: str) -> EventNode:
         check_id(event_id, "event id")
         node = self.store.get_event(self.name, event_id)

@@ -35,7 +35,7 @@ from .deliveries import deliver
 from .events import PathMessages
 from .namespace import Namespace
 from .viewcache import SearchView
-from .views import chosen, view, visible_revisions
+from .views import chosen, view_at, visible_revisions
 
 
 def path_depth(anchor: EventNode | None, node: RevisionNode) -> int | None:
@@ -229,8 +229,7 @@ def _voices(
 
 def supersession(
     ns: Namespace,
-    anchor: str | None,
-    node: EventNode | None,
+    at: EventNode | None,
     cross_tree: bool,
     mode: str | None,
     kind: str | None,
@@ -248,7 +247,7 @@ def supersession(
         asked = Questions(superseded_by=frozenset(candidates))
         if not any(ns.store.answer(ns.name, asked).superseded_by.values()):
             return {}
-    shown = view(ns, anchor, cross_tree, mode, as_of=as_of, node=node)
+    shown = view_at(ns, at, cross_tree, mode, as_of)
     old = {
         d.record_id: d.revision
         for d in chosen(shown, kind, key, scope, include_superseded=True, include_stale=False)
@@ -267,7 +266,7 @@ def supersession(
     for record_id, revision in old.items():
         news = [new for new in explicit.get(record_id, ()) if new in candidates]
         if news:
-            new = max(news, key=lambda n: (_place(path_depth(node, candidates[n])), n))
+            new = max(news, key=lambda n: (_place(path_depth(at, candidates[n])), n))
             found[record_id] = (revision, new)
         elif revision.key is not None and (revision.scope, revision.key) in current:
             found[record_id] = (revision, current[revision.scope, revision.key])
@@ -294,7 +293,7 @@ def search(
     if query_terms(query):
         if shown.superseded is None:
             shown.superseded = supersession(
-                ns, anchor, at, cross_tree, mode, kind, key, scope, as_of, by_id
+                ns, at, cross_tree, mode, kind, key, scope, as_of, by_id
             )
         superseded = shown.superseded
     kept = shown if shown.uses else None
@@ -329,11 +328,9 @@ def searched(
         if kept is not None:
             ns.counts.update(kept.counts)
             return kept
-    at = None if anchor is None else ns.event_node(anchor)
+    at = ns.anchor_node(anchor)  # the one look-up of the anchor, when no kept view answers
     before = Counter(ns.counts)
-    nodes, _ = visible_revisions(
-        ns, anchor, cross_tree, mode, kind, key, scope, as_of=as_of, node=at
-    )
+    nodes = visible_revisions(ns, at, cross_tree, mode, kind, key, scope, as_of=as_of)
     decided = SearchView(at, nodes, {node.record_id: node for node in nodes}, ns.counts - before)
     if stamp is not None:
         assert views is not None
@@ -343,7 +340,7 @@ def searched(
 
 def context(
     ns: Namespace,
-    anchor: str | None,
+    at: EventNode | None,
     query: str | None,
     query_vector: list[float] | None,
     budget: int,
@@ -354,40 +351,35 @@ def context(
     cite: bool = False,
     as_of: int | None = None,
 ) -> Context:
-    """The prompt text at ``anchor``; with ``session``, the delivery is remembered; with
-    ``cite``, each memory line is cited (``engine.blame``). ``as_of``: the prompt as it
-    would have been built then (never delivered: a session is refused with it, since a past
-    context is not one handed out now). ``budget`` was checked by the caller (``Memory``'s
-    bounds); assembly checks it once more on its own account."""
-    at = None if anchor is None else ns.event_node(anchor)  # the one lookup of the anchor
-    messages: PathMessages | list[PathMessage] | None = None
-    if as_of is not None:
-        if session is not None:
-            raise InvalidInput(f"context as_of {as_of} is not delivered: give no session")
-        nodes, _ = visible_revisions(ns, anchor, cross_tree, mode, as_of=as_of, node=at)
-        if anchor is not None:
-            messages = transcript(ns, AsOfReader(ns.store, ns.name, as_of), anchor)
-    else:
-        paged = None
-        if at is not None and at.attached and at.depth is not None:  # its length is known
-            paged = PathMessages(ns, at.id, at.depth + 1, budget)
-        nodes, length = visible_revisions(ns, anchor, cross_tree, mode, messages=paged, node=at)
-        if paged is None and anchor is not None:
-            paged = PathMessages(ns, anchor, length)
-        messages = paged
+    """The prompt text at the anchor's event ``at`` (read once, by the caller; None: no
+    anchor); with ``session``, the delivery is remembered; with ``cite``, each memory line
+    is cited (``engine.blame``). ``as_of``: the prompt as it would have been built then
+    (never delivered: a session is refused with it, since a past context is not one handed
+    out now). ``budget`` was checked by the caller (``Memory``'s bounds); assembly checks it
+    once more on its own account. The anchor's path is set up before its records are
+    decided (a short one read whole, its ids handed to the view)."""
+    if as_of is not None and session is not None:
+        raise InvalidInput(f"context as_of {as_of} is not delivered: give no session")
+    paged = None  # the present's path, read from the anchor back a page at a time
+    messages: Sequence[PathMessage] = ()
+    if at is not None and as_of is not None:
+        messages = transcript(ns, AsOfReader(ns.store, ns.name, as_of), at.id)
+    elif at is not None:
+        messages = paged = PathMessages(ns, at, budget)
+    nodes = visible_revisions(ns, at, cross_tree, mode, messages=paged, as_of=as_of)
     ranking = None
     if query is not None:
         by_id = {node.record_id: node for node in nodes}
         superseded = (
-            supersession(ns, anchor, at, cross_tree, mode, None, None, None, as_of, by_id)
+            supersession(ns, at, cross_tree, mode, None, None, None, as_of, by_id)
             if query_terms(query)
             else {}
         )
         hits = ranked(ns, query, query_vector, by_id, max(1, len(by_id)), at, superseded)
         ranking = [record_id for record_id, _, _ in hits]
     built = assemble_context(
-        anchor=anchor,
-        path_events=messages if messages is not None else [],
+        anchor=None if at is None else at.id,
+        path_events=messages,
         records=[Memo(n.record_id, n.revision, n.kind, n.content, n.key, n.scope) for n in nodes],
         query=query,
         budget=budget,
@@ -397,5 +389,5 @@ def context(
         cite=citer(ns) if cite else None,
     )
     if session is not None:
-        return replace(built, delivery=deliver(ns, session, anchor, built.items))
+        return replace(built, delivery=deliver(ns, session, built))
     return built

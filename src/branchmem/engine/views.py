@@ -26,29 +26,33 @@ from .namespace import Namespace
 
 
 def view(
+    ns: Namespace, anchor: str | None, cross_tree: bool, mode: str | None, as_of: int | None = None
+) -> View:
+    """The view of ``anchor`` (which must exist) for a caller holding only its id: the id is
+    checked and read here, once; a caller holding the node asks ``view_at``."""
+    return view_at(ns, ns.anchor_node(anchor), cross_tree, mode, as_of)
+
+
+def view_at(
     ns: Namespace,
-    anchor: str | None,
+    at: EventNode | None,
     cross_tree: bool,
     mode: str | None,
-    anchor_path: Sequence[str] | None = None,
     as_of: int | None = None,
-    node: EventNode | None = None,
+    anchor_path: Sequence[str] | None = None,
 ) -> View:
-    """The view of ``anchor`` (which must exist) in ``mode`` (default: the Memory's);
-    ``anchor_path``: its path ids, root first, if already read; ``as_of``: the arrival
-    number to answer as of (``engine.asof``), None: now; ``node``: the anchor's event if
-    the caller has read it (not looked up again, here or by the view)."""
-    if anchor is not None and node is None:
-        node = ns.event_node(anchor)
+    """The view at the anchor's event ``at`` (None: no anchor) in ``mode`` (default: the
+    Memory's); ``as_of``: the arrival number to answer as of (``engine.asof``), None: now;
+    ``anchor_path``: the anchor's path ids, root first, if already read."""
     reader: ViewReader = ns.store if as_of is None else AsOfReader(ns.store, ns.name, as_of)
     return View(
         reader,
         ns.name,
-        anchor,
+        None if at is None else at.id,
         ns.mode if mode is None else check_mode(mode),
         cross_tree=bool(cross_tree),
         anchor_path=anchor_path,
-        anchor_node=node,
+        anchor_node=at,
     )
 
 
@@ -104,29 +108,36 @@ def visible_in(
 PATH_EVENTS_PER_ENTRY: Final = 8
 
 
+def tree_index(ns: Namespace, at: EventNode, key: str | None) -> TreeIndex | None:
+    """The tree's index at an attached anchor (``questions.TreeIndex``; only ``key``'s groups
+    when one is asked), or None when it is larger than the path is long (walking the path is
+    the shorter read) or the Memory never reads it."""
+    assert at.attached and at.tree is not None and at.depth is not None
+    steps = ns.path_events_per_entry
+    if steps is None:
+        return None
+    limit = at.depth // steps if steps else sys.maxsize
+    index = ns.store.answer(ns.name, Questions(index_tree=at.tree, index_limit=limit)).tree_index
+    if not isinstance(index, TreeIndex):
+        return None
+    if key is not None:  # other keys' winners cannot be returned
+        index = replace(index, groups=tuple(g for g in index.groups if g[0] == key))
+    return index
+
+
 def indexed_visible(
     ns: Namespace,
-    node: EventNode,
+    at: EventNode,
+    index: TreeIndex,
     mode: str | None,
     kind: str | None,
     key: str | None,
     scope: str | None,
     include_stale: bool,
-) -> list[RevisionNode] | None:
-    """``visible()`` at an attached anchor from the tree's index (``questions.TreeIndex``), at the
-    cost of the tree's keys and unkeyed records, not of the path or of superseded history;
-    None when that index is larger than the path is long."""
-    assert node.attached and node.tree is not None and node.depth is not None
-    steps = ns.path_events_per_entry
-    if steps is None:
-        return None
-    limit = node.depth // steps if steps else sys.maxsize
-    index = ns.store.answer(ns.name, Questions(index_tree=node.tree, index_limit=limit)).tree_index
-    if not isinstance(index, TreeIndex):
-        return None  # larger than the path is long: walking the path is the shorter read
-    if key is not None:  # other keys' winners cannot be returned
-        index = replace(index, groups=tuple(g for g in index.groups if g[0] == key))
-    keyed = ns.keyed_view(node, ns.mode if mode is None else check_mode(mode))
+) -> list[RevisionNode]:
+    """``visible()`` at an attached anchor from its tree's ``index``, at the cost of the
+    tree's keys and unkeyed records, not of the path or of superseded history."""
+    keyed = ns.keyed_view(at, ns.mode if mode is None else check_mode(mode))
     found = [
         revision
         for revision in keyed.visible(index, include_stale)
@@ -141,7 +152,7 @@ def indexed_visible(
 
 def visible_revisions(
     ns: Namespace,
-    anchor: str | None,
+    at: EventNode | None,
     cross_tree: bool,
     mode: str | None,
     kind: str | None = None,
@@ -151,36 +162,26 @@ def visible_revisions(
     include_stale: bool = False,
     messages: PathMessages | None = None,
     as_of: int | None = None,
-    node: EventNode | None = None,
-) -> tuple[list[RevisionNode], int]:
-    """The revisions shown at ``anchor`` in path order, and the length of its path (0: no
-    anchor). Read from the tree's index when that is the shorter read (one tree, attached
-    anchor, superseded ones not asked for, the present), else from the whole view — which
-    takes its path from ``messages`` (the anchor's, for a context) when they are read whole
-    at once. The indexes hold the present only, so a read ``as_of`` builds the whole view.
-    ``node``: the anchor's event, if the caller has read it (looked up once per call)."""
-    if anchor is not None and node is None:
-        node = ns.event_node(anchor)
-    if (
-        node is not None
-        and node.attached
-        and not cross_tree
-        and not include_superseded
-        and as_of is None
-    ):
-        found = indexed_visible(ns, node, mode, kind, key, scope, include_stale)
-        if found is not None:
-            assert node.depth is not None
-            return found, node.depth + 1
-    anchor_path = None if messages is None else messages.whole_path()
-    shown = view(ns, anchor, cross_tree, mode, anchor_path, as_of, node)
-    nodes = visible_in(ns, shown, kind, key, scope, include_superseded, include_stale)
-    return nodes, len(shown.main.ids) if shown.main is not None else 0
+) -> list[RevisionNode]:
+    """The revisions shown at the anchor's event ``at`` (None: no anchor), in path order.
+    Which read answers is settled first: the tree's index when that is the shorter read (one
+    tree, attached anchor, superseded ones not asked for, the present), else the whole view,
+    which takes its path from ``messages`` (the anchor's, for a context) when they are read
+    whole at once. The indexes hold the present only, so a read ``as_of`` builds the whole
+    view."""
+    index = None
+    if at is not None and at.attached and not (cross_tree or include_superseded):
+        index = tree_index(ns, at, key) if as_of is None else None
+    if at is None or index is None:
+        anchor_path = None if messages is None else messages.whole_path()
+        shown = view_at(ns, at, cross_tree, mode, as_of, anchor_path)
+        return visible_in(ns, shown, kind, key, scope, include_superseded, include_stale)
+    return indexed_visible(ns, at, index, mode, kind, key, scope, include_stale)
 
 
 def visible(
     ns: Namespace,
-    anchor: str | None,
+    at: EventNode | None,
     cross_tree: bool,
     mode: str | None,
     kind: str | None,
@@ -190,8 +191,9 @@ def visible(
     include_stale: bool,
     as_of: int | None = None,
 ) -> list[Record]:
-    nodes, _ = visible_revisions(
-        ns, anchor, cross_tree, mode, kind, key, scope, include_superseded, include_stale,
+    """The records shown at the anchor's event ``at`` (read once, by the caller)."""
+    nodes = visible_revisions(
+        ns, at, cross_tree, mode, kind, key, scope, include_superseded, include_stale,
         as_of=as_of,
     )  # fmt: skip
     return [ns.to_record(node) for node in nodes]
@@ -219,7 +221,8 @@ def current(
     stamp holds (the Memory drops every kept answer after each of its own writes)."""
     check_id(key, "key")
     if as_of is not None:
-        found = visible(ns, anchor, cross_tree, mode, None, key, scope, False, False, as_of)
+        at = ns.anchor_node(anchor)
+        found = visible(ns, at, cross_tree, mode, None, key, scope, False, False, as_of)
         return found[-1] if found else None
     kept_views = ns.views
     stamp = None
@@ -270,7 +273,7 @@ def _current(
         ns.counts.update(counted)
         return revision, counted
     before = Counter(ns.counts)
-    found, _ = visible_revisions(ns, anchor, cross_tree, mode, None, key, scope, False, False)
+    found = visible_revisions(ns, node, cross_tree, mode, None, key, scope, False, False)
     return (found[-1] if found else None), ns.counts - before
 
 

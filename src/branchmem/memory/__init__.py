@@ -553,9 +553,11 @@ class Memory:
         namespace: str = DEFAULT_NAMESPACE,
     ) -> list[Record]:
         with self._read(namespace) as ns:
+            point = asof.point(ns, as_of)
+            at = ns.anchor_node(anchor)  # the one look-up of the anchor; its node goes down
             return views.visible(
-                ns, anchor, cross_tree, mode, kind, key, scope, include_superseded, include_stale,
-                asof.point(ns, as_of),
+                ns, at, cross_tree, mode, kind, key, scope, include_superseded, include_stale,
+                point,
             )  # fmt: skip
 
     def explain(

@@ -5,9 +5,11 @@ records what the context delivered. ``Memory`` keeps the signatures and hands th
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from ..engine import asof, retrieval
+from ..engine.namespace import Namespace
 from ..errors import InvalidInput
 from ..model import Hit
 from ..search.context import Context
@@ -66,9 +68,12 @@ def context(
     query_vector = None
     if query is not None and memory.embedder is not None:
         query_vector = memory.embedder.embed([query])[0]
+    scope: AbstractContextManager[Namespace]  # a write when the delivery is remembered
     scope = memory._write(namespace) if session is not None else memory._read(namespace)
     with scope as ns:
+        point = asof.point(ns, as_of)
+        at = ns.anchor_node(anchor)  # the one look-up of the anchor; its node goes down
         return retrieval.context(
-            ns, anchor, query, query_vector, budget, memory.counter, session, cross_tree, mode,
-            cite=cite, as_of=asof.point(ns, as_of),
+            ns, at, query, query_vector, budget, memory.counter, session, cross_tree, mode,
+            cite=cite, as_of=point,
         )  # fmt: skip
