@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -79,27 +80,25 @@ def test_a_record_citing_the_user_too_keeps_its_score() -> None:
     assert "the assistant's words" not in hits["digest"]
 
 
-def test_a_later_restatement_does_not_take_the_users_place() -> None:
-    """The assistant's reply is later on the path and states the same thing; without the
-    rule newest first would move it above the user's update."""
+@pytest.mark.parametrize(
+    ("earlier", "later", "expected"),
+    [
+        # the assistant's later reply states the same thing: it does not take the user's place
+        ("user", "assistant", ["first", "second"]),
+        # the user's later update takes the place of the assistant's earlier statement
+        ("assistant", "user", ["second", "first"]),
+    ],
+)
+def test_newest_first_moves_a_hit_only_into_a_place_of_no_stronger_voice(
+    earlier: str, later: str, expected: list[str]
+) -> None:
     mem = Memory()
-    mem.add_event("u1", role="user", content="The budget is $550 now.")
-    mem.add_record("update", sources=["u1"], content="budget $550 now")
-    mem.add_event("a1", "u1", role="assistant", content="Noted.")
-    mem.add_record("echo", sources=["a1"], content="budget $550 now budget")
-    hits = mem.search("budget", "a1", k=2)
-    assert [h.record.id for h in hits] == ["update", "echo"]
-    assert "newest first" not in hits[0].why
-
-
-def test_the_users_later_update_takes_the_assistants_place() -> None:
-    mem = Memory()
-    mem.add_event("a0", role="assistant", content="Your budget is $500.")
-    mem.add_record("said", sources=["a0"], content="budget budget $500")
-    mem.add_event("u1", "a0", role="user", content="No, $550.")
-    mem.add_record("update", sources=["u1"], content="budget $550")
-    hits = mem.search("budget", "u1", k=2)
-    assert [h.record.id for h in hits] == ["update", "said"]
+    mem.add_event("t1", role=earlier, content="The budget is $500.")
+    mem.add_record("first", sources=["t1"], content="budget budget $500")
+    mem.add_event("t2", "t1", role=later, content="The budget is $550 now.")
+    mem.add_record("second", sources=["t2"], content="budget budget $550 now")
+    hits = mem.search("budget", "t2", k=2)
+    assert [h.record.id for h in hits] == expected, [(h.record.id, h.why) for h in hits]
 
 
 def long_chat() -> Memory:
