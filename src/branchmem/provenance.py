@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from .model import positional_constructor
 from .topology import EventNode, Lookup, is_ancestor_or_self
 
 _PIN = re.compile(r"^(?P<record>.+)@(?P<revision>[1-9][0-9]*)$")
@@ -74,10 +75,17 @@ class Gate:
 
 LEGACY_GATE = Gate(legacy=True)
 EMPTY_GATE = Gate()
+_NO_NAMES: frozenset[str] = frozenset()
+# built through their slots (a frozen ``__init__`` sets each field through a guarded
+# ``setattr``): every revision written builds a gate, and merging builds frontiers
+_new_gate = positional_constructor(Gate)
+_new_frontier = positional_constructor(TreeFrontier)
 
 
 def parse_pin(text: str) -> tuple[str, int] | None:
     """``"summary-1@2"`` -> ("summary-1", 2); None when the text names no revision."""
+    if "@" not in text:  # most sources: an id, asked on every source of every batch
+        return None
     match = _PIN.match(text)
     if match is None:
         return None
@@ -87,8 +95,9 @@ def parse_pin(text: str) -> tuple[str, int] | None:
 def event_gate(node: EventNode) -> Gate:
     if node.attached:
         assert node.tree is not None and node.depth is not None
-        return Gate(frontiers=(TreeFrontier(node.tree, node.id, node.depth),))
-    return Gate(detached=frozenset((node.id,)))
+        frontier = _new_frontier(node.tree, node.id, node.depth, None)
+        return _new_gate((frontier,), _NO_NAMES, _NO_NAMES, False)
+    return _new_gate((), frozenset((node.id,)), _NO_NAMES, False)
 
 
 def _merge_frontier(a: TreeFrontier, b: TreeFrontier, lookup: Lookup) -> TreeFrontier:
@@ -99,7 +108,9 @@ def _merge_frontier(a: TreeFrontier, b: TreeFrontier, lookup: Lookup) -> TreeFro
         assert shallow_node is not None and deep_node is not None
         if not is_ancestor_or_self(shallow_node, deep_node, lookup):
             conflict = shallow.event
-    return TreeFrontier(deep.tree, deep.event, deep.depth, conflict)
+    if conflict == deep.conflict:
+        return deep  # the same value: nothing new to build
+    return _new_frontier(deep.tree, deep.event, deep.depth, conflict)
 
 
 def merge_gates(gates: Iterable[Gate], lookup: Lookup) -> Gate:
@@ -109,19 +120,22 @@ def merge_gates(gates: Iterable[Gate], lookup: Lookup) -> Gate:
     unknown: set[str] = set()
     legacy = False
     for gate in gates:
-        legacy = legacy or gate.legacy
-        detached |= gate.detached
-        unknown |= gate.unknown
+        if gate.legacy:
+            legacy = True
+        if gate.detached:
+            detached |= gate.detached
+        if gate.unknown:
+            unknown |= gate.unknown
         for frontier in gate.frontiers:
             known = by_tree.get(frontier.tree)
             by_tree[frontier.tree] = (
                 frontier if known is None else _merge_frontier(known, frontier, lookup)
             )
-    return Gate(
-        frontiers=tuple(by_tree[tree] for tree in sorted(by_tree)),
-        detached=frozenset(detached),
-        unknown=frozenset(unknown),
-        legacy=legacy,
+    return _new_gate(
+        tuple(by_tree[tree] for tree in sorted(by_tree)),
+        frozenset(detached) if detached else _NO_NAMES,
+        frozenset(unknown) if unknown else _NO_NAMES,
+        legacy,
     )
 
 
@@ -133,6 +147,10 @@ def compute_gate(
     """The gate of a revision from its resolved source references."""
     if refs is None:
         return LEGACY_GATE
+    if len(refs) == 1 and refs[0].kind == EVENT:  # a fact's one event: nothing to merge
+        node = lookup(refs[0].target)
+        assert node is not None
+        return event_gate(node)
     parts: list[Gate] = []
     for ref in refs:
         if ref.kind == EVENT:

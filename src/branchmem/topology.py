@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConflictError, CycleError, InvalidInput
-from .model import Event
+from .model import Event, positional_constructor
 from .validation import check_text
 
 
@@ -56,17 +56,15 @@ class EventNode:
         )  # fmt: skip
 
     def to_event(self, namespace: str) -> Event:
-        return Event(
-            id=self.id,
-            parent=self.parent,
-            tree=self.tree,
-            role=self.role,
-            content=self.content,
-            meta=dict(self.meta),
-            ts=self.ts,
-            seq=self.seq,
-            namespace=namespace,
-        )
+        """The public ``Event`` (its meta a copy), built through its slots: a batch of events
+        returns one per item."""
+        return _new_event(
+            self.id, self.parent, self.tree, self.role, self.content, dict(self.meta),
+            self.ts, self.seq, namespace,
+        )  # fmt: skip
+
+
+_new_event = positional_constructor(Event)
 
 
 Lookup = Callable[[str], EventNode | None]
@@ -290,6 +288,19 @@ def check_event_input(
     event_id: object, parent: object, tree: object, role: object, content: object
 ) -> None:
     """Reject malformed fields before anything is written."""
+    if (  # the usual event: ASCII strings, every check below passes (each event asks)
+        type(event_id) is str
+        and event_id.isascii()
+        and (parent is None or (type(parent) is str and parent and parent.isascii()))
+        and (tree is None or (type(tree) is str and tree and tree.isascii()))
+        and type(role) is str
+        and role.isascii()
+        and type(content) is str
+        and content.isascii()
+        and event_id
+        and parent != event_id
+    ):
+        return
     if not isinstance(event_id, str) or not event_id:
         raise InvalidInput(f"event id must be a non-empty string, got {event_id!r}")
     if parent is not None and (not isinstance(parent, str) or not parent):

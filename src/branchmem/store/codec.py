@@ -138,6 +138,10 @@ def gate_json(gate: Gate, sources: Sequence[str] | None = None) -> str:
     the event as its place in ``sources`` when it is one of them (a fact's one source is
     its frontier); any other gate as the object written before schema 7."""
     places = {source: index for index, source in enumerate(sources or ())}
+    if not (gate.detached or gate.unknown or gate.legacy):
+        text = _frontiers_text(gate.frontiers, places)
+        if text is not None:
+            return text
     frontiers: list[list[Any]] = [
         [f.tree, places.get(f.event, f.event), f.depth]
         + ([] if f.conflict is None else [f.conflict])
@@ -153,6 +157,41 @@ def gate_json(gate: Gate, sources: Sequence[str] | None = None) -> str:
             }
         )
     return dumps(frontiers)
+
+
+# what ``json.dumps(..., ensure_ascii=False)`` escapes: text without it is written as it is
+_ESCAPED = re.compile(r'[\x00-\x1f\\"]')
+
+
+def _frontiers_text(frontiers: Sequence[TreeFrontier], places: dict[str, int]) -> str | None:
+    """``dumps`` of a gate's frontiers list, built directly (every revision written encodes
+    one); None when a name needs escaping, which ``dumps`` then does."""
+    items: list[str] = []
+    names: list[str] = []
+    for f in frontiers:
+        place = places.get(f.event)
+        names.append(f.tree)
+        if place is None:
+            names.append(f.event)
+            event = f'"{f.event}"'
+        else:
+            event = str(place)
+        if f.conflict is None:
+            items.append(f'["{f.tree}",{event},{f.depth}]')
+        else:
+            names.append(f.conflict)
+            items.append(f'["{f.tree}",{event},{f.depth},"{f.conflict}"]')
+    if _ESCAPED.search("".join(names)) is not None:
+        return None
+    return "[" + ",".join(items) + "]"
+
+
+def sources_text(sources: Sequence[str]) -> str:
+    """``dumps(list(sources))``, joined directly when no id needs escaping (the usual case)."""
+    joined = '","'.join(sources)
+    if not sources or _ESCAPED.search(joined) is not None:
+        return dumps(list(sources))
+    return f'["{joined}"]'
 
 
 # the usual stored gate: one frontier, no conflict, its event a source's place or an id
@@ -201,6 +240,19 @@ _REF_CODES = re.compile(r"[eupq]|r[0-9]+")
 def refs_text(sources: Sequence[str] | None, refs: Sequence[SourceRef] | None) -> str | None:
     if refs is None:
         return None
+    if (
+        sources is not None
+        and len(sources) == len(refs)
+        and all(
+            ref.kind == EVENT
+            and ref.text == text
+            and ref.target == text
+            and ref.revision is None
+            and not ref.explicit_pin
+            for text, ref in zip(sources, refs, strict=True)
+        )
+    ):
+        return ""  # every source an event, each code "e" (the usual case), said at once
     codes = (
         [_ref_code(text, ref) for text, ref in zip(sources, refs, strict=True)]
         if sources is not None and len(sources) == len(refs)
@@ -261,7 +313,7 @@ def revision_row(node: RevisionNode) -> tuple[Any, ...]:
     gate = node.gate
     return (
         node.record_id, node.revision, node.kind, node.content,
-        None if node.sources is None else dumps(list(node.sources)),
+        None if node.sources is None else sources_text(node.sources),
         refs_text(node.sources, node.refs), node.key, node.scope, meta_text(node.meta),
         node.seq, gate_json(gate, node.sources), int(gate.legacy), int(bool(gate.unknown)),
         int(bool(gate.detached)), int(gate.consistent),
