@@ -441,6 +441,25 @@ class PostgresStore(SQLStore):
         super()._drop_held()
         self._queued = []
 
+    # A nested transaction's SAVEPOINT needs no answer either: with nothing queued before it,
+    # it waits at the head of the queue and goes with the block's first statement (a block
+    # that sends none costs no round trip). Being first in its pipeline, it has run whenever
+    # anything after it has, so a block that fails rolls back to it exactly when it was sent.
+    def _savepoint(self, name: str) -> None:
+        if self._conn is None or self._queued or self._held:
+            super()._savepoint(name)
+            return
+        self._queued.append((f"SAVEPOINT {name}", [()]))
+
+    def _savepoint_sent(self, name: str) -> bool:
+        return not any(text == f"SAVEPOINT {name}" for text, _ in self._queued)
+
+    def _release_savepoint(self, name: str) -> None:
+        if not self._held and self._queued == [(f"SAVEPOINT {name}", [()])]:
+            self._queued = []  # the block sent and holds nothing: no savepoint was needed
+            return
+        super()._release_savepoint(name)
+
     def _pipelined(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[Any]:
         """Send the queued writes and ``statements`` (``?`` placeholders, arrays already
         formed) in one pipeline; their cursors, with results, once all have run."""

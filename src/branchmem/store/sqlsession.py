@@ -178,18 +178,20 @@ class SQLSession(ABC):
     def transaction(self, namespace: str | None = None) -> Iterator[None]:
         if self._depth > 0:
             name = f"bm_{self._depth}"
-            self._run(f"SAVEPOINT {name}")
+            self._savepoint(name)
             self._depth += 1
             snapshot, self._snapshot = self._snapshot, False  # a write inside a read
             self._forget_facts()
             try:
                 yield
                 # inside the try: a write sent with it that fails rolls back to the savepoint
-                self._run(f"RELEASE SAVEPOINT {name}")
+                self._release_savepoint(name)
             except BaseException:
+                sent = self._savepoint_sent(name)
                 self._drop_held()
-                self._run(f"ROLLBACK TO SAVEPOINT {name}")
-                self._run(f"RELEASE SAVEPOINT {name}")
+                if sent:  # else nothing of the block reached the server: nothing to undo
+                    self._run(f"ROLLBACK TO SAVEPOINT {name}")
+                    self._run(f"RELEASE SAVEPOINT {name}")
                 self._forget()
                 raise
             finally:
@@ -219,6 +221,20 @@ class SQLSession(ABC):
             finally:
                 self._commits += 1
             self._after_commit()
+
+    # A nested transaction is a savepoint. These three let a backend with round trips send
+    # the SAVEPOINT with the block's first statement rather than alone (PostgreSQL).
+    def _savepoint(self, name: str) -> None:
+        """Open the savepoint ``name`` (here at once)."""
+        self._run(f"SAVEPOINT {name}")
+
+    def _savepoint_sent(self, name: str) -> bool:
+        """Whether ``SAVEPOINT name`` has reached the server (here: always, at once)."""
+        return True
+
+    def _release_savepoint(self, name: str) -> None:
+        """End the savepoint ``name``, its block done: the writes it holds go with it."""
+        self._run(f"RELEASE SAVEPOINT {name}")
 
     def _after_commit(self) -> None:  # noqa: B027 - SQLite has nothing to do
         """Upkeep after a write transaction committed, outside it (PostgreSQL: statistics)."""
