@@ -59,7 +59,8 @@ class Gate:
 
     @property
     def consistent(self) -> bool:
-        return all(frontier.conflict is None for frontier in self.frontiers)
+        # a list, not a generator: most gates have one frontier, and a generator costs more
+        return all([frontier.conflict is None for frontier in self.frontiers])
 
     @property
     def flagged(self) -> bool:
@@ -189,3 +190,8 @@ class RevisionNode:
     @property
     def event_refs(self) -> tuple[SourceRef, ...]:
         return tuple(ref for ref in self.refs or () if ref.kind == EVENT)
+
+
+# a revision built through its slots, its fields in order (every revision written or read
+# builds one)
+new_revision = positional_constructor(RevisionNode)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import ConflictError, CycleError, ErasedError, InvalidInput, NotFoundError
 from ..model import ERASED, RETRACTION_KIND, REVISED, Record
-from ..provenance import UNKNOWN, RevisionNode, SourceRef, parse_pin
+from ..provenance import UNKNOWN, RevisionNode, SourceRef, new_revision, parse_pin
 from ..validation import (
     Keep,
     check_batch_item,
@@ -77,22 +77,13 @@ def add_record(
         raise ConflictError(f"{what} already exists with different fields; use revise()")
     if store.get_event(namespace, record_id) is not None:
         raise ConflictError(f"id {record_id!r} is already an event in namespace {namespace!r}")
-    resolution = ns.resolution()
+    resolution = ns.resolution() if batch is None else batch.resolution
     refs = resolution.refs(checked_sources)
     resolution.check_cycle(record_id, refs)
-    node = RevisionNode(
-        record_id=record_id,
-        revision=1,
-        kind=kind,
-        content=content,
-        sources=checked_sources,
-        refs=refs,
-        key=checked_key,
-        scope=checked_scope,
-        meta=checked_meta,
-        seq=store.next_seq(namespace),
-        gate=resolution.gate(refs),
-    )
+    node = new_revision(
+        record_id, 1, kind, content, checked_sources, refs, checked_key, checked_scope,
+        checked_meta, store.next_seq(namespace), resolution.gate(refs),
+    )  # fmt: skip
     if batch is not None:
         batch.hold(node)
         if not supersedes and record_id not in batch.awaited:
@@ -116,12 +107,18 @@ class RecordBatch:
 
     def __init__(self, ns: Namespace, ids: list[str]) -> None:
         self.ns = ns
+        self.resolution = ns.resolution()  # one for the batch: the same for every record
         self.held: dict[str, RevisionNode] = {}
         self.awaited = {target for target, _ in ns.store.citing_any(ns.name, ids)}
 
     def before_reading(self, record_id: str, sources: tuple[str, ...]) -> None:
-        names = [record_id, *sources, *(pin[0] for s in sources if (pin := parse_pin(s)))]
-        if any(name in self.held for name in names):
+        held = self.held
+        if not held:
+            return
+        if record_id in held or any(
+            source in held or ((pin := parse_pin(source)) is not None and pin[0] in held)
+            for source in sources
+        ):
             self.flush()
 
     def hold(self, node: RevisionNode) -> None:

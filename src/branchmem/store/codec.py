@@ -25,6 +25,7 @@ from ..provenance import (
     RevisionNode,
     SourceRef,
     TreeFrontier,
+    new_revision,
     parse_pin,
 )
 from ..retraction import RetractionNode
@@ -104,7 +105,7 @@ class DecodedRows(Generic[Value]):
             return found[0]
         self.misses += 1
         value = self._decode(row)
-        size = self.ENTRY + 2 * sum(len(item) for item in row if isinstance(item, str))
+        size = self.ENTRY + 2 * sum([len(item) for item in row if type(item) is str])
         self._rows[row] = (value, size)
         self._bytes += size
         while len(self._rows) > self.maxsize or self._bytes > self.max_bytes:
@@ -333,10 +334,9 @@ def sources_value(text: str | None) -> tuple[str, ...] | None:
 
 def _revision_node(row: Row) -> RevisionNode:
     sources = sources_value(row[4])
-    return RevisionNode(
-        record_id=row[0], revision=int(row[1]), kind=row[2], content=row[3], sources=sources,
-        refs=refs_value(sources, row[5]), key=row[6], scope=row[7], meta=meta_value(row[8]),
-        seq=int(row[9]), gate=gate_value(row[10], sources),
+    return new_revision(
+        row[0], int(row[1]), row[2], row[3], sources, refs_value(sources, row[5]), row[6],
+        row[7], meta_value(row[8]), int(row[9]), gate_value(row[10], sources),
     )  # fmt: skip
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from ..provenance import RevisionNode
+from ..provenance import EVENT, RevisionNode
 from ..validation import check_text
 from . import codec
 from .base import RevisionKey
@@ -136,39 +136,58 @@ class RevisionsTable:
             fresh.append(node)
         if not fresh:
             return
-        session._hold_rows(  # held: the batch's next write-out joins the same statements
+        revisions: list[tuple[object, ...]] = []
+        frontiers: list[tuple[object, ...]] = []
+        ungated: list[tuple[object, ...]] = []
+        pending: list[tuple[object, ...]] = []
+        citing: list[tuple[object, ...]] = []
+        for node in fresh:  # each revision's rows derived once, in one pass
+            revisions.append((namespace, *codec.revision_row(node)))
+            gate = node.gate
+            refs = node.refs
+            if (  # a fact's one event source, its frontier: one frontiers row, cited
+                refs is not None
+                and len(refs) == 1
+                and len(gate.frontiers) == 1
+                and not gate.detached
+                and refs[0].kind == EVENT
+                and refs[0].target == refs[0].text == gate.frontiers[0].event
+            ):
+                frontiers.append((namespace, refs[0].target, node.record_id, node.revision, 1))
+                continue
+            cited = _cited(node)
+            frontiers.extend(_frontier_rows(namespace, node, cited))
+            if not gate.frontiers:
+                ungated.append((namespace, node.record_id, node.revision))
+            pending.extend(
+                (namespace, e, node.record_id, node.revision) for e in sorted(gate.detached)
+            )
+            citing.extend(_citing_rows(namespace, node, cited))
+        # held: the batch's next write-out joins the same statements
+        session._hold_rows(
             f"INSERT INTO revisions (namespace, {codec.REVISION_COLUMNS}, legacy, "
             "unknown_sources, detached_sources, consistent) VALUES "
             "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(namespace, *codec.revision_row(node)) for node in fresh],
+            revisions,
             key_width=3,
         )
         session._hold_rows(
             "INSERT INTO frontiers (namespace, event_id, record_id, revision, cited) "
             "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            [row for node in fresh for row in _frontier_rows(namespace, node)],
+            frontiers,
         )
         session._hold_rows(
-            "INSERT INTO ungated (namespace, record_id, revision) VALUES (?, ?, ?)",
-            [
-                (namespace, node.record_id, node.revision)
-                for node in fresh
-                if not node.gate.frontiers
-            ],
+            "INSERT INTO ungated (namespace, record_id, revision) VALUES (?, ?, ?)", ungated
         )
         session._hold_rows(
             "INSERT INTO pending (namespace, event_id, record_id, revision) "
             "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            [
-                (namespace, e, node.record_id, node.revision)
-                for node in fresh
-                for e in sorted(node.gate.detached)
-            ],
+            pending,
         )
         session._hold_rows(
             "INSERT INTO citing (namespace, target, record_id, revision) "
             "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            [row for node in fresh for row in _citing_rows(namespace, node)],
+            citing,
         )
         self.ranks.rank_by_key(namespace, fresh, hold=True)
 
@@ -257,19 +276,23 @@ def _cited(node: RevisionNode) -> set[str]:
     return {name for ref in node.refs or () for name in (ref.target, ref.text)}
 
 
-def _frontier_rows(namespace: str, node: RevisionNode) -> list[tuple[object, ...]]:
+def _frontier_rows(
+    namespace: str, node: RevisionNode, cited: set[str] | None = None
+) -> list[tuple[object, ...]]:
     """frontiers rows; ``cited`` marks a frontier the revision also cites (a fact's one source),
     which then needs no citing row: ``citing_any`` reads both."""
-    cited = _cited(node)
+    cited = _cited(node) if cited is None else cited
     return [
         (namespace, f.event, node.record_id, node.revision, int(f.event in cited))
         for f in node.gate.frontiers
     ]
 
 
-def _citing_rows(namespace: str, node: RevisionNode) -> list[tuple[object, ...]]:
+def _citing_rows(
+    namespace: str, node: RevisionNode, cited: set[str] | None = None
+) -> list[tuple[object, ...]]:
     covered = {f.event for f in node.gate.frontiers}
     return [
         (namespace, target, node.record_id, node.revision)
-        for target in sorted(_cited(node) - covered)
+        for target in sorted((_cited(node) if cited is None else cited) - covered)
     ]
