@@ -43,16 +43,16 @@ class EventNode:
 
     def placed(self, tree: str, depth: int, jump: str) -> EventNode:
         """This event, attached at ``depth`` in ``tree`` (built directly: this is hot)."""
-        return EventNode(
+        return new_event_node(
             self.id, self.parent, tree, self.explicit_tree, self.role, self.content, self.meta,
             self.ts, self.seq, True, depth, jump, self.tokens,
         )  # fmt: skip
 
     def place_only(self) -> EventNode:
         """This event's place in its tree without its text (role, content, meta empty)."""
-        return EventNode(
+        return new_event_node(
             self.id, self.parent, self.tree, self.explicit_tree, "", "", {}, self.ts,
-            self.seq, self.attached, self.depth, self.jump,
+            self.seq, self.attached, self.depth, self.jump, None,
         )  # fmt: skip
 
     def to_event(self, namespace: str) -> Event:
@@ -65,6 +65,9 @@ class EventNode:
 
 
 _new_event = positional_constructor(Event)
+# an event node built through its slots, every field in order (each event written or read
+# builds one or two; a frozen ``__init__`` sets each field through a guarded ``setattr``)
+new_event_node = positional_constructor(EventNode)
 
 
 Lookup = Callable[[str], EventNode | None]
@@ -244,10 +247,10 @@ class SettledPlaces:
             known = None if event_id is None else places.get((namespace, event_id))
             return event_id if known is None else known.id
 
-        return EventNode(
+        return new_event_node(
             node.id, shared(node.parent), None if node.tree is None else sys.intern(node.tree),
             node.explicit_tree, "", "", _NO_META, node.ts, node.seq, node.attached, node.depth,
-            shared(node.jump),
+            shared(node.jump), None,
         )  # fmt: skip
 
     def _make_lookup(self, namespace: str, read: Lookup) -> Lookup:

@@ -115,11 +115,13 @@ class RecordBatch:
         held = self.held
         if not held:
             return
-        if record_id in held or any(
-            source in held or ((pin := parse_pin(source)) is not None and pin[0] in held)
-            for source in sources
-        ):
+        if record_id in held:
             self.flush()
+            return
+        for source in sources:
+            if source in held or ((pin := parse_pin(source)) is not None and pin[0] in held):
+                self.flush()
+                return
 
     def hold(self, node: RevisionNode) -> None:
         self.held[node.record_id] = node

@@ -29,7 +29,7 @@ from ..provenance import (
     parse_pin,
 )
 from ..retraction import RetractionNode
-from ..topology import EventNode
+from ..topology import EventNode, new_event_node
 
 EVENT_COLUMNS = (
     "id, parent, tree, explicit_tree, role, content, meta, ts, seq, attached, depth, jump, tokens"
@@ -123,11 +123,10 @@ class DecodedRows(Generic[Value]):
 
 def _event_node(row: Row) -> EventNode:
     attached = bool(row[9])
-    return EventNode(
-        id=row[0], parent=row[1], tree=row[2], explicit_tree=row[3], role=row[4],
-        content=row[5], meta=meta_value(row[6]), ts=row[7], seq=int(row[8]),
-        attached=attached, depth=row[10],
-        jump=row[1] if row[11] is None and attached else row[11], tokens=row[12],
+    return new_event_node(
+        row[0], row[1], row[2], row[3], row[4], row[5], meta_value(row[6]), row[7],
+        int(row[8]), attached, row[10], row[1] if row[11] is None and attached else row[11],
+        row[12],
     )  # fmt: skip
 
 
