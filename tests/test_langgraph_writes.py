@@ -4,6 +4,7 @@ it has committed (docs/langgraph.md, "What a put costs")."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,11 +17,15 @@ pytest.importorskip("langgraph")
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.store.base import PutOp
+from langgraph.config import get_config
+from langgraph.graph import END, START, StateGraph
+from langgraph.store.base import BaseStore, PutOp
+from typing_extensions import TypedDict
 
 from branchmem import InvalidInput, Memory
 from branchmem.errors import StorageError
 from branchmem.integrations.langgraph import BranchCheckpointer, BranchStore
+from branchmem.integrations.langgraph.mapping import step_event_id
 from branchmem.store.inmemory import InMemoryStore as InMemoryBackend
 from pg import fresh_database
 
@@ -122,6 +127,42 @@ def test_a_batch_of_puts_and_deletes_lands_whole(memory: Memory) -> None:
         assert reader.get(NS, "c").value == {"v": 1}  # type: ignore[union-attr]
 
 
+# -- inside a run ------------------------------------------------------------------------
+class Turn(TypedDict):
+    value: Any
+
+
+def put_in_a_node(
+    memory: Memory, value: Any, threads: list[int] | None = None
+) -> tuple[list[BaseException], str]:
+    """Run a one-node graph whose node puts ``value``; the errors its put raised and the
+    event of the step it ran in (``threads``: the node's thread is added there)."""
+    errors: list[BaseException] = []
+    steps: list[str] = []
+
+    def node(state: Turn, *, store: BaseStore) -> Turn:
+        config: Any = get_config()
+        checkpoint = config["configurable"]["checkpoint_map"][""]
+        steps.append(step_event_id(config["configurable"]["thread_id"], checkpoint))
+        if threads is not None:
+            threads.append(threading.get_ident())
+        try:
+            store.put(NS, "k", state["value"])
+        except InvalidInput as error:
+            errors.append(error)
+        return state
+
+    builder = StateGraph(Turn)
+    builder.add_node("write", node)
+    builder.add_edge(START, "write")
+    builder.add_edge("write", END)
+    graph = builder.compile(
+        checkpointer=BranchCheckpointer(InMemorySaver(), memory), store=BranchStore(memory)
+    )
+    graph.invoke({"value": value}, {"configurable": {"thread_id": "run"}})
+    return errors, steps[0]
+
+
 # -- PostgreSQL: round trips ---------------------------------------------------------------
 @pytest.fixture
 def pg_memory(pg_dsn: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Memory, Any]]:
@@ -131,9 +172,13 @@ def pg_memory(pg_dsn: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Me
     from branchmem.store.postgres import PostgresStore
     from branchmem.store.sqlsession import SQLSession
 
-    counts = {"trips": 0, "snapshots": 0}
+    counts: dict[str, Any] = {"trips": 0, "snapshots": 0, "writes": []}
 
     class Counting(PostgresStore):
+        def _begin_write(self, namespace: str | None) -> None:
+            counts["writes"].append(threading.get_ident())
+            super()._begin_write(namespace)
+
         def _begin(self, *args: Any, **kwargs: Any) -> Any:
             counts["trips"] += 1
             return super()._begin(*args, **kwargs)
@@ -188,3 +233,18 @@ def test_a_batch_of_puts_on_postgresql_takes_the_round_trips_of_one(
     assert [view.get(NS, f"k{i}").value for i in range(10)] == [  # type: ignore[union-attr]
         {"v": i} for i in range(10)
     ]
+
+
+def test_a_put_in_a_node_on_postgresql_is_one_write_transaction(
+    pg_memory: tuple[Memory, Any],
+) -> None:
+    """The step's event and the item are written in one transaction: the node's thread
+    begins one write (the checkpointer's mirror writes run on other threads)."""
+    memory, counts = pg_memory
+    put_in_a_node(memory, {"v": 0})
+    threads: list[int] = []
+    counts["writes"] = []
+    errors, step = put_in_a_node(memory, {"v": 1}, threads)
+    assert errors == []
+    assert [t for t in counts["writes"] if t == threads[0]] == [threads[0]]
+    assert memory.get_event(step).id == step

@@ -86,6 +86,7 @@ ANALYZE_GROWTH = 4  # then again each time the table has grown this many times o
 # ``COPY`` (which a pipeline cannot carry).
 MULTI_ROW_INSERT = re.compile(r"INSERT INTO (\w+) \(([^)]*)\) VALUES \((?:\?, )*\?\)(.*)", re.S)
 INSERT_INTO = re.compile(r"\s*INSERT INTO (\w+)")
+SAVEPOINT_STATEMENTS = ("SAVEPOINT ", "RELEASE SAVEPOINT ")  # queued, they need no answer
 
 
 @lru_cache(maxsize=1024)
@@ -441,24 +442,37 @@ class PostgresStore(SQLStore):
         super()._drop_held()
         self._queued = []
 
-    # A nested transaction's SAVEPOINT needs no answer either: with nothing queued before it,
-    # it waits at the head of the queue and goes with the block's first statement (a block
-    # that sends none costs no round trip). Being first in its pipeline, it has run whenever
-    # anything after it has, so a block that fails rolls back to it exactly when it was sent.
+    # A nested transaction's SAVEPOINT needs no answer either: with nothing but settled
+    # savepoint statements queued before it, it waits in the queue and goes with the block's
+    # first statement (a block that sends nothing costs no round trip). Nothing queued ahead
+    # of it can fail, so it has run whenever anything after it has: a block that fails rolls
+    # back to it exactly when it was sent. A RELEASE settles the block's writes, so it is sent
+    # at once when some are still unanswered; when every write of the block has been answered
+    # it cannot fail, and it too waits for the next statement.
     def _savepoint(self, name: str) -> None:
-        if self._conn is None or self._queued or self._held:
+        if self._conn is None or self._held or not self._settled():
             super()._savepoint(name)
             return
         self._queued.append((f"SAVEPOINT {name}", [()]))
 
     def _savepoint_sent(self, name: str) -> bool:
-        return not any(text == f"SAVEPOINT {name}" for text, _ in self._queued)
+        return (f"SAVEPOINT {name}", [()]) not in self._queued
+
+    def _drop_unsent(self, name: str) -> None:
+        self._held = {}  # held after the savepoint was queued: the block's
+        del self._queued[self._queued.index((f"SAVEPOINT {name}", [()])) :]
 
     def _release_savepoint(self, name: str) -> None:
-        if not self._held and self._queued == [(f"SAVEPOINT {name}", [()])]:
-            self._queued = []  # the block sent and holds nothing: no savepoint was needed
-            return
-        super()._release_savepoint(name)
+        if self._held or not self._settled():
+            super()._release_savepoint(name)
+        elif self._queued and self._queued[-1] == (f"SAVEPOINT {name}", [()]):
+            self._queued.pop()  # the block sent and holds nothing: no savepoint was needed
+        else:
+            self._queued.append((f"RELEASE SAVEPOINT {name}", [()]))
+
+    def _settled(self) -> bool:
+        """Whether the queue holds only savepoint statements, which cannot fail."""
+        return all(text.startswith(SAVEPOINT_STATEMENTS) for text, _ in self._queued)
 
     def _pipelined(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[Any]:
         """Send the queued writes and ``statements`` (``?`` placeholders, arrays already

@@ -187,11 +187,12 @@ class SQLSession(ABC):
                 # inside the try: a write sent with it that fails rolls back to the savepoint
                 self._release_savepoint(name)
             except BaseException:
-                sent = self._savepoint_sent(name)
-                self._drop_held()
-                if sent:  # else nothing of the block reached the server: nothing to undo
+                if self._savepoint_sent(name):
+                    self._drop_held()
                     self._run(f"ROLLBACK TO SAVEPOINT {name}")
                     self._run(f"RELEASE SAVEPOINT {name}")
+                else:  # nothing of the block reached the server: nothing to undo there
+                    self._drop_unsent(name)
                 self._forget()
                 raise
             finally:
@@ -222,8 +223,8 @@ class SQLSession(ABC):
                 self._commits += 1
             self._after_commit()
 
-    # A nested transaction is a savepoint. These three let a backend with round trips send
-    # the SAVEPOINT with the block's first statement rather than alone (PostgreSQL).
+    # A nested transaction is a savepoint. These let a backend with round trips send the
+    # SAVEPOINT and RELEASE with the next statement rather than alone (PostgreSQL).
     def _savepoint(self, name: str) -> None:
         """Open the savepoint ``name`` (here at once)."""
         self._run(f"SAVEPOINT {name}")
@@ -231,6 +232,10 @@ class SQLSession(ABC):
     def _savepoint_sent(self, name: str) -> bool:
         """Whether ``SAVEPOINT name`` has reached the server (here: always, at once)."""
         return True
+
+    def _drop_unsent(self, name: str) -> None:
+        """Forget what a failed block wrote while its savepoint had not been sent."""
+        self._drop_held()
 
     def _release_savepoint(self, name: str) -> None:
         """End the savepoint ``name``, its block done: the writes it holds go with it."""

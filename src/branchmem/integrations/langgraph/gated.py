@@ -250,6 +250,12 @@ class GatedStore(BaseStore):
                         update()
                 return results
             place = self._place()
+            if place.events and all(isinstance(op, PutOp) for op in ops):
+                # writes alone inside a run: the step's event and the items in one
+                # transaction (one BEGIN and one COMMIT, and a refused put writes nothing)
+                with MIRRORED, self.memory.transaction(self.namespace):
+                    self.memory.add_events(place.events, namespace=self.namespace)
+                    return self._run_all(ops, place, [])
             with MIRRORED:
                 if place.events:
                     self.memory.add_events(place.events, namespace=self.namespace)
