@@ -108,8 +108,8 @@ def check_batch_item(
     the required ones present, so a bad item is refused before anything is written."""
     if not isinstance(item, Mapping):
         raise InvalidInput(f"{what}: expected a mapping, got {item!r}")
-    extra = set(item) - fields
-    if extra:
+    if not fields.issuperset(item):  # (a set of the item's fields only for the message)
+        extra = set(item) - fields
         raise InvalidInput(f"{what}: unknown field(s) {sorted(extra)}")
     for field in required:
         if field not in item:
