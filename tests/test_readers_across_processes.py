@@ -6,7 +6,10 @@ A script of the two-tenant suite (``tests/two_worlds.py``: its history, then eve
 of the API table with its example calls, twice) runs with each write sent to another process
 (``tests/step_worker.py``) on the same file, and each read made twice in the reader (the
 second may use what the first kept). Every outcome must equal the same script run by one
-Memory alone. A new operation joins through its line in ``two_worlds.CALLS``.
+Memory alone. A new operation joins through its line in ``two_worlds.CALLS``; the in-process
+reads (``two_worlds.IN_PROCESS``: ``currents``, ``change_stamp``) are asked after the
+history and again after each write, once with the default reads and once with every view
+read from the key index (``path_events_per_entry=0``, the read ``currents`` answers from).
 """
 
 from __future__ import annotations
@@ -18,10 +21,14 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import two_worlds as tw
 from branchmem import Memory
 from branchmem.api.codec import encode
 from branchmem.api.operations import operations
+from branchmem.engine.views import PATH_EVENTS_PER_ENTRY
+from branchmem.store import open_store
 
 WORKER = Path(__file__).with_name("step_worker.py")
 SRC = Path(__file__).parent.parent / "src"
@@ -77,7 +84,7 @@ def run_split(reader: Memory, writer: Writer, steps: list[tw.Step]) -> list[tupl
     for step in steps:
         kwargs = tw.resolve(step.kwargs, results)
         namespace = tw.NAMESPACES[step.who]
-        if table[step.op].mutates:
+        if mutates(table, step.op):
             answer = writer.call(step.op, kwargs, namespace)
         else:
             first = read(reader, step.op, kwargs, namespace)
@@ -87,6 +94,10 @@ def run_split(reader: Memory, writer: Writer, steps: list[tw.Step]) -> list[tupl
             results[step.label] = answer["value"]
         seen.append((step.label, answer))
     return seen
+
+
+def mutates(table: dict[str, Any], op: str) -> bool:
+    return table[op].mutates if op in table else op in tw.IN_PROCESS_WRITES
 
 
 REPEATED = 12  # reads asked again after each write: the latest distinct ones
@@ -116,7 +127,7 @@ def with_reads_again(steps: list[tw.Step]) -> list[tw.Step]:
     latest: dict[str, tw.Step] = {}
     for number, step in enumerate(steps):
         out.append(step)
-        if not table[step.op].mutates:
+        if not mutates(table, step.op):
             call = repr((step.op, step.who, step.kwargs))
             latest.pop(call, None)
             latest[call] = step
@@ -126,18 +137,27 @@ def with_reads_again(steps: list[tw.Step]) -> list[tw.Step]:
     return out
 
 
-def test_reads_see_every_write_of_another_process(tmp_path: Path) -> None:
+@pytest.mark.parametrize("per_entry", [PATH_EVENTS_PER_ENTRY, 0], ids=["default", "key-index"])
+def test_reads_see_every_write_of_another_process(tmp_path: Path, per_entry: int) -> None:
     script = tw.a_script()
     at = len(tw.HISTORY)
     movers = [tw.Step("a", op, kwargs, f"m{i}:{op}") for i, (op, kwargs) in enumerate(MOVERS)]
-    steps = with_reads_again(script[:at] + movers + script[at:])
-    with Memory.open(tmp_path / "alone.db") as alone:
+    reads = [s for s in tw.in_process_probes() if s.op not in tw.IN_PROCESS_WRITES]
+    steps = with_reads_again(script[:at] + reads + movers + script[at:])
+
+    def opened(path: Path) -> Memory:
+        return Memory(store=open_store(path), path_events_per_entry=per_entry)
+
+    with opened(tmp_path / "alone.db") as alone:
         want = tw.run_python(alone, steps)
+    if per_entry == 0:  # the in-process reads answered, not only said None
+        currents = [answer for label, answer in want if label.startswith("in:currents")]
+        assert any(isinstance(answer.get("value"), list) for answer in currents)
     path = tmp_path / "shared.db"
     Memory.open(path).close()  # created before either process opens it
     writer = Writer(path)
     try:
-        with Memory.open(path) as reader:
+        with opened(path) as reader:
             seen = run_split(reader, writer, steps)
             kept = len(reader._views)
     finally:

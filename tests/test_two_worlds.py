@@ -14,6 +14,7 @@ carrying fingerprints A chose.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import re
 import subprocess
@@ -27,6 +28,8 @@ import pytest
 import two_worlds as tw
 from branchmem import Memory
 from branchmem.api.operations import operations
+from branchmem.api.protocol import MemoryAPI
+from branchmem.store import open_store
 from timing import scaled, wait_until_serving
 
 pytest_plugins = ["pg"]  # the pg_dsn fixture
@@ -53,10 +56,12 @@ def failing(outcomes: list[tuple[str, Any]]) -> list[str]:
     return found
 
 
-def assert_exercised(face: str, outcomes: list[tuple[str, Any]]) -> None:
+def assert_exercised(
+    face: str, outcomes: list[tuple[str, Any]], script: list[tw.Step] | None = None
+) -> None:
     """The face ran the calls, not just refused them alike in both worlds: A's steps fail
     on it exactly where they fail on ``Memory()`` (ids of B, a receipt naming B, ...)."""
-    reference = failing(tw.run_python(Memory(), tw.a_script()))
+    reference = failing(tw.run_python(Memory(), tw.a_script() if script is None else script))
     assert len(reference) < 20
     assert failing(outcomes) == reference, face
 
@@ -81,6 +86,26 @@ def test_every_routed_operation_has_example_calls() -> None:
     assert set(tw.CALLS) <= set(operations()), set(tw.CALLS) - set(operations())
     probed = {step.op for step in tw.probes(1)}
     assert probed == set(operations())
+
+
+def test_every_in_process_operation_has_example_calls() -> None:
+    """A public ``Memory`` method without a route that acts in a namespace joins the Python
+    face's two worlds: it fails here until it has its line in ``two_worlds.IN_PROCESS``."""
+    routed = {name for name in vars(MemoryAPI) if not name.startswith("_")}
+    namespaced = {
+        name
+        for name, value in vars(Memory).items()
+        if not name.startswith("_")
+        and name not in routed
+        and callable(value)
+        and "namespace" in inspect.signature(value).parameters
+    }
+    assert namespaced == set(tw.IN_PROCESS) | set(tw.NOT_CALLED), (
+        "give it a line in two_worlds.IN_PROCESS",
+        namespaced ^ (set(tw.IN_PROCESS) | set(tw.NOT_CALLED)),
+    )
+    for step in tw.in_process_probes():
+        assert step.kwargs.keys() <= inspect.signature(getattr(Memory, step.op)).parameters.keys()
 
 
 def test_a_missing_example_fails_rather_than_skips(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -138,11 +163,39 @@ def two_memories(
 
 
 def test_python_face(two_memories: tuple[str, Memory, Memory]) -> None:
+    """Every routed operation, then the in-process ones (``two_worlds.IN_PROCESS``)."""
     backend, memory1, memory2 = two_memories
-    one, two = scripts(SEEDS[backend])
+    script = tw.a_script(in_process=True)
+    one, two = scripts(SEEDS[backend], script)
     seen1 = tw.run_python(memory1, one)
-    assert_exercised(f"python/{backend}", seen1)
+    assert_exercised(f"python/{backend}", seen1, script)
+    assert {label.split("#")[0] for label, _ in seen1 if label.startswith("in:")} == {
+        f"in:{name}" for name in tw.IN_PROCESS
+    }
     assert_same(f"python/{backend}", seen1, tw.run_python(memory2, two))
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_python_face_reading_the_key_index(backend: str, tmp_path: Path) -> None:
+    """The same with every view read from the tree's key index where the anchor allows
+    (``path_events_per_entry=0``): the read ``currents`` answers from (by default a short
+    path is read whole, and ``currents`` says None: ask ``visible``)."""
+    urls = sqlite_files(tmp_path) if backend == "sqlite" else (None, None)
+    memory1, memory2 = (
+        Memory(store=None if url is None else open_store(url), path_events_per_entry=0)
+        for url in urls
+    )
+    try:
+        script = tw.a_script(in_process=True)
+        one, two = scripts(SEEDS[backend], script)
+        seen1 = tw.run_python(memory1, one)
+        assert_exercised(f"python/{backend}/key index", seen1, script)
+        currents = [answer for label, answer in seen1 if label.startswith("in:currents")]
+        assert any(isinstance(answer.get("value"), list) for answer in currents), currents
+        assert_same(f"python/{backend}/key index", seen1, tw.run_python(memory2, two))
+    finally:
+        memory1.close()
+        memory2.close()
 
 
 def test_python_forget_receipts_cannot_test_guesses_of_other_tenants_text(tmp_path: Path) -> None:

@@ -270,9 +270,53 @@ def _label(value: Any, run: int) -> Any:
     return value
 
 
-def a_script() -> list[Step]:
+def a_script(*, in_process: bool = False) -> list[Step]:
+    """A's history, then every routed operation's examples (twice); ``in_process``: then
+    the in-process operations' too (the Python face only: they have no route)."""
     history = [Step("a", op, kwargs, f"h{i}:{op}") for i, (op, kwargs) in enumerate(HISTORY)]
-    return history + probes()
+    return history + probes() + (in_process_probes() if in_process else [])
+
+
+# -- the in-process operations ------------------------------------------------------------
+# Public ``Memory`` methods that have no route (tests/test_client_api.py's EMBEDDED_ONLY) and
+# act in one namespace: the Python face calls each with these examples after the routed
+# probes, so a hook for integrations is held to the same isolation as the table. A method
+# that takes a ``namespace`` and is in neither dict fails test_two_worlds.py.
+def _cleans_nothing(receipt: Any, texts: tuple[str, ...]) -> tuple[Any, ...]:
+    """``forget_with``'s ``also``: a store outside branchmem that held none of it."""
+    return ()
+
+
+def _rebuilt(record: Any, view: Any) -> tuple[str, list[str]]:
+    """``repair``'s deriver: the stale record again, from its own sources."""
+    return f"{record.content} (rebuilt)", list(record.sources or ())
+
+
+IN_PROCESS: dict[str, dict[str, Any]] = {
+    "change_stamp": {},
+    "currents": {"anchor": Each("u4", "u4", "p2"), "prefix": Each("", "city", "alice:")},
+    "repair": {"deriver": _rebuilt, "anchor": Each(None, "u4")},
+    "forget_with": {"kind": "message", "id": "p2", "also": _cleans_nothing,
+                    "dry_run": Each(True, False)},
+}  # fmt: skip
+IN_PROCESS_WRITES = frozenset({"repair", "forget_with"})  # the rest only read
+# ... and why these are not called on their own: each call made inside them is one of the above
+NOT_CALLED: dict[str, str] = {
+    "snapshot": "a context manager: the reads made inside it are the operations",
+    "transaction": "a context manager: the writes made inside it are the operations",
+}
+
+
+def in_process_probes() -> list[Step]:
+    """Each in-process operation with its example calls, ``Each`` unrolled."""
+    steps = []
+    for name, line in IN_PROCESS.items():
+        lengths = {len(v.values) for v in line.values() if isinstance(v, Each)}
+        assert len(lengths) <= 1, f"IN_PROCESS[{name!r}]: Each of different lengths"
+        for index in range(lengths.pop() if lengths else 1):
+            kwargs = {k: v.values[index] if isinstance(v, Each) else v for k, v in line.items()}
+            steps.append(Step("a", name, kwargs, f"in:{name}#{index}"))
+    return steps
 
 
 # -- tenant B (and A's other namespace) ----------------------------------------------------
