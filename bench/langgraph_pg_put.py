@@ -1,15 +1,19 @@
 """``BranchStore`` over PostgreSQL next to LangGraph's ``PostgresStore``, in the same run on
 the same server: a loop of ``put`` calls (``--keys`` keys in turn, one call each, as an agent
 writes), a loop of ``batch`` calls of ``--batch`` puts each, then a loop of ``get`` calls,
-each loop timed whole, the two stores alternating round by round. Prints each store's median
-per put (per get) and their ratio side by side (goal, issue 46: put <= 3x ``PostgresStore``),
-then how many round trips one put and one batch take on each (libpq's trace of every
-connection the stores open, counted untimed afterwards: each ``Sync`` or simple query the
-client sends waits for the server once). Writes JSON to bench/results/langgraph_pg_put.json
-(bench/figures.py reads it).
+each loop timed whole, and a loop of graph runs whose one node puts (each put timed inside
+the node), the two stores alternating round by round. Prints each store's median per put
+(per get) and their ratio side by side (goal, issue 46: put <= 3x ``PostgresStore``), then
+how many round trips one put, one batch and one put in a node take on each (libpq's trace of
+every connection the stores open, counted untimed afterwards: each ``Sync`` or simple query
+the client sends waits for the server once). Writes JSON to
+bench/results/langgraph_pg_put.json (bench/figures.py reads it).
 
 ``BranchStore`` stands at the head of a thread with one checkpoint (``store.at(config)``),
-so every put is sourced there; ``PostgresStore`` is set up and used as its docs show.
+so every put is sourced there; ``PostgresStore`` is set up and used as its docs show. In the
+graph (``durability="sync"``, so no checkpoint is still being saved when the node runs)
+``BranchStore`` has a ``BranchCheckpointer`` over ``InMemorySaver`` on the same Memory, and
+``PostgresStore`` a plain ``InMemorySaver``.
 
     python bench/langgraph_pg_put.py [--dsn postgresql://...] [--calls 300] [--rounds 5]
         [--keys 50] [--batch 10] [--out bench/results/langgraph_pg_put.json]
@@ -37,7 +41,15 @@ NAMESPACE = ("agent", "u1")
 GOAL = 3.0
 
 
-def branch_store(url: str, stack: contextlib.ExitStack) -> Any:
+class Stores:
+    """One store at a thread's head (``view``), the store a graph is compiled with and the
+    checkpointer it saves through."""
+
+    def __init__(self, view: Any, in_graph: Any, checkpointer: Any) -> None:
+        self.view, self.in_graph, self.checkpointer = view, in_graph, checkpointer
+
+
+def branch_store(url: str, stack: contextlib.ExitStack) -> Stores:
     from langgraph.checkpoint.base import empty_checkpoint
     from langgraph.checkpoint.memory import InMemorySaver
 
@@ -46,18 +58,67 @@ def branch_store(url: str, stack: contextlib.ExitStack) -> Any:
 
     memory = stack.enter_context(Memory.open(url))
     config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
-    BranchCheckpointer(InMemorySaver(), memory).put(
-        config, empty_checkpoint(), {"source": "input", "step": -1, "parents": {}}, {}
-    )
-    return BranchStore(memory).at({"configurable": {"thread_id": "t"}})
+    checkpointer = BranchCheckpointer(InMemorySaver(), memory)
+    checkpointer.put(config, empty_checkpoint(), {"source": "input", "step": -1, "parents": {}}, {})
+    store = BranchStore(memory)
+    return Stores(store.at({"configurable": {"thread_id": "t"}}), store, checkpointer)
 
 
-def postgres_store(url: str, stack: contextlib.ExitStack) -> Any:
+def postgres_store(url: str, stack: contextlib.ExitStack) -> Stores:
+    from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.store.postgres import PostgresStore
 
     store = stack.enter_context(PostgresStore.from_conn_string(url))
     store.setup()
-    return store
+    return Stores(store, store, InMemorySaver())
+
+
+class NodePuts:
+    """A graph whose one node puts a key into its store, timing the put (or, with
+    ``around``, running it inside ``around``); ``run(i)`` runs the graph once."""
+
+    def __init__(self, stores: Stores, keys: int) -> None:
+        from typing import TypedDict
+
+        from langgraph.config import get_store
+        from langgraph.graph import END, START, StateGraph
+
+        class Turn(TypedDict):
+            i: int
+
+        self.seconds: list[float] = []
+        self.around: Callable[[Callable[[], object]], object] | None = None
+
+        def node(state: Turn) -> Turn:
+            i, store = state["i"], get_store()
+
+            def put() -> None:
+                store.put(NAMESPACE, f"k{i % keys}", {"i": i, "text": f"note {i}"})
+
+            if self.around is not None:
+                self.around(put)
+                return state
+            started = time.perf_counter()
+            put()
+            self.seconds.append(time.perf_counter() - started)
+            return state
+
+        builder = StateGraph(Turn)
+        builder.add_node("remember", node)
+        builder.add_edge(START, "remember")
+        builder.add_edge("remember", END)
+        self.graph = builder.compile(checkpointer=stores.checkpointer, store=stores.in_graph)
+
+    def run(self, i: int) -> object:
+        config: Any = {"configurable": {"thread_id": "node"}}
+        return self.graph.invoke({"i": i}, config, durability="sync")
+
+    def timed(self, calls: int) -> float:
+        """The median put of ``calls`` runs."""
+        self.seconds = []
+        for i in range(calls):
+            self.run(i)
+        return statistics.median(self.seconds)
 
 
 def timed_loop(call: Callable[[int], object], calls: int) -> float:
@@ -144,22 +205,31 @@ class Trace:
 
 
 def round_trips(
-    dsn: str, make: Callable[[str, contextlib.ExitStack], Any], keys: int, batch: int
+    dsn: str, make: Callable[[str, contextlib.ExitStack], Stores], keys: int, batch: int
 ) -> dict[str, float]:
     """Round trips per call of ``put`` and ``batch`` on a store made fresh, warm (every key
-    written once), traced but not timed."""
+    written once), and of a put in a graph node (``node``: the put alone, the graph's own
+    checkpointing not counted), traced but not timed."""
     calls = 5
     with contextlib.ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         trace = stack.enter_context(Trace(folder).installed())
-        store = make(stack.enter_context(database(dsn, "lg_trips")), stack)
-        ops = operations(store, keys, batch, -1)
+        stores = make(stack.enter_context(database(dsn, "lg_trips")), stack)
+        ops = operations(stores.view, keys, batch, -1)
         for i in range(keys):
             ops["put"](i)
         counted: dict[str, float] = {}
         for op in ("put", "batch"):
             call = ops[op]
             counted[op] = trace.count(lambda call=call: [call(i) for i in range(calls)]) / calls
+        node = NodePuts(stores, keys)
+        for i in range(keys):
+            node.run(i)
+        in_node: list[int] = []
+        node.around = lambda put: in_node.append(trace.count(put))
+        for i in range(calls):
+            node.run(i)
+        counted["node"] = sum(in_node) / calls
     return counted
 
 
@@ -182,34 +252,46 @@ def main() -> int:
             name: make(stack.enter_context(database(dsn, f"lg_{name.lower()}")), stack)
             for name, make in makers.items()
         }
-        for store in stores.values():  # every key written once: each put replaces one
+        nodes = {name: NodePuts(made, args.keys) for name, made in stores.items()}
+        for name, made in stores.items():  # every key written once: each put replaces one
             for i in range(args.keys):
-                store.put(NAMESPACE, f"k{i}", {"i": i})
+                made.view.put(NAMESPACE, f"k{i}", {"i": i})
+                nodes[name].run(i)
         for round_number in range(args.rounds):
-            for name, store in stores.items():
-                for op, call in operations(store, args.keys, args.batch, round_number).items():
+            for name, made in stores.items():
+                for op, call in operations(made.view, args.keys, args.batch, round_number).items():
                     seconds = timed_loop(call, args.calls)
                     if op == "batch":
                         seconds /= args.batch  # per put
                     per_op.setdefault((name, op), []).append(seconds)
+                per_op.setdefault((name, "node"), []).append(nodes[name].timed(args.calls))
         trips = {
             name: round_trips(dsn, make, args.keys, args.batch) for name, make in makers.items()
         }
     medians = {key: statistics.median(samples) for key, samples in per_op.items()}
     ratios = {
         op: medians[("BranchStore", op)] / medians[("PostgresStore", op)]
-        for op in ("put", "batch", "get")
+        for op in ("put", "batch", "get", "node")
     }
     print(
         f"loops of {args.calls} calls, {args.keys} keys, batches of {args.batch} puts, "
         f"median of {args.rounds} rounds (ms per put / get)"
     )
     print(f"  {'':<28} {'BranchStore':>12} {'PostgresStore':>14} {'ratio':>7}")
-    for op, what in (("put", "put"), ("batch", f"batch of {args.batch} puts"), ("get", "get")):
+    for op, what in (
+        ("put", "put"),
+        ("batch", f"batch of {args.batch} puts"),
+        ("get", "get"),
+        ("node", "put in a graph node"),
+    ):
         ours, stock = medians[("BranchStore", op)], medians[("PostgresStore", op)]
         print(f"  {what:<28} {ours * 1e3:>12.3f} {stock * 1e3:>14.3f} {ratios[op]:>7.2f}")
     print("round trips per call (libpq's trace)")
-    for op, what in (("put", "put"), ("batch", f"batch of {args.batch} puts")):
+    for op, what in (
+        ("put", "put"),
+        ("batch", f"batch of {args.batch} puts"),
+        ("node", "put in a graph node"),
+    ):
         ours, stock = trips["BranchStore"][op], trips["PostgresStore"][op]
         print(f"  {what:<28} {ours:>12.1f} {stock:>14.1f}")
     print(f"goal: put <= {GOAL:g}x PostgresStore")
