@@ -121,11 +121,13 @@ class NodePuts:
         return statistics.median(self.seconds)
 
 
-def timed_loop(call: Callable[[int], object], calls: int) -> float:
-    started = time.perf_counter()
+def timed_loop(call: Callable[[int], object], calls: int) -> tuple[float, float]:
+    """Wall-clock and this process's CPU seconds per call (the CPU the client spends, in
+    every thread: what no saved round trip gives back)."""
+    started, cpu = time.perf_counter(), time.process_time()
     for i in range(calls):
         call(i)
-    return (time.perf_counter() - started) / calls
+    return (time.perf_counter() - started) / calls, (time.process_time() - cpu) / calls
 
 
 def operations(store: Any, keys: int, batch: int, turn: int) -> dict[str, Callable[[int], object]]:
@@ -246,6 +248,7 @@ def main() -> int:
     args = parser.parse_args()
     makers = {"BranchStore": branch_store, "PostgresStore": postgres_store}
     per_op: dict[tuple[str, str], list[float]] = {}
+    cpu_per_op: dict[tuple[str, str], list[float]] = {}
     with contextlib.ExitStack() as stack:
         dsn = stack.enter_context(server(args.dsn))
         stores = {
@@ -260,10 +263,11 @@ def main() -> int:
         for round_number in range(args.rounds):
             for name, made in stores.items():
                 for op, call in operations(made.view, args.keys, args.batch, round_number).items():
-                    seconds = timed_loop(call, args.calls)
+                    seconds, cpu = timed_loop(call, args.calls)
                     if op == "batch":
-                        seconds /= args.batch  # per put
+                        seconds, cpu = seconds / args.batch, cpu / args.batch  # per put
                     per_op.setdefault((name, op), []).append(seconds)
+                    cpu_per_op.setdefault((name, op), []).append(cpu)
                 per_op.setdefault((name, "node"), []).append(nodes[name].timed(args.calls))
         trips = {
             name: round_trips(dsn, make, args.keys, args.batch) for name, make in makers.items()
@@ -286,6 +290,11 @@ def main() -> int:
     ):
         ours, stock = medians[("BranchStore", op)], medians[("PostgresStore", op)]
         print(f"  {what:<28} {ours * 1e3:>12.3f} {stock * 1e3:>14.3f} {ratios[op]:>7.2f}")
+    cpu = {key: statistics.median(samples) for key, samples in cpu_per_op.items()}
+    print("client CPU per put (ms, this process, every thread)")
+    for op, what in (("put", "put"), ("batch", f"batch of {args.batch} puts")):
+        ours, stock = cpu[("BranchStore", op)], cpu[("PostgresStore", op)]
+        print(f"  {what:<28} {ours * 1e3:>12.3f} {stock * 1e3:>14.3f}")
     print("round trips per call (libpq's trace)")
     for op, what in (
         ("put", "put"),
@@ -302,6 +311,7 @@ def main() -> int:
         "batch": args.batch,
         "goal": GOAL,
         "ms": {f"{name} {op}": seconds * 1e3 for (name, op), seconds in medians.items()},
+        "cpu_ms": {f"{name} {op}": seconds * 1e3 for (name, op), seconds in cpu.items()},
         "ratios": ratios,
         "round_trips": trips,
         "load": os.getloadavg(),
