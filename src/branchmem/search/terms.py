@@ -43,9 +43,10 @@ _K1_PLUS_1: Final = K1 + 1.0
 
 
 class _Scored:
-    """One query's postings, idfs and scores over the index, and its cut top lists."""
+    """One query's postings, idfs and scores over the index, its cut top lists, and each
+    hit built so far (a search ranks one query more than once: path neighbours, voices)."""
 
-    __slots__ = ("postings", "scores", "terms", "tops", "weights")
+    __slots__ = ("built", "postings", "scores", "terms", "tops", "weights")
 
     def __init__(
         self,
@@ -55,6 +56,7 @@ class _Scored:
         self.terms = terms
         self.postings, self.weights, self.scores = scored
         self.tops: dict[int, list[tuple[int, float]]] = {}
+        self.built: dict[int, tuple[LexicalHit, frozenset[str]]] = {}
 
 
 class TermIndex:
@@ -202,10 +204,17 @@ class TermIndex:
 
         hits: list[LexicalHit] = []
         matched: dict[str, frozenset[str]] = {}
+        built = self._last.built
         for number, score in best:
-            found = found_in(number)
-            hits.append(LexicalHit(ids[number], score, describe(terms, found)))
-            matched[ids[number]] = frozenset(found)
+            if number not in built:
+                found = found_in(number)
+                built[number] = (
+                    LexicalHit(ids[number], score, describe(terms, found)),
+                    frozenset(found),
+                )
+            hit, terms_of = built[number]
+            hits.append(hit)
+            matched[ids[number]] = terms_of
         for doc_id in matched_for:
             number_of = numbers.get(doc_id)
             if number_of is not None and doc_id not in matched:

@@ -57,7 +57,9 @@ def weighed(
     call per doubling of it); ``beyond``: the best score a candidate that is not in
     ``found`` may have (None: ``found`` is every candidate). A weighed score never exceeds
     the score it weighs, so once the ``want``-th weighed score of a prefix is above every
-    score after it, the rest cannot reach the first ``want``.
+    score after it, the rest cannot reach the first ``want``; at an equal score the one in
+    the prefix stays first (ties keep ``found``'s order, and a candidate not in ``found``
+    ranks after every one that is).
     """
     if want <= 0:
         return []
@@ -80,7 +82,7 @@ def weighed(
             rest.append(beyond)
         if len(order) < want and not rest:
             return [_scored(item) for item in order]
-        if len(order) >= want and (not rest or order[want - 1][0] > max(rest)):
+        if len(order) >= want and (not rest or order[want - 1][0] >= max(rest)):
             return [_scored(item) for item in order[:want]]
         if size >= len(found):
             return None
