@@ -31,8 +31,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from branchmem import Memory
+from branchmem._core.visibility import STRICT, View
 from branchmem.store.sqlite import SQLiteStore
-from branchmem.visibility import STRICT, View
 from chatlike import conversations
 
 

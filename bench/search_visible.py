@@ -8,7 +8,7 @@ in interleaved rounds, to ``Memory.search(query, anchor, k=10)`` (in memory, the
 and to a ``bm25s`` index built once over the same texts (tokenise the query, score, top 10).
 Before them, one record is written and the first two searches are timed apart: the first
 after a write decides the view, the second builds the view's term index
-(engine/viewcache.py); the queries after use both, as an agent asking several questions of
+(_engine/viewcache.py); the queries after use both, as an agent asking several questions of
 one view between writes does. Nothing is asserted: the table prints median and p95 latency,
 the ratio gated / bm25s, and those two first searches.
 
@@ -155,7 +155,7 @@ def main() -> None:
                 "p95_ms": 1000 * percentile(values, 95),
                 "ratio_to_bm25s": statistics.median(values) / base,
                 # the first search after a write decides the view; the second builds its
-                # term index; the rest (the median) use both (engine/viewcache.py)
+                # term index; the rest (the median) use both (_engine/viewcache.py)
                 "after_write_ms": first.get(name, {}).get("decided"),
                 "index_build_ms": first.get(name, {}).get("indexed"),
             }

@@ -501,7 +501,7 @@ class SearchScenario:
     def check_search(self) -> int:
         """Random searches per view, compared with the reference; returns how many. A view is
         searched twice with nothing written between: the second search may use what the
-        first decided (a kept view and its term index, ``engine.viewcache``)."""
+        first decided (a kept view and its term index, ``_engine.viewcache``)."""
         compared = 0
         for anchor, mode, cross_tree in self.views():
             filters = self.rng.choice(FILTERS)

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 
 from branchmem import Citation, Event, InvalidInput, Memory, NotFoundError, Record
+from branchmem._engine.blame import shorten, source_messages
 from branchmem.cli import main
-from branchmem.engine.blame import shorten, source_messages
 from branchmem.search.context import CHINESE_FORMAT, assemble_context, citation_line
 from branchmem.search.tokens import count_tokens
 from branchmem.testing.differential import apply, random_history

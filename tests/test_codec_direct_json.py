@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from branchmem.provenance import Gate, TreeFrontier
+from branchmem._core.provenance import Gate, TreeFrontier
 from branchmem.store import codec
 
 # plain letters, the characters JSON escapes, and some it leaves as they are

@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 
 from branchmem import Memory
-from branchmem.engine import corrections
+from branchmem._core.provenance import EVENT, RECORD, UNKNOWN, Gate, SourceRef, TreeFrontier
+from branchmem._core.topology import EventNode
+from branchmem._engine import corrections
 from branchmem.errors import BranchmemError, SchemaVersionError
-from branchmem.provenance import EVENT, RECORD, UNKNOWN, Gate, SourceRef, TreeFrontier
 from branchmem.store import codec
 from branchmem.store.schema import SCHEMA_VERSION
 from branchmem.testing.differential import apply, compare
 from branchmem.testing.oracle import Oracle
-from branchmem.topology import EventNode
 
 FIXTURE = Path(__file__).parent / "fixtures" / "schema5"
 CLUSTERED = (

@@ -19,9 +19,10 @@ from typing import Any, TypeVar
 import pytest
 
 from branchmem import Memory, NotFoundError
-from branchmem.engine.events import PathMessages
-from branchmem.provenance import RevisionNode
-from branchmem.questions import Facts, IndexTooLarge, Questions
+from branchmem._core.provenance import RevisionNode
+from branchmem._core.questions import Facts, IndexTooLarge, Questions
+from branchmem._core.topology import AnchorPath, EventNode
+from branchmem._engine.events import PathMessages
 from branchmem.store.base import PathMessage, Store
 from branchmem.store.inmemory import InMemoryStore
 from branchmem.store.schema import KEYED_READS_VERSION, MIGRATIONS
@@ -29,7 +30,6 @@ from branchmem.store.sql import SQLStore
 from branchmem.store.sqlite import SQLiteStore
 from branchmem.testing.differential import Op, apply, index_reads, oracle_current, run_scenario
 from branchmem.testing.oracle import Oracle
-from branchmem.topology import AnchorPath, EventNode
 
 KEYS = 10
 T = TypeVar("T")

@@ -1,5 +1,5 @@
 """``current`` answers kept between calls while the store's commit stamp holds
-(``engine.viewcache``): any commit, this Memory's or another connection's, is seen at the
+(``_engine.viewcache``): any commit, this Memory's or another connection's, is seen at the
 next call, and the report counts a kept answer as a decided one."""
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 
 import branchmem.memory
 from branchmem import Event, Memory, Record, RepairView
+from branchmem._core.validation import check_id
 from branchmem.search.context import assemble_context
-from branchmem.validation import check_id
 from test_retrieval_context import NewlinesCost, inputs
 
 

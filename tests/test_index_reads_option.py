@@ -5,8 +5,8 @@ only the work differs, and changing one Memory leaves the others as they were ma
 from __future__ import annotations
 
 from branchmem import Memory
-from branchmem.engine.views import PATH_EVENTS_PER_ENTRY
-from branchmem.questions import Facts, Questions
+from branchmem._core.questions import Facts, Questions
+from branchmem._engine.views import PATH_EVENTS_PER_ENTRY
 from branchmem.store.inmemory import InMemoryStore
 from branchmem.testing.differential import index_reads
 

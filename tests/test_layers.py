@@ -8,6 +8,7 @@ inside a function, or only for type checking.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,8 +64,10 @@ ALLOWED: dict[str, set[str]] = {
 def part_of(parts: tuple[str, ...]) -> str:
     """The part a module path (relative to the package, without suffix) belongs to."""
     top = parts[0]
-    if top in CORE:
+    if top in CORE or top == "_core":
         return "core"
+    if top == "_engine":
+        return "engine"
     if top == "__init__":
         return "package"
     return top
@@ -166,7 +169,7 @@ def test_nothing_imports_the_command_line_or_the_benchmark() -> None:
 
 
 # -- one door into Memory ------------------------------------------------------------------------
-# What only memory/ and engine/ may touch of a Memory: its transactions, its lock, its store.
+# What only memory/ and _engine/ may touch of a Memory: its transactions, its lock, its store.
 INSIDES = frozenset({"_read", "_write", "_lock", "_store", "_namespace", "store"})
 # Transaction scopes are Memory's alone whatever the receiver is called (``self`` excepted).
 SCOPES = frozenset({"_read", "_write"})
@@ -206,7 +209,7 @@ def insides_reached(source: str) -> Iterator[Reach]:
 
 def behind_the_door(path: Path) -> bool:
     relative = path.relative_to(PACKAGE)
-    return relative.parts[0] in ("engine", "memory")
+    return relative.parts[0] in ("_engine", "memory")
 
 
 @pytest.mark.parametrize(
@@ -528,3 +531,26 @@ def test_the_capability_check_sees_a_discovery(source: str) -> None:
 )
 def test_the_capability_check_lets_ports_through(source: str) -> None:
     assert not list(capabilities_discovered(source))
+
+
+# -- the face and the insides ------------------------------------------------------------------
+PRIVATE = ("_core", "_engine")
+FACE_DOCS = sorted(
+    [*(PACKAGE.parent.parent / "docs").glob("*.md"), PACKAGE.parent.parent / "README.md"]
+)
+
+
+def test_the_insides_have_private_names() -> None:
+    """What is not the public face lives under a private name (docs/architecture.md "The face
+    and the insides"): no module of the engine or of the core's rules sits in a public one."""
+    public_rules = {"topology", "provenance", "resolution", "visibility", "retraction",
+                    "validation", "keyed", "rules", "questions", "engine"}  # fmt: skip
+    assert not [p.name for p in PACKAGE.iterdir() if p.stem in public_rules]
+    assert all((PACKAGE / name).is_dir() for name in PRIVATE)
+
+
+@pytest.mark.parametrize("doc", FACE_DOCS, ids=lambda p: p.name)
+def test_no_example_imports_a_private_module(doc: Path) -> None:
+    """A reader copies the docs' code: it must reach only the face."""
+    found = re.findall(r"(?:from|import) branchmem\.(_\w+)", doc.read_text())
+    assert not found, f"{doc.name} imports private modules in its examples: {found}"

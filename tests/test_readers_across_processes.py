@@ -1,6 +1,6 @@
 """Reads stay right while another process writes the same SQLite file.
 
-A reader that keeps anything between calls (``engine.viewcache``: search views and their term
+A reader that keeps anything between calls (``_engine.viewcache``: search views and their term
 indexes) must notice every commit of every process. Here the reader process never writes: the
 A script of the two-tenant suite (``tests/two_worlds.py``: its history, then every operation
 of the API table with its example calls, twice) runs with each write sent to another process
@@ -25,9 +25,9 @@ import pytest
 
 import two_worlds as tw
 from branchmem import Memory
+from branchmem._engine.views import PATH_EVENTS_PER_ENTRY
 from branchmem.api.codec import encode
 from branchmem.api.operations import operations
-from branchmem.engine.views import PATH_EVENTS_PER_ENTRY
 from branchmem.store import open_store
 
 WORKER = Path(__file__).with_name("step_worker.py")

@@ -31,9 +31,9 @@ from typing import Any
 import pytest
 
 from branchmem import Memory
-from branchmem.engine import views
+from branchmem._core.visibility import Decision
+from branchmem._engine import views
 from branchmem.testing import Oracle, apply, compare, random_history
-from branchmem.visibility import Decision
 from reliability_worker import Op, perform
 from timing import scaled
 

@@ -1,4 +1,4 @@
-"""The rule in one place (``branchmem.rules``): its decision functions, the stores' rankings
+"""The rule in one place (``branchmem._core.rules``): its decision functions, the stores' rankings
 held to its ranking key, and a whole view that asks the store once for statuses.
 
 Whole decisions are compared with the independent oracle by the differential suites; these
@@ -14,7 +14,12 @@ from typing import Any
 
 import pytest
 
-from branchmem import Memory, rules
+from branchmem import Memory
+from branchmem._core import rules
+from branchmem._core.provenance import EVENT, RECORD, Gate, RevisionNode, SourceRef, TreeFrontier
+from branchmem._core.retraction import BRANCH, TREE, RetractionNode
+from branchmem._core.topology import EventNode
+from branchmem._core.visibility import STRICT, View
 from branchmem.model import (
     DETACHED,
     INCONSISTENT_SOURCES,
@@ -24,13 +29,9 @@ from branchmem.model import (
     RETRACTION_KIND,
     VISIBLE,
 )
-from branchmem.provenance import EVENT, RECORD, Gate, RevisionNode, SourceRef, TreeFrontier
-from branchmem.retraction import BRANCH, TREE, RetractionNode
 from branchmem.store.base import Store
 from branchmem.store.inmemory import InMemoryStore
 from branchmem.store.sqlite import SQLiteStore
-from branchmem.topology import EventNode
-from branchmem.visibility import STRICT, View
 
 
 class Paths:

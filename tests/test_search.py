@@ -466,8 +466,8 @@ def test_minilm_ranks_the_visible_records_like_the_reference(tmp_path: Path) -> 
 def _work_of_one_keyed_write(trees: int, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
     """(views built, revision lists read) while one keyed record is added to a new tree,
     with ``trees`` other trees each holding a record on that key and a summary built on it."""
-    import branchmem.engine.namespace as keyed_views  # where keyed views are built
-    import branchmem.engine.views as engine  # where the views of a write are built
+    import branchmem._engine.namespace as keyed_views  # where keyed views are built
+    import branchmem._engine.views as engine  # where the views of a write are built
     from branchmem.store.inmemory import InMemoryStore
 
     mem = Memory()

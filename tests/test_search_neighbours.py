@@ -91,7 +91,7 @@ def test_an_off_path_record_lends_to_nothing() -> None:
 
 def test_a_kept_view_ranks_the_neighbours_of_its_top_as_the_full_ranking_does() -> None:
     """The kept view's term index scores only the best hits and then the neighbours of the
-    lenders among them (engine/retrieval.py): on a long chain where most records match, the
+    lenders among them (_engine/retrieval.py): on a long chain where most records match, the
     second search (indexed) must equal the first (every candidate ranked)."""
     rng = random.Random(7)
     words = ("apple", "pear", "plum", "fig", "kiwi", "lime", "date", "tea")

@@ -1,4 +1,4 @@
-"""Search views kept between calls (``engine.viewcache``) never outlive what they were decided
+"""Search views kept between calls (``_engine.viewcache``) never outlive what they were decided
 on: a rolled-back write, another Memory's or connection's commit, a forget. Another process's
 commits are the cross-process suite's (tests/test_readers_across_processes.py); that every
 kept answer equals the reference is the differential suite's (tests/test_search.py)."""

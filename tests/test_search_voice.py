@@ -129,7 +129,7 @@ def long_chat() -> Memory:
 
 def test_a_kept_view_ranks_as_the_full_ranking_does_when_the_assistant_leads() -> None:
     """A kept view's term index scores only the best hits; when the assistant's records
-    lead the raw ranking, their lowered scores must send it further down (engine/retrieval.py
+    lead the raw ranking, their lowered scores must send it further down (_engine/retrieval.py
     ranks more until ``voice.weighed`` decides). A Memory's first search ranks every
     candidate; later ones at the same anchor read the kept view's index: both must agree."""
     kept = long_chat()

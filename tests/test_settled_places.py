@@ -90,7 +90,7 @@ def test_a_warm_read_asks_no_event(tmp_path: Path) -> None:
 def test_a_full_table_lets_the_least_recently_read_go() -> None:
     """Past its size a table lets one entry go rather than starting again from nothing: the
     place kept longest ago, the anchor's path read longest ago; kept places share strings."""
-    from branchmem.topology import EventNode, SettledPlaces
+    from branchmem._core.topology import EventNode, SettledPlaces
 
     nodes = {
         f"e{i}": EventNode(f"e{i}", f"e{i - 1}" if i else None, "t", None, "user", f"text {i}",

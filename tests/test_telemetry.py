@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from branchmem import Memory, NotFoundError
-from branchmem.engine import telemetry
+from branchmem._engine import telemetry
 
 
 @pytest.fixture
@@ -103,7 +103,7 @@ def test_tracing_off_leaves_no_span(spans: InMemorySpanExporter) -> None:
 
 def test_importing_branchmem_imports_no_opentelemetry() -> None:
     code = (
-        "import sys, branchmem, branchmem.memory, branchmem.engine.telemetry\n"
+        "import sys, branchmem, branchmem.memory, branchmem._engine.telemetry\n"
         "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

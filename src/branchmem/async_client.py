@@ -36,6 +36,7 @@ try:
 except ImportError as missing:  # the core library has no dependencies; the client has one
     raise MissingExtra("branchmem.AsyncClient", "client", missing.name) from missing
 
+from ._core.validation import Keep, check_id
 from .api.codec import decode, encode_argument
 from .api.operations import Operation, binder, operations
 from .api.protocol import MemoryAPI, takes_declared_docs
@@ -51,7 +52,6 @@ from .client import (
 )
 from .errors import BranchmemError, InvalidInput, ServiceError, Unavailable, problem_class
 from .model import MODES, Explanation
-from .validation import Keep, check_id
 
 if TYPE_CHECKING:
     from .importers import ImportPlan, ImportSummary, ProgressCallback

@@ -28,10 +28,10 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
+from ._core.validation import check_id
 from .api.protocol import MemoryAPI, takes_declared_docs
 from .errors import InvalidInput
 from .memory import Memory
-from .validation import check_id
 
 if TYPE_CHECKING:
     from .search.embedding import Embedder

@@ -36,6 +36,7 @@ try:
 except ImportError as missing:  # the core library has no dependencies; the client has one
     raise MissingExtra("branchmem.Client", "client", missing.name) from missing
 
+from ._core.validation import Keep, check_id
 from .api.codec import decode, encode_argument
 from .api.operations import Operation, binder, operations
 from .api.protocol import MemoryAPI, takes_declared_docs
@@ -58,7 +59,6 @@ from .errors import (  # noqa: F401  (every error class stays importable from he
 )
 from .keepalive import Broken, Connections, Unsent
 from .model import MODES, Explanation
-from .validation import Keep, check_id
 
 if TYPE_CHECKING:
     from .importers import ImportPlan, ImportSummary, ProgressCallback

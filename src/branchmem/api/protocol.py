@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from .._core.validation import KEEP, Keep
 from ..audit import AuditEntry
 from ..model import (
     Blame,
@@ -33,7 +34,6 @@ from ..model import (
 )
 from ..receipt import Receipt, ReceiptCheck
 from ..search.context import Context
-from ..validation import KEEP, Keep
 from .operations import http
 
 if TYPE_CHECKING:

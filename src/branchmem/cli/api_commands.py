@@ -20,9 +20,9 @@ from typing import Annotated, Any
 
 import typer
 
+from .._core.validation import Keep
 from ..api.operations import REQUIRED, Operation, Param, operations
 from ..errors import InvalidInput, NotFoundError
-from ..validation import Keep
 from .render import emit_json, show, warn
 from .target import OPTIONS, SHARED, Target
 

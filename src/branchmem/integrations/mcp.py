@@ -30,8 +30,8 @@ import uuid
 from typing import Any
 
 from .. import __version__
+from .._core.validation import check_bound
 from ..errors import BranchmemError, InvalidInput, NotFoundError, require
-from ..validation import check_bound
 
 REMEMBER_NEEDS_A_MESSAGE = (
     "remember needs `message` (the user's words the fact comes from) or `event` (the id of "

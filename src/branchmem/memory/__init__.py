@@ -1,4 +1,4 @@
-"""``Memory``: the public API, a facade over ``branchmem.engine``.
+"""``Memory``: the public API, a facade over ``branchmem._engine``.
 
 Each method checks its arguments, opens one transaction (the namespace name is checked once,
 there), delegates the work to the engine module named for it and returns public values.
@@ -18,9 +18,18 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..api.protocol import takes_declared_docs
-from ..audit import AuditEntry
-from ..engine import (
+from .._core.retraction import BRANCH, RETRACTION_SCOPES
+from .._core.topology import SettledPlaces
+from .._core.validation import (
+    KEEP,
+    Keep,
+    check_id,
+    check_mode,
+    check_optional_str,
+    check_placement,
+    check_sources,
+)
+from .._engine import (
     asof,
     blame,
     conversations,
@@ -34,12 +43,14 @@ from ..engine import (
     trees,
     views,
 )
-from ..engine import events as placement
-from ..engine.namespace import Namespace
-from ..engine.records import add_records as write_records
-from ..engine.records import record_spec
-from ..engine.telemetry import traced
-from ..engine.viewcache import SearchViews
+from .._engine import events as placement
+from .._engine.namespace import Namespace
+from .._engine.records import add_records as write_records
+from .._engine.records import record_spec
+from .._engine.telemetry import traced
+from .._engine.viewcache import SearchViews
+from ..api.protocol import takes_declared_docs
+from ..audit import AuditEntry
 from ..errors import InvalidInput
 from ..model import (
     RETRACTION_KIND,
@@ -65,7 +76,6 @@ from ..receipt import (
     Receipt,
     ReceiptCheck,
 )
-from ..retraction import BRANCH, RETRACTION_SCOPES
 from ..search.context import Context
 from ..search.embedding import Embedder
 from ..search.tokens import DEFAULT_COUNTER, TokenCounter
@@ -73,16 +83,6 @@ from ..store import refuse_missing
 from ..store.base import Store
 from ..store.inmemory import InMemoryStore
 from ..store.keys import ApiKeyRow, ApiKeys
-from ..topology import SettledPlaces
-from ..validation import (
-    KEEP,
-    Keep,
-    check_id,
-    check_mode,
-    check_optional_str,
-    check_placement,
-    check_sources,
-)
 from . import forget_calls, repair_calls, retrieval_calls
 from .transactions import Acting, Reading, Writing, writing
 
@@ -129,7 +129,7 @@ class Memory:
             None if self._store.process_local else SettledPlaces(lambda: self._writes > 0)
         )
         self._namespaces: dict[tuple[str, str | None], Namespace] = {}
-        # what searches decided, kept while nothing is committed (engine/viewcache.py)
+        # what searches decided, kept while nothing is committed (_engine/viewcache.py)
         self._views = SearchViews(Writing(self))
 
     @classmethod
@@ -180,7 +180,7 @@ class Memory:
     @property
     def store(self) -> Store:
         """The backend, for tests and benchmarks that look underneath; the library itself
-        reaches it only from here and ``engine/`` (docs/architecture.md, the door)."""
+        reaches it only from here and ``_engine/`` (docs/architecture.md, the door)."""
         return self._store
 
     # -- lifecycle ---------------------------------------------------------------------

@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..engine import corrections
-from ..engine import forget as forgetting
+from .._core.validation import check_id
+from .._engine import corrections
+from .._engine import forget as forgetting
 from ..errors import InvalidInput
 from ..model import ERASED
 from ..receipt import (
@@ -29,7 +30,6 @@ from ..receipt import (
 from ..store.base import CleanupPending
 from ..store.residue import CLEANUP_DUE, check_rows
 from ..store.residue import scan_store as scan_bytes
-from ..validation import check_id
 
 if TYPE_CHECKING:
     from . import Memory

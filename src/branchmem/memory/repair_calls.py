@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..engine import repair as queue
-from ..engine.namespace import Namespace
+from .._engine import repair as queue
+from .._engine.namespace import Namespace
 from ..errors import BranchmemError
 from ..model import Deriver, RepairItem, RepairResult
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from ..engine import asof, retrieval
-from ..engine.namespace import Namespace
+from .._core.validation import check_bound, check_id
+from .._engine import asof, retrieval
+from .._engine.namespace import Namespace
 from ..errors import InvalidInput
 from ..model import Hit
 from ..search.context import Context
-from ..validation import check_bound, check_id
 
 if TYPE_CHECKING:
     from . import Memory

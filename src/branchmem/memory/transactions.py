@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..engine.namespace import Namespace
+from .._engine.namespace import Namespace
 from ..errors import ConflictError
 from ..store.base import Store
 

@@ -372,7 +372,7 @@ def _messages(
     """Rule 2: messages from the anchor back while they fit, the first that does not cut.
 
     Hundreds of messages per call: one pass, no object per message, each line priced once;
-    a lazy path (``engine.events.PathMessages``) loads only the pages this loop reaches."""
+    a lazy path (``_engine.events.PathMessages``) loads only the pages this loop reaches."""
     said: list[_Said] = []
     take = said.append
     labels = dict(style.roles)

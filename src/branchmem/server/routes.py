@@ -23,10 +23,10 @@ import orjson
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import Field, TypeAdapter, create_model
 
+from .._core.validation import BOUNDS, KEEP_MEANING, Keep
 from ..api.codec import encode
 from ..api.operations import PREFIX, REQUIRED, Operation, Param, operations
 from ..errors import InvalidInput
-from ..validation import BOUNDS, KEEP_MEANING, Keep
 from .auth import ApiKey, IdParam, NamespaceParam, access
 from .cleanup import CLEANING_OPERATIONS
 from .problems import Refusal

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Final, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
 
-from ..validation import BOUNDS
+from .._core.validation import BOUNDS
 
 MAX_ID: Final = 512
 MAX_BATCH: Final = 10_000

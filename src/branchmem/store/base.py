@@ -2,7 +2,7 @@
 
 The engine (``branchmem.memory``) composes these primitives; a backend only stores and
 indexes. Every capability is abstract: the writer surface, the per-item reads, and one bulk
-reader, ``answer`` (``branchmem.questions``), which every backend answers completely, its own
+reader, ``answer`` (``branchmem._core.questions``), which every backend answers completely, its own
 way. The few methods with a body are wrappers that only compose abstract ones (like
 LangGraph's ``BaseStore.get`` over ``batch``); a backend may override them to read faster,
 never to answer differently. Every method is namespace-bound: no call can read or write
@@ -20,17 +20,17 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any, ClassVar, Final, NamedTuple, Protocol
 
+from .._core.keyed import KeyedReader
+from .._core.provenance import RevisionNode
+from .._core.questions import Facts, IndexTooLarge, Questions, TreeIndex
+from .._core.resolution import RevisionKey
+from .._core.retraction import RetractionNode
+from .._core.rules import RankKey, rank_key
+from .._core.topology import EventNode
 from ..audit import AuditEntry
 from ..errors import CleanupPending, InvalidInput
-from ..keyed import KeyedReader
 from ..model import ERASED, Delivery, RepairItem
-from ..provenance import RevisionNode
-from ..questions import Facts, IndexTooLarge, Questions, TreeIndex
 from ..receipt import ResidueScope, StoreScan
-from ..resolution import RevisionKey
-from ..retraction import RetractionNode
-from ..rules import RankKey, rank_key
-from ..topology import EventNode
 from .keys import KeyStore
 from .readahead import ReadAhead
 
@@ -128,7 +128,7 @@ class Store(ABC):
         """Read inside a snapshot: a value that two reads give alike only when nothing was
         committed to the store between their snapshots, by this process or any other, so a
         reader may keep what it derived from one snapshot while the stamp holds (the search
-        views of ``engine.viewcache``). None: the backend cannot tell, keep nothing. Inside
+        views of ``_engine.viewcache``). None: the backend cannot tell, keep nothing. Inside
         a write transaction the value says nothing of the writes not yet committed."""
         return None
 
@@ -330,7 +330,7 @@ class Store(ABC):
     @abstractmethod
     def answer(self, namespace: str, questions: Questions) -> Facts:
         """Everything ``questions`` asks, complete for every id and key asked (see
-        ``branchmem.questions``): a keyed read asks once per wave of ids it discovers, so a
+        ``branchmem._core.questions``): a keyed read asks once per wave of ids it discovers, so a
         backend with round trips answers in one, and one without answers from its indexes
         (``answer_item_by_item`` composes the per-item reads)."""
 

@@ -15,9 +15,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
-from ..audit import AuditEntry
-from ..errors import StorageError
-from ..provenance import (
+from .._core.provenance import (
     EVENT,
     RECORD,
     UNKNOWN,
@@ -28,8 +26,10 @@ from ..provenance import (
     new_revision,
     parse_pin,
 )
-from ..retraction import RetractionNode
-from ..topology import EventNode, new_event_node
+from .._core.retraction import RetractionNode
+from .._core.topology import EventNode, new_event_node
+from ..audit import AuditEntry
+from ..errors import StorageError
 
 EVENT_COLUMNS = (
     "id, parent, tree, explicit_tree, role, content, meta, ts, seq, attached, depth, jump, tokens"

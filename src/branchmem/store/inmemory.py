@@ -21,16 +21,16 @@ from dataclasses import replace
 from itertools import islice
 from typing import Any
 
+from .._core.provenance import Gate, RevisionNode
+from .._core.questions import IndexTooLarge, TreeIndex
+from .._core.retraction import TREE, RetractionNode
+from .._core.rules import rank_key
+from .._core.topology import EventNode
+from .._core.validation import check_text
 from ..audit import AuditEntry
 from ..errors import ConflictError
 from ..model import RETRACTION_KIND, Delivery, RepairItem
-from ..provenance import Gate, RevisionNode
-from ..questions import IndexTooLarge, TreeIndex
 from ..receipt import ResidueScope, StoreScan
-from ..retraction import TREE, RetractionNode
-from ..rules import rank_key
-from ..topology import EventNode
-from ..validation import check_text
 from .base import TOMBSTONE, ItemByItemAnswers, MessageRow, PathMessage, RevisionKey
 from .keys import ApiKeyRow, KeyStore
 from .memtables import (

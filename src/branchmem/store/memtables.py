@@ -13,12 +13,12 @@ from itertools import islice
 from operator import attrgetter
 from typing import Any
 
+from .._core.provenance import EVENT, RevisionNode, SourceRef
+from .._core.retraction import RetractionNode
+from .._core.rules import rank_key
+from .._core.topology import EventNode
 from ..audit import AuditEntry
 from ..model import Delivery, RepairItem
-from ..provenance import EVENT, RevisionNode, SourceRef
-from ..retraction import RetractionNode
-from ..rules import rank_key
-from ..topology import EventNode
 from .base import RevisionKey
 
 # Shared by every stored revision and event without meta (readers copy meta out, nothing

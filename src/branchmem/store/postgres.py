@@ -31,9 +31,9 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from functools import lru_cache
 from typing import Any, Final
 
+from .._core.keyed import KeyedReader
 from ..bytescan import clear_postgres_stats_of_empty, postgres_row_hits
 from ..errors import ConflictError, InvalidInput, MissingExtra, StorageError
-from ..keyed import KeyedReader
 from ..receipt import StoreScan
 from .readahead import ReadAhead
 from .residue import POSTGRES_CANNOT_CLEAN, SHORT_IN_FILES

@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from ..provenance import RevisionNode
-from ..questions import Questions
-from ..retraction import RetractionNode
-from ..topology import EventNode
+from .._core.provenance import RevisionNode
+from .._core.questions import Questions
+from .._core.retraction import RetractionNode
+from .._core.topology import EventNode
 
 if TYPE_CHECKING:
     from .base import Store

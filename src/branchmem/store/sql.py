@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Sequence
 
-from ..provenance import RevisionNode
-from ..questions import Facts, IndexTooLarge, Questions, TreeIndex
+from .._core.provenance import RevisionNode
+from .._core.questions import Facts, IndexTooLarge, Questions, TreeIndex
+from .._core.retraction import RetractionNode
+from .._core.topology import EventNode
 from ..receipt import ResidueScope
-from ..retraction import RetractionNode
-from ..topology import EventNode
 from .base import PathMessage, RevisionKey, Store
 from .keys import KeyStore
 from .sqlanswers import BulkReader

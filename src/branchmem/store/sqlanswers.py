@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..provenance import RevisionNode
-from ..questions import PAGE_SIZE, Facts, IndexTooLarge, Questions, TreeIndex
+from .._core.provenance import RevisionNode
+from .._core.questions import PAGE_SIZE, Facts, IndexTooLarge, Questions, TreeIndex
 from . import codec
 from .base import Store, answer_by_reads
 from .sqlsession import SQLSession

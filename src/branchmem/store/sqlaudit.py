@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._core.validation import check_text
 from ..audit import AuditEntry
-from ..validation import check_text
 from . import codec
 from .sqlsession import SQLSession
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping
 
-from ..provenance import RevisionNode
-from ..topology import EventNode
+from .._core.provenance import RevisionNode
+from .._core.topology import EventNode
 from . import codec
 from .base import MessageRow, PathMessage
 from .sqlsession import SQLSession

@@ -7,9 +7,9 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from .._core.provenance import RevisionNode
+from .._core.retraction import RetractionNode
 from ..model import RETRACTION_KIND
-from ..provenance import RevisionNode
-from ..retraction import RetractionNode
 from . import codec
 from .sqlsession import SQLSession
 from .sqlshared import KEY_CANDIDATES, RETRACTION_COLUMNS

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from ..retraction import TREE, RetractionNode
+from .._core.retraction import TREE, RetractionNode
 from . import codec
 from .sqlsession import SQLSession
 from .sqlshared import RETRACTION_COLUMNS

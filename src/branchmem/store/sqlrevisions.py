@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from ..provenance import EVENT, RevisionNode
-from ..validation import check_text
+from .._core.provenance import EVENT, RevisionNode
+from .._core.validation import check_text
 from . import codec
 from .base import RevisionKey
 from .sqlkeyed import RankIndex

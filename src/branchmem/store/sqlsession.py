@@ -13,9 +13,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any
 
+from .._core.provenance import RevisionNode
+from .._core.topology import EventNode
 from ..errors import InvalidInput, SchemaVersionError
-from ..provenance import RevisionNode
-from ..topology import EventNode
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
 CHUNK = 500  # ids per IN (...) list

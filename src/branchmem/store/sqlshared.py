@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..provenance import RevisionNode
+from .._core.provenance import RevisionNode
 from . import codec
 
 

@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Protocol
 
 from branchmem import Memory
-from branchmem.engine import views
+from branchmem._engine import views
 from branchmem.errors import BranchmemError
 from branchmem.model import Record
 
@@ -304,7 +304,7 @@ def _compare(mem: Memory, oracle: Oracle, namespace: str, read: ReadView) -> int
 @contextmanager
 def index_reads(mem: Memory, steps: int | None) -> Iterator[Memory]:
     """``mem``'s ``visible()`` reads the tree's index whenever the anchor allows it (``steps``
-    0), never (None), or as shipped (``engine.views.PATH_EVENTS_PER_ENTRY``), then reads as
+    0), never (None), or as shipped (``_engine.views.PATH_EVENTS_PER_ENTRY``), then reads as
     it was made to (``Memory(path_events_per_entry=...)``): one Memory's option, not a
     global, so other Memories in the process are untouched."""
     before = mem.path_events_per_entry

@@ -23,10 +23,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from .._core.provenance import RevisionNode
+from .._core.questions import PAGE_SIZE, Facts, IndexTooLarge, Questions, TreeIndex
+from .._core.retraction import RetractionNode
 from ..memory import Memory
-from ..provenance import RevisionNode
-from ..questions import PAGE_SIZE, Facts, IndexTooLarge, Questions, TreeIndex
-from ..retraction import RetractionNode
 from ..search.tokens import count_tokens
 from ..store.base import Store
 from ..store.inmemory import InMemoryStore

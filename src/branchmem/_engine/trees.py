@@ -8,10 +8,10 @@ from the same moment.
 
 from __future__ import annotations
 
+from .._core.provenance import RevisionNode
+from .._core.validation import check_id
 from ..errors import NotFoundError
 from ..model import ERASED, RecordView, TreeEvents, TreeSummary
-from ..provenance import RevisionNode
-from ..validation import check_id
 from . import views
 from .namespace import Namespace
 

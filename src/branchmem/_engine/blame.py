@@ -10,11 +10,11 @@ text is never shown again, only the ids of its tombstone.
 
 from __future__ import annotations
 
+from .._core.provenance import EVENT, RECORD, RevisionNode
+from .._core.validation import check_id
 from ..errors import InvalidInput, NotFoundError
 from ..model import ERASED, Blame, BlamedLine, BlamedMessage, Citation, Delivery
-from ..provenance import EVENT, RECORD, RevisionNode
 from ..search.context import Cite
-from ..validation import check_id
 from .namespace import Namespace
 
 SHORT = 80  # characters of a message or memory blame shows

@@ -2,7 +2,7 @@
 
 A ``View`` answers for one anchor (plus, cross-tree, each other tree's head). It reads the
 frontier index over the view's paths, so its cost is O(path depth + results): records whose
-frontier lies off the path are never touched. The decisions are ``branchmem.rules``' (the
+frontier lies off the path are never touched. The decisions are ``branchmem._core.rules``' (the
 rule written once, shared with ``keyed.KeyedView``); this module says where a whole view's
 candidates come from and answers the gate's questions from its materialised paths. The
 reads come first (candidates, one status read, superseders, retractions), then deciding is
@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .model import (
+from ..model import (
     DETACHED,
     ERASED,
     NO_ANCHOR,

@@ -13,13 +13,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Final
 
+from .._core.provenance import RevisionNode
+from .._core.questions import Questions, TreeIndex
+from .._core.topology import EventNode
+from .._core.validation import check_id, check_mode
+from .._core.visibility import Decision, View, ViewReader
 from ..errors import NotFoundError
 from ..model import Explanation, Record
-from ..provenance import RevisionNode
-from ..questions import Questions, TreeIndex
-from ..topology import EventNode
-from ..validation import check_id, check_mode
-from ..visibility import Decision, View, ViewReader
 from .asof import AsOfReader
 from .events import PathMessages
 from .namespace import Namespace
@@ -42,7 +42,7 @@ def view_at(
     anchor_path: Sequence[str] | None = None,
 ) -> View:
     """The view at the anchor's event ``at`` (None: no anchor) in ``mode`` (default: the
-    Memory's); ``as_of``: the arrival number to answer as of (``engine.asof``), None: now;
+    Memory's); ``as_of``: the arrival number to answer as of (``_engine.asof``), None: now;
     ``anchor_path``: the anchor's path ids, root first, if already read."""
     reader: ViewReader = ns.store if as_of is None else AsOfReader(ns.store, ns.name, as_of)
     return View(
@@ -216,7 +216,7 @@ def current(
     makes "undecided" depend on its whole known chain: the whole view decides that, and
     so does a read ``as_of`` an earlier point (the index holds the present only).
 
-    Outside a write transaction the answer is kept (``engine.viewcache``) under the store's
+    Outside a write transaction the answer is kept (``_engine.viewcache``) under the store's
     commit stamp, which moves with every commit of any process, and given again while the
     stamp holds (the Memory drops every kept answer after each of its own writes)."""
     check_id(key, "key")

@@ -12,11 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, overload
 
-from ..errors import ConflictError, CycleError, InvalidInput
-from ..model import ERASED, Event
-from ..search.tokens import count_tokens_uncached
-from ..store.base import PathMessage
-from ..topology import (
+from .._core.topology import (
     EventNode,
     attach_below,
     check_event_input,
@@ -24,7 +20,11 @@ from ..topology import (
     same_event,
     walk_up,
 )
-from ..validation import check_batch_item, check_meta
+from .._core.validation import check_batch_item, check_meta
+from ..errors import ConflictError, CycleError, InvalidInput
+from ..model import ERASED, Event
+from ..search.tokens import count_tokens_uncached
+from ..store.base import PathMessage
 from .namespace import Namespace
 
 EVENT_FIELDS = frozenset({"id", "parent", "tree", "role", "content", "meta", "ts"})

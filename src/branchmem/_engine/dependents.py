@@ -8,8 +8,8 @@ the citing records, never for a view.
 
 from __future__ import annotations
 
+from .._core.provenance import RevisionNode
 from ..model import ERASED, RepairItem
-from ..provenance import RevisionNode
 from .namespace import Namespace
 
 

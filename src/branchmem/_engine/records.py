@@ -11,10 +11,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..errors import ConflictError, CycleError, ErasedError, InvalidInput, NotFoundError
-from ..model import ERASED, RETRACTION_KIND, REVISED, Record
-from ..provenance import UNKNOWN, RevisionNode, SourceRef, new_revision, parse_pin
-from ..validation import (
+from .._core.provenance import UNKNOWN, RevisionNode, SourceRef, new_revision, parse_pin
+from .._core.validation import (
     Keep,
     check_batch_item,
     check_id,
@@ -23,6 +21,8 @@ from ..validation import (
     check_sources,
     check_text,
 )
+from ..errors import ConflictError, CycleError, ErasedError, InvalidInput, NotFoundError
+from ..model import ERASED, RETRACTION_KIND, REVISED, Record
 from .dependents import mark_stale
 from .namespace import Namespace
 from .supersede import supersede

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .model import positional_constructor
+from ..model import positional_constructor
 from .topology import EventNode, Lookup, is_ancestor_or_self
 
 _PIN = re.compile(r"^(?P<record>.+)@(?P<revision>[1-9][0-9]*)$")

@@ -21,7 +21,7 @@ from its answers (``branchmem.store.readahead``). Either way the answers are the
 
 Cases this cannot decide without the whole view (no anchor, a detached anchor or head, whose
 partial path makes "undecided" depend on its whole known chain) stay with ``View``;
-``engine.views.current`` chooses.
+``_engine.views.current`` chooses.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from collections.abc import Callable, Collection, Iterator
 from functools import partial
 from typing import Protocol
 
-from .model import DETACHED, NO_VIEW, RETRACTION_KIND, STALE, VISIBLE
+from ..model import DETACHED, NO_VIEW, RETRACTION_KIND, STALE, VISIBLE
 from .provenance import Gate, RevisionNode
 from .questions import TreeIndex
 from .retraction import TREE, RetractionNode

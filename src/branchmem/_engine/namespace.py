@@ -13,16 +13,16 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .._core.keyed import KeyedView
+from .._core.provenance import RevisionNode
+from .._core.resolution import Resolution
+from .._core.topology import AnchorPath, EventNode, Lookup, SettledPlaces
+from .._core.validation import check_id
 from ..audit import AuditEntry
 from ..errors import ErasedError, NotFoundError
-from ..keyed import KeyedView
 from ..model import ERASED, Record, new_record
-from ..provenance import RevisionNode
-from ..resolution import Resolution
 from ..search.embedding import Embedder
 from ..store.base import Store
-from ..topology import AnchorPath, EventNode, Lookup, SettledPlaces
-from ..validation import check_id
 from .viewcache import SearchViews
 
 
@@ -50,7 +50,7 @@ class Namespace:
     actor: str | None = None
     embedder: Embedder | None = None
     # a view reads a tree's index when it has at most depth / this many entries (the
-    # Memory's option, ``engine.views.PATH_EVENTS_PER_ENTRY`` unless given; 0: whenever it
+    # Memory's option, ``_engine.views.PATH_EVENTS_PER_ENTRY`` unless given; 0: whenever it
     # can, None: never)
     path_events_per_entry: int | None = field(kw_only=True)
     # where attached events sit, kept across the Memory's calls (None: a process-local store,

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
+from .._core.visibility import View
 from ..errors import InvalidInput
 from ..model import STALE, Record, RepairItem, RepairResult, RepairView
-from ..visibility import View
 from .dependents import home
 from .namespace import Namespace
 from .records import next_revision, put_new_revision

@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .._core.provenance import RevisionNode
+from .._core.validation import check_id, check_meta
+from .._core.visibility import Decision, View
 from ..errors import InvalidInput, NotFoundError
 from ..model import (
     COPIED_FROM,
@@ -22,9 +25,6 @@ from ..model import (
     DiffEntry,
     KeyChange,
 )
-from ..provenance import RevisionNode
-from ..validation import check_id, check_meta
-from ..visibility import Decision, View
 from .namespace import Namespace
 from .records import add_record
 from .views import chosen, tally, view

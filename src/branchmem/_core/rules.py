@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from .model import (
+from ..model import (
     DETACHED,
     INCONSISTENT_SOURCES,
     LEGACY,

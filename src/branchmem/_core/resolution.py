@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from .errors import CycleError
+from ..errors import CycleError
 from .provenance import (
     EVENT,
     RECORD,

@@ -19,13 +19,13 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Final
 
+from .._core.provenance import RevisionNode
+from .._core.resolution import RevisionKey
+from .._core.retraction import RetractionNode
+from .._core.topology import EventNode
 from ..errors import InvalidInput
 from ..model import ERASED, WITHDRAWN, Delivery
-from ..provenance import RevisionNode
-from ..resolution import RevisionKey
-from ..retraction import RetractionNode
 from ..store.base import MessageRow, PathMessage, Store
-from ..topology import EventNode
 from .namespace import Namespace
 
 # Audit operations whose entry is the only record of when the change happened.

@@ -14,10 +14,12 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
+from .._core.provenance import EVENT, RevisionNode
+from .._core.questions import Questions
+from .._core.topology import EventNode
+from .._core.validation import check_mode
 from ..errors import InvalidInput
 from ..model import RETRACTION_KIND, Hit
-from ..provenance import EVENT, RevisionNode
-from ..questions import Questions
 from ..search.context import Context, Memo, assemble_context
 from ..search.embedding import blend_rank, lexical_weight
 from ..search.lexical import Ranking, query_terms, ranking
@@ -27,8 +29,6 @@ from ..search.terms import TermIndex
 from ..search.tokens import TokenCounter
 from ..search.voice import FULL, voice, weighed
 from ..store.base import PathMessage
-from ..topology import EventNode
-from ..validation import check_mode
 from .asof import AsOfReader, transcript
 from .blame import citer
 from .deliveries import deliver
@@ -314,7 +314,7 @@ def searched(
     as_of: int | None,
 ) -> SearchView:
     """The records a search at ``anchor`` ranks: a view kept since an earlier call when no
-    commit came in between (``engine.viewcache``), else decided now (and kept, ``uses`` 1;
+    commit came in between (``_engine.viewcache``), else decided now (and kept, ``uses`` 1;
     a view neither kept nor taken from the kept ones has ``uses`` 0)."""
     views = ns.views
     stamp = None
@@ -353,7 +353,7 @@ def context(
 ) -> Context:
     """The prompt text at the anchor's event ``at`` (read once, by the caller; None: no
     anchor); with ``session``, the delivery is remembered; with ``cite``, each memory line
-    is cited (``engine.blame``). ``as_of``: the prompt as it would have been built then
+    is cited (``_engine.blame``). ``as_of``: the prompt as it would have been built then
     (never delivered: a session is refused with it, since a past context is not one handed
     out now). ``budget`` was checked by the caller (``Memory``'s bounds); assembly checks it
     once more on its own account. The anchor's path is set up before its records are

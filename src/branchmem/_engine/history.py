@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from .._core.validation import check_id
 from ..errors import NotFoundError
 from ..model import RETRACTED, SUPERSEDED
-from ..validation import check_id
 from .namespace import Namespace
 from .repair import pending
 

@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .errors import InvalidInput
-from .model import MODES
+from ..errors import InvalidInput
+from ..model import MODES
 
 MAX_ID: Final = 512  # characters of an id, key, scope or kind (docs/service.md)
 MAX_NAMESPACE: Final = 3 * MAX_ID  # a namespace often joins a tenant and a user

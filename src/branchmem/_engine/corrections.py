@@ -8,13 +8,13 @@ removes text for good, from the target and every record built on it.
 
 from __future__ import annotations
 
+from .._core.provenance import RevisionNode
+from .._core.retraction import BRANCH, RetractionNode
+from .._core.validation import check_text
 from ..errors import ErasedError, InvalidInput
 from ..model import ERASED, RETRACTED, RETRACTION_KIND, WITHDRAWN
-from ..provenance import RevisionNode
-from ..retraction import BRANCH, RetractionNode
 from ..search.lexical import normalize, query_terms
 from ..search.tokens import count_tokens
-from ..validation import check_text
 from .dependents import dependents, home, mark_stale
 from .namespace import Namespace
 from .records import add_record

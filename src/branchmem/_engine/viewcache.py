@@ -18,9 +18,9 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from ..provenance import RevisionNode
+from .._core.provenance import RevisionNode
+from .._core.topology import EventNode
 from ..search.terms import TermIndex
-from ..topology import EventNode
 
 VIEWS_KEPT: Final = 8  # views kept per Memory, least recently used dropped first
 RECORDS_KEPT: Final = 1 << 18  # ... and no more records than this across them

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConflictError, CycleError, InvalidInput
-from .model import Event, positional_constructor
+from ..errors import ConflictError, CycleError, InvalidInput
+from ..model import Event, positional_constructor
 from .validation import check_text
 
 

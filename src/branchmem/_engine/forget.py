@@ -21,9 +21,9 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
+from .._core.provenance import UNKNOWN, RevisionNode
 from ..errors import InvalidInput, NotFoundError
 from ..model import ERASED, RETRACTION_KIND
-from ..provenance import UNKNOWN, RevisionNode
 from ..receipt import (
     FORGET_KINDS,
     RECEIPT_VERSION,
