@@ -16,10 +16,9 @@ from pg import fresh_database
 INSERT = "INSERT INTO scratch (id) VALUES (?)"
 
 
-@pytest.fixture
-def counted_store(pg_dsn: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
-    """A store on a fresh database with a scratch table, counting its round trips (each
-    ``BEGIN`` pipeline, each pipeline of statements, each statement sent alone)."""
+def counting_store(monkeypatch: pytest.MonkeyPatch) -> tuple[type[Any], dict[str, int]]:
+    """A ``PostgresStore`` class counting its round trips (each ``BEGIN`` pipeline, each
+    pipeline of statements, each statement sent alone) into the dict returned with it."""
     from branchmem.store.postgres import PostgresStore
     from branchmem.store.sqlsession import SQLSession
 
@@ -41,6 +40,14 @@ def counted_store(pg_dsn: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[tupl
         return alone(self, text, params)
 
     monkeypatch.setattr(SQLSession, "_run", counted)
+    return Counting, counts
+
+
+@pytest.fixture
+def counted_store(pg_dsn: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
+    """A store on a fresh database with a scratch table, counting its round trips (each
+    ``BEGIN`` pipeline, each pipeline of statements, each statement sent alone)."""
+    Counting, counts = counting_store(monkeypatch)
     with fresh_database(pg_dsn, "savepoints") as url:
         store = Counting(url)
         try:
@@ -109,27 +116,7 @@ def test_records_written_inside_a_transaction_cost_one_round_trip_more_than_alon
 ) -> None:
     """Nested in ``Memory.transaction``, ``add_records`` adds only the RELEASE that settles
     its writes before the transaction goes on (its SAVEPOINT rides with its first read)."""
-    from branchmem.store.postgres import PostgresStore
-    from branchmem.store.sqlsession import SQLSession
-
-    counts = {"trips": 0}
-
-    class Counting(PostgresStore):
-        def _begin(self, *args: Any, **kwargs: Any) -> Any:
-            counts["trips"] += 1
-            return super()._begin(*args, **kwargs)
-
-        def _pipelined(self, statements: Any) -> Any:
-            counts["trips"] += 1
-            return super()._pipelined(statements)
-
-    alone: Callable[..., Any] = SQLSession._run
-
-    def counted(self: SQLSession, text: str, params: Any = ()) -> Any:
-        counts["trips"] += 1
-        return alone(self, text, params)
-
-    monkeypatch.setattr(SQLSession, "_run", counted)
+    Counting, counts = counting_store(monkeypatch)
     with fresh_database(pg_dsn, "savepoints") as url, Memory(store=Counting(url)) as memory:
         memory.add_event("e1")
         counts["trips"] = 0
