@@ -68,7 +68,7 @@ class Questions:
     these targets), ``pending`` (revisions waiting for these detached events),
     ``keyed_records`` (records with one of these keys), ``superseders`` (of these old ids),
     ``superseded_by`` (these new ids), ``retractions`` (these ids), ``tree_retractions``,
-    ``statuses`` (of these ids).
+    ``statuses`` (of these ids), ``roles`` (of these events: who said each).
     """
 
     events: frozenset[str] = frozenset()
@@ -94,6 +94,7 @@ class Questions:
     retractions: frozenset[str] = frozenset()
     tree_retractions: bool = False
     statuses: frozenset[str] = frozenset()
+    roles: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         """Whether anything is asked (an empty question needs no read)."""
@@ -130,7 +131,7 @@ class Facts:
     record), ``sourced_at`` and ``ungated`` (revisions), ``record_ids`` (arrival order),
     ``citing`` and ``pending`` (revision keys, by target and by event), ``keyed_records``
     (record ids by key, sorted), ``superseded_by`` (old ids by new id), ``retractions`` (by
-    id), ``tree_retractions`` (by ``seq``).
+    id), ``tree_retractions`` (by ``seq``), ``roles`` (by event id asked that exists).
     """
 
     revisions: dict[str, tuple[RevisionNode, ...]] = field(default_factory=dict)
@@ -154,3 +155,4 @@ class Facts:
     superseded_by: dict[str, list[str]] = field(default_factory=dict)
     retractions: dict[str, RetractionNode] = field(default_factory=dict)
     tree_retractions: list[RetractionNode] = field(default_factory=list)
+    roles: dict[str, str] = field(default_factory=dict)

@@ -212,14 +212,12 @@ def _voices(
             for refs in (nodes[r].refs,)
             if refs and all(ref.kind == EVENT for ref in refs)
         }
-        events = {e for ids in sources.values() for e in ids}
-        nodes_by_id = (
-            ns.store.answer(ns.name, Questions(events=frozenset(events))).events if events else {}
-        )
+        events = frozenset(e for ids in sources.values() for e in ids)
+        said = ns.store.answer(ns.name, Questions(roles=events)).roles if events else {}
         for r in asked:
-            found = [nodes_by_id.get(e) for e in sources.get(r, ())]
-            roles = [n.role for n in found if n is not None]
-            known[r] = voice(roles if roles and len(roles) == len(found) else None)
+            cited = sources.get(r, ())
+            roles = [said[e] for e in cited if e in said]
+            known[r] = voice(roles if roles and len(roles) == len(cited) else None)
             if kept is not None and known[r] < FULL:
                 kept.quiet = True
         return {r: known.get(r, FULL) for r in record_ids}

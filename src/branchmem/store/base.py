@@ -381,6 +381,16 @@ class Store(ABC):
         found = self.answer(namespace, asked).statuses
         return {item: found[item] for item in asked.statuses if item in found}
 
+    def event_roles(self, namespace: str, ids: Collection[str]) -> dict[str, str]:
+        """event id -> its role, for the ids that are events: who said each, without its
+        text (search weighs a record by it, ``search.voice``). A wrapper over ``answer``
+        (``roles``)."""
+        asked = Questions(roles=frozenset(ids))
+        if not asked.roles:
+            return {}
+        found = self.answer(namespace, asked).roles
+        return {item: found[item] for item in asked.roles if item in found}
+
     @abstractmethod
     def erase_content(
         self, namespace: str, event_ids: Collection[str], record_ids: Collection[str]
@@ -529,6 +539,7 @@ WRAPPED_READS: Final = (
     "get_event", "children", "path_ids", "heads", "get_revisions", "revisions_at",
     "ungated_revisions", "record_ids", "citing", "pending_on", "records_with_key",
     "superseders", "superseded_by", "retractions", "tree_retractions", "statuses",
+    "event_roles",
 )  # fmt: skip
 
 
@@ -569,6 +580,8 @@ def answer_by_reads(store: Store, namespace: str, questions: Questions, facts: F
         facts.tree_retractions.extend(store.tree_retractions(namespace))
     if questions.statuses:
         facts.statuses.update(store.statuses(namespace, questions.statuses))
+    if questions.roles:
+        facts.roles.update(store.event_roles(namespace, questions.roles))
 
 
 class ItemByItemAnswers(Store):

@@ -537,6 +537,10 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
         known = self._space(namespace).statuses
         return {item: known[item] for item in ids if item in known}
 
+    def event_roles(self, namespace: str, ids: Collection[str]) -> dict[str, str]:
+        found = {item: self.get_event(namespace, item) for item in ids}
+        return {item: node.role for item, node in found.items() if node is not None}
+
     def erase_content(
         self, namespace: str, event_ids: Collection[str], record_ids: Collection[str]
     ) -> None:

@@ -192,6 +192,9 @@ class SQLStore(SQLSideTables, Store, KeyStore):
     def statuses(self, namespace: str, ids: Collection[str]) -> dict[str, str]:
         return self.status_rows.statuses(namespace, ids)
 
+    def event_roles(self, namespace: str, ids: Collection[str]) -> dict[str, str]:
+        return self.event_rows.event_roles(namespace, ids)
+
     # -- erasure -----------------------------------------------------------------------
     def erase_content(
         self, namespace: str, event_ids: Collection[str], record_ids: Collection[str]

@@ -35,6 +35,28 @@ class EventsTable:
             session._events[key] = node
         return node
 
+    def event_roles(self, namespace: str, ids: Collection[str]) -> dict[str, str]:
+        """Who said each of these events: one statement per chunk of ids, no text decoded;
+        an event this call read already is not asked again."""
+        session = self.session
+        found: dict[str, str] = {}
+        wanted: list[str] = []
+        for item in dict.fromkeys(ids):
+            key = (namespace, item)
+            if key in session._events:
+                if (node := session._events[key]) is not None:
+                    found[item] = node.role
+            else:
+                wanted.append(item)
+        for chunk in session._chunks(wanted):
+            rows = session._all(
+                f"SELECT id, role FROM events WHERE namespace = ? "
+                f"AND id IN ({session._marks(len(chunk))})",
+                (namespace, *chunk),
+            )
+            found.update((str(item), str(role)) for item, role in rows)
+        return found
+
     def learn_events(
         self, namespace: str, asked: Collection[str], found: Mapping[str, EventNode]
     ) -> None:

@@ -79,6 +79,7 @@ def _comparable(facts: Facts) -> dict[str, object]:
         },
         "tree_retractions": [(n.id, n.seq) for n in facts.tree_retractions],
         "statuses": facts.statuses,
+        "roles": facts.roles,
     }
 
 
@@ -174,7 +175,7 @@ class StoreConformance:
         self, written: tuple[Store, random.Random]
     ) -> None:
         """Each of ``answer``'s questions about the rest of the history (children, paths,
-        heads, histories, ... statuses), asked of this store and of an in-memory store given
+        heads, histories, ... statuses, roles), asked of this store and of an in-memory store given
         the same writes: the same answer. The reference is independent of this backend, so
         this holds even for a backend whose per-item reads are ``answer``'s wrappers."""
         store, rng = written
@@ -219,6 +220,7 @@ class StoreConformance:
             retractions=pick([*retractions, *records, *MISSING]),
             tree_retractions=rng.random() < 0.5,
             statuses=pick([*events, *records, *MISSING]),
+            roles=pick([*events, *records, *MISSING]),
         )
 
     def test_key_pages_are_a_prefix_of_the_ranked_candidates(
