@@ -270,3 +270,43 @@ def _dbname(dsn: str) -> str:
     from psycopg.conninfo import conninfo_to_dict
 
     return str(conninfo_to_dict(dsn).get("dbname") or "postgres")
+
+
+def counting_store(monkeypatch: pytest.MonkeyPatch) -> tuple[type[Any], dict[str, Any]]:
+    """A ``PostgresStore`` class that counts, into the dict returned with it, its round
+    trips (``trips``: each ``BEGIN`` pipeline, each pipeline of statements, each statement
+    sent alone), its read snapshots (``snapshots``) and the thread of each write it begins
+    (``writes``)."""
+    import threading
+    from collections.abc import Callable
+
+    from branchmem.store.postgres import PostgresStore
+    from branchmem.store.sqlsession import SQLSession
+
+    counts: dict[str, Any] = {"trips": 0, "snapshots": 0, "writes": []}
+
+    class Counting(PostgresStore):
+        def _begin_write(self, namespace: str | None) -> None:
+            counts["writes"].append(threading.get_ident())
+            super()._begin_write(namespace)
+
+        def _begin(self, *args: Any, **kwargs: Any) -> Any:
+            counts["trips"] += 1
+            return super()._begin(*args, **kwargs)
+
+        def _begin_read(self) -> None:
+            counts["snapshots"] += 1
+            super()._begin_read()
+
+        def _pipelined(self, statements: Any) -> Any:
+            counts["trips"] += 1
+            return super()._pipelined(statements)
+
+    alone: Callable[..., Any] = SQLSession._run
+
+    def counted(self: SQLSession, text: str, params: Any = ()) -> Any:
+        counts["trips"] += 1
+        return alone(self, text, params)
+
+    monkeypatch.setattr(SQLSession, "_run", counted)
+    return Counting, counts

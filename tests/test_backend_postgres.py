@@ -683,27 +683,9 @@ def test_a_batch_takes_as_many_round_trips_whatever_its_size(
 ) -> None:
     """Every table's rows of a batch go in one statement, and writes travel with the next
     read: a conversation of 400 events costs the round trips of one of 10."""
-    from branchmem.store.postgres import PostgresStore
-    from branchmem.store.sqlsession import SQLSession
+    from pg import counting_store
 
-    trips = [0]
-
-    class Counting(PostgresStore):
-        def _begin(self, *args: Any, **kwargs: Any) -> Any:
-            trips[0] += 1
-            return super()._begin(*args, **kwargs)
-
-        def _pipelined(self, statements: Any) -> Any:
-            trips[0] += 1
-            return super()._pipelined(statements)
-
-    alone = SQLSession._run
-
-    def counted(self: SQLSession, text: str, params: Any = ()) -> Any:
-        trips[0] += 1
-        return alone(self, text, params)
-
-    monkeypatch.setattr(SQLSession, "_run", counted)
+    Counting, tally = counting_store(monkeypatch)
     with Memory(store=Counting(fresh())) as mem:
         counts = []
         for size in (10, 400):
@@ -715,10 +697,10 @@ def test_a_batch_takes_as_many_round_trips_whatever_its_size(
             records = [
                 {"id": f"f{i}", "sources": [f"e{i}"], "key": f"k{i % 7}"} for i in range(size)
             ]
-            trips[0] = 0
+            tally["trips"] = 0
             mem.add_events(events, namespace=namespace)
             mem.add_records(records, namespace=namespace)
-            counts.append(trips[0])
+            counts.append(tally["trips"])
     assert counts[0] == counts[1], counts
 
 

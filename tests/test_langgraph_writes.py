@@ -5,7 +5,7 @@ it has committed (docs/langgraph.md, "What a put costs")."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from branchmem.errors import StorageError
 from branchmem.integrations.langgraph import BranchCheckpointer, BranchStore
 from branchmem.integrations.langgraph.mapping import step_event_id
 from branchmem.store.inmemory import InMemoryStore as InMemoryBackend
-from pg import fresh_database
+from pg import counting_store, fresh_database
 
 NS = ("agent", "u1")
 
@@ -169,35 +169,7 @@ def pg_memory(pg_dsn: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Me
     """A Memory on a fresh database whose store counts its round trips (each ``BEGIN``
     pipeline, each pipeline of statements, each statement sent alone) and read snapshots,
     as tests/test_backend_postgres.py counts a batch's."""
-    from branchmem.store.postgres import PostgresStore
-    from branchmem.store.sqlsession import SQLSession
-
-    counts: dict[str, Any] = {"trips": 0, "snapshots": 0, "writes": []}
-
-    class Counting(PostgresStore):
-        def _begin_write(self, namespace: str | None) -> None:
-            counts["writes"].append(threading.get_ident())
-            super()._begin_write(namespace)
-
-        def _begin(self, *args: Any, **kwargs: Any) -> Any:
-            counts["trips"] += 1
-            return super()._begin(*args, **kwargs)
-
-        def _begin_read(self) -> None:
-            counts["snapshots"] += 1
-            super()._begin_read()
-
-        def _pipelined(self, statements: Any) -> Any:
-            counts["trips"] += 1
-            return super()._pipelined(statements)
-
-    alone: Callable[..., Any] = SQLSession._run
-
-    def counted(self: SQLSession, text: str, params: Any = ()) -> Any:
-        counts["trips"] += 1
-        return alone(self, text, params)
-
-    monkeypatch.setattr(SQLSession, "_run", counted)
+    Counting, counts = counting_store(monkeypatch)
     with fresh_database(pg_dsn, "lg_writes") as url, Memory(store=Counting(url)) as memory:
         yield memory, counts
 

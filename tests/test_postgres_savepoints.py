@@ -4,43 +4,16 @@ transaction that goes on (docs/langgraph.md, "What a put costs")."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from branchmem import Memory
 from branchmem.errors import ConflictError
-from pg import fresh_database
+from pg import counting_store, fresh_database
 
 INSERT = "INSERT INTO scratch (id) VALUES (?)"
-
-
-def counting_store(monkeypatch: pytest.MonkeyPatch) -> tuple[type[Any], dict[str, int]]:
-    """A ``PostgresStore`` class counting its round trips (each ``BEGIN`` pipeline, each
-    pipeline of statements, each statement sent alone) into the dict returned with it."""
-    from branchmem.store.postgres import PostgresStore
-    from branchmem.store.sqlsession import SQLSession
-
-    counts = {"trips": 0}
-
-    class Counting(PostgresStore):
-        def _begin(self, *args: Any, **kwargs: Any) -> Any:
-            counts["trips"] += 1
-            return super()._begin(*args, **kwargs)
-
-        def _pipelined(self, statements: Any) -> Any:
-            counts["trips"] += 1
-            return super()._pipelined(statements)
-
-    alone: Callable[..., Any] = SQLSession._run
-
-    def counted(self: SQLSession, text: str, params: Any = ()) -> Any:
-        counts["trips"] += 1
-        return alone(self, text, params)
-
-    monkeypatch.setattr(SQLSession, "_run", counted)
-    return Counting, counts
 
 
 @pytest.fixture
