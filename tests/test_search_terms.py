@@ -1,4 +1,5 @@
-"""``search.terms.TermIndex`` against ``lexical.ranking``, the reference it must equal: the same
+"""``search.terms.TermIndex`` against ``lexical.ranking``, the reference it must equal (cut at
+``top``, and grown by ``with_hits``): the same
 hits (ids, the same float scores, the same ``why``), the same matched terms and weights, on
 random texts in the scripts and foldings that matter (ASCII words, full-width letters, CJK
 runs with repeated characters, digits, underscores, case that folds to more letters)."""
@@ -62,6 +63,13 @@ def test_term_index_ranks_as_the_reference(seed: int, size: int, top: int) -> No
         for doc_id in wanted:
             assert cut.matched.get(doc_id) == full.matched.get(doc_id)
         assert cut.weights == full.weights
+        more = set(rng.sample(sorted(documents), min(4, len(documents))))
+        grown = index.with_hits(cut, query, more)
+        first = {h[0] for h in top_of(full, set(documents), top)} | more
+        first |= also.keys() - documents.keys()
+        assert grown.hits == [h for h in full.hits if h.doc_id in first]
+        for doc_id, terms in grown.matched.items():
+            assert full.matched[doc_id] == terms
 
 
 def test_an_empty_index_and_a_query_without_terms() -> None:

@@ -79,7 +79,7 @@ def _places(
 # how many times ``max(k, WINDOW)`` hits a kept view's index ranks first once the view has
 # shown a quieter record (``search.voice``): on a chat of alternating speakers the first
 # ``max(k, WINDOW)`` rarely decide, and each further round ranks the index again
-QUIET_REACH: Final = 4
+QUIET_REACH: Final = 3
 
 
 def ranked(
@@ -168,9 +168,7 @@ def _found(
             hits, _ = lend(lexical.hits, lexical.matched, superseder)
             scored = beside([(h.doc_id, h.score, h.why) for h in hits], place, places)
             if scored.keys() - {h.doc_id for h in hits}:
-                lexical = index.ranking(
-                    query, also, top=top, matched_for=set(superseder.values()), scored_for=scored
-                )
+                lexical = index.with_hits(lexical, query, scored)
         if top is not None:
             ranked_first = [h.score for h in lexical.hits if h.doc_id not in also][:top]
             if len(ranked_first) == top:

@@ -62,6 +62,8 @@ def lend(
     (same score, ``why`` naming the superseded record), unless the superseder already holds
     a better slot; the superseder matches the terms of both. Returns the hits and each
     returned id's matched terms."""
+    if not superseder:  # nothing to lend: the hits as they are
+        return list(hits), {hit.doc_id: frozenset(matched.get(hit.doc_id, ())) for hit in hits}
     lent: list[LexicalHit] = []
     terms: dict[str, set[str]] = {}
     for hit in hits:

@@ -19,6 +19,7 @@ order), ties broken by id, so ``TermIndex.ranking`` returns ``lexical.ranking``'
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Collection, Mapping
 from typing import Final
 
@@ -63,10 +64,10 @@ class TermIndex:
     """Postings of one candidate set (id -> text), built once and read by many queries."""
 
     __slots__ = (
+        "_bent",
         "_grams",
         "_ids",
         "_last",
-        "_norms",
         "_numbers",
         "_stats",
         "_trigrams",
@@ -95,7 +96,8 @@ class TermIndex:
         # as ``lexical.corpus_stats`` computes them, so every float below is the same
         self._stats = CorpusStats(len(ids), total / len(ids) if ids else 0.0)
         average = self._stats.average_length
-        self._norms = [1.0 - B + B * (length / average if average else 0.0) for length in lengths]
+        norms = [1.0 - B + B * (length / average if average else 0.0) for length in lengths]
+        self._bent = [K1 * norm for norm in norms]  # bm25's length term, as it computes it
         self._ids = ids
         self._numbers = {doc_id: number for number, doc_id in enumerate(ids)}
         self._words = words
@@ -121,13 +123,19 @@ class TermIndex:
         """Each term's postings and idf, and every matching candidate's BM25 score."""
         postings = {term: self.postings(term) for term in terms}
         weights = {term: idf(len(postings[term]), self._stats) for term in terms}
-        norms = self._norms
-        scores: dict[int, float] = {}
-        for term in sorted(terms):  # bm25's order of addition, per document
+        bent = self._bent
+        first, *others = sorted(terms)  # bm25's order of addition, per document
+        weight = weights[first]
+        # 0.0 + x is x: the first term's scores need no lookup
+        scores = {
+            number: weight * tf * _K1_PLUS_1 / (tf + bent[number])
+            for number, tf in postings[first].items()
+        }
+        for term in others:
             weight = weights[term]
             for number, tf in postings[term].items():
                 scores[number] = scores.get(number, 0.0) + weight * tf * _K1_PLUS_1 / (
-                    tf + K1 * norms[number]
+                    tf + bent[number]
                 )
         return postings, weights, scores
 
@@ -166,12 +174,10 @@ class TermIndex:
         *,
         top: int | None = None,
         matched_for: Collection[str] = (),
-        scored_for: Collection[str] = (),
     ) -> Ranking:
         """``lexical.ranking(query, documents, also)`` over the indexed documents. ``top``:
         only the best ``top`` candidates' hits (every hit of ``also`` is kept), as the first
-        ``top`` of the full ranking's candidates, and the hits of the candidates in
-        ``scored_for`` (in their place after them); ``matched`` then covers those hits and the
+        ``top`` of the full ranking's candidates; ``matched`` then covers those hits and the
         ids in ``matched_for``."""
         terms = query_terms(query)
         if not terms:
@@ -186,39 +192,24 @@ class TermIndex:
             best = sorted(scores.items(), key=lambda item: (-item[1], ids[item[0]]))
         else:
             if top not in self._last.tops:
-                self._last.tops[top] = heapq.nsmallest(
-                    top, scores.items(), key=lambda item: (-item[1], ids[item[0]])
-                )
-            best = list(self._last.tops[top])
-            if scored_for:  # every candidate left out ranks after the kept ones
-                kept = {number for number, _ in best}
-                more = {self._numbers.get(doc_id) for doc_id in scored_for} - kept - {None}
-                best += sorted(
-                    ((n, scores[n]) for n in more if n is not None and n in scores),
+                # every one of the first ``top`` scores at least the top-th best score
+                least = heapq.nlargest(top, scores.values())[-1] if top > 0 else math.inf
+                self._last.tops[top] = sorted(
+                    ((number, score) for number, score in scores.items() if score >= least),
                     key=lambda item: (-item[1], ids[item[0]]),
-                )
+                )[:top]
+            best = self._last.tops[top]
         numbers = self._numbers
-
-        def found_in(number: int) -> dict[str, int]:
-            return {term: postings[term][number] for term in terms if number in postings[term]}
-
         hits: list[LexicalHit] = []
         matched: dict[str, frozenset[str]] = {}
-        built = self._last.built
-        for number, score in best:
-            if number not in built:
-                found = found_in(number)
-                built[number] = (
-                    LexicalHit(ids[number], score, describe(terms, found)),
-                    frozenset(found),
-                )
-            hit, terms_of = built[number]
+        for number, _ in best:
+            hit, terms_of = self._hit(number)
             hits.append(hit)
             matched[ids[number]] = terms_of
         for doc_id in matched_for:
             number_of = numbers.get(doc_id)
             if number_of is not None and doc_id not in matched:
-                found = found_in(number_of)
+                found = self._found_in(number_of)
                 if found:
                     matched[doc_id] = frozenset(found)
         extra = False
@@ -237,3 +228,44 @@ class TermIndex:
         if extra:
             hits.sort(key=lambda hit: (-hit.score, hit.doc_id))
         return Ranking(hits, matched, weights)
+
+    def with_hits(self, ranking: Ranking, query: str, doc_ids: Collection[str]) -> Ranking:
+        """``ranking`` (this index's for ``query``, cut at some ``top``) with the hits of the
+        candidates ``doc_ids`` too, each in its place: what ``ranking(query, top=...)`` would
+        give had those candidates been among the first."""
+        terms = query_terms(query)
+        if not terms:
+            return ranking
+        if self._last.terms != terms:
+            self._last = _Scored(terms, self._scored(terms))
+        scores, numbers = self._last.scores, self._numbers
+        hits, matched = list(ranking.hits), dict(ranking.matched)
+        present = {hit.doc_id for hit in hits}
+        for doc_id in doc_ids:
+            number = numbers.get(doc_id)
+            if number is None or number not in scores or doc_id in present:
+                continue
+            hit, terms_of = self._hit(number)
+            hits.append(hit)
+            matched[doc_id] = terms_of
+        if len(hits) > len(ranking.hits):
+            hits.sort(key=lambda hit: (-hit.score, hit.doc_id))
+        return Ranking(hits, matched, ranking.weights)
+
+    def _found_in(self, number: int) -> dict[str, int]:
+        """The last query's terms candidate ``number`` matches, with their counts."""
+        postings = self._last.postings
+        return {
+            term: postings[term][number] for term in self._last.terms if number in postings[term]
+        }
+
+    def _hit(self, number: int) -> tuple[LexicalHit, frozenset[str]]:
+        """Candidate ``number``'s hit for the last query and the terms it matches, built once."""
+        built = self._last.built.get(number)
+        if built is None:
+            found = self._found_in(number)
+            hit = LexicalHit(
+                self._ids[number], self._last.scores[number], describe(self._last.terms, found)
+            )
+            built = self._last.built[number] = (hit, frozenset(found))
+        return built
