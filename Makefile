@@ -70,6 +70,7 @@ bench: $(STAMP)
 	$(PY) bench/context.py
 	$(PY) bench/langgraph_store.py
 	$(PY) bench/current_sqlite.py
+	$(PY) bench/mem0_add.py
 	$(PY) bench/active_conversations.py
 	$(PY) bench/ingest_floor.py
 	$(PY) bench/langgraph_pg_put.py

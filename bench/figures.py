@@ -229,15 +229,59 @@ def active_rows(results: Path) -> list[Row]:
 
 
 def current_rows(results: Path) -> list[Row]:
+    """The read an agent repeats (its answer kept under the commit stamp), and the read right
+    after a commit, which decides again."""
     found = _load(results, "current_sqlite.json")
     turns = f"{found['turns'][-1]:,}" if found else "10,000"
-    ratio = found["over_plain"]["Memory.current"] if found else None
+    over = found["over_plain"] if found else {}
+    goal = found["goal"] if found else 4
     return [
         _ratio_row(
             f"SQLite `Memory.current` / a plain latest-by-key lookup (WAL), {turns} turns",
-            ratio,
-            found["goal"] if found else 4,
-        )
+            over.get("Memory.current"),
+            goal,
+        ),
+        _ratio_row(
+            f"the same, right after a commit (decided again), {turns} turns",
+            over.get("Memory.current, decided"),
+            goal,
+        ),
+    ]
+
+
+def mem0_add_rows(results: Path) -> list[Row]:
+    """``BranchMem0.add`` beside Mem0's own ``add`` on the same state, and how each grows."""
+    found = _load(results, "mem0_add.json")
+    if not found:
+        return [
+            _ratio_row("`BranchMem0.add` / Mem0's `add`, 10,000 memories", None, 3),
+            _ratio_row("`BranchMem0.add` t(10,000 memories) / t(1,000)", None, 1.5),
+            _ratio_row("the wrapper's own share of `add`, t(10,000) / t(1,000)", None, 1.5),
+        ]
+    low, high = (found["medians_ms"][str(size)] for size in (found["sizes"][0], found["sizes"][-1]))
+    small, large = f"{found['sizes'][0]:,}", f"{found['sizes'][-1]:,}"
+    return [
+        _ratio_row(
+            f"`BranchMem0.add` / Mem0's `add`, {large} memories",
+            high["branchmem0"] / high["mem0"],
+            3,
+        ),
+        _ratio_row(
+            f"`BranchMem0.add` t({large} memories) / t({small})",
+            high["branchmem0"] / low["branchmem0"],
+            1.5,
+        ),
+        _ratio_row(
+            f"the wrapper's own share of `add`, t({large}) / t({small})",
+            high["own"] / low["own"],
+            1.5,
+        ),
+        (
+            f"Mem0's own `add` t({large}) / t({small}) (local Qdrant's filter visits every point)",
+            f"{high['mem0'] / low['mem0']:.2f}",
+            "—",
+            None,
+        ),
     ]
 
 
@@ -381,6 +425,7 @@ SECTIONS: list[tuple[str, Callable[[Path], list[Row]]]] = [
     ("agent history (bench/agent_history.py)", agent_rows),
     ("many active conversations (bench/active_conversations.py)", active_rows),
     ("`current()` against a plain lookup (bench/current_sqlite.py)", current_rows),
+    ("Mem0 `add` (bench/mem0_add.py)", mem0_add_rows),
     ("LangGraph stores (bench/langgraph_store.py)", langgraph_rows),
     ("LangGraph `put` on PostgreSQL (bench/langgraph_pg_put.py)", langgraph_pg_put_rows),
     ("search (bench/search_visible.py, bench/search.py)", search_rows),

@@ -14,14 +14,19 @@ Goals (issue 46): the wrapper's cost flat in memories (t(10k)/t(1k) <= 1.5) and
 ``BranchMem0.add`` within 3x Mem0's own ``add``. Mem0's own ``add`` is not flat with local
 Qdrant (its payload filter visits every point), so the wrapper's share is printed apart.
 
+Writes JSON to bench/results/mem0_add.json (bench/figures.py reads it).
+
     python bench/mem0_add.py [--sizes 1000,10000] [--adds 20]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 from branchmem.integrations.mem0 import MEM0_KIND, BranchMem0, record_id_for
@@ -104,6 +109,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--adds", type=int, default=20)
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).parent / "results" / "mem0_add.json"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     results = {}
@@ -122,6 +130,11 @@ def main() -> None:
             f"{high['branchmem0'] / low['branchmem0']:.2f}, wrapper own "
             f"{high['own'] / low['own']:.2f}"
         )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
+        json.dumps({"sizes": sizes, "medians_ms": results, "load": os.getloadavg()}, indent=2)
+        + "\n"
+    )
 
 
 if __name__ == "__main__":

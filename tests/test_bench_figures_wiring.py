@@ -1,6 +1,6 @@
-"""The benchmarks whose figures moved out of the prose write them where bench/figures.py
-reads them: each run at a tiny size into a folder of its own, and its rows of the figures
-block are then measured, not "not measured"."""
+"""The benchmarks whose figures moved out of the prose, and the Mem0 add beside Mem0's, write
+them where bench/figures.py reads them: each run at a tiny size into a folder of its own, and
+its rows of the figures block are then measured, not "not measured"."""
 
 from __future__ import annotations
 
@@ -53,3 +53,12 @@ def test_langgraph_pg_put_fills_its_rows(tmp_path: Path, request: pytest.Fixture
     put = {what: got for what, got in rows(tmp_path).items() if what.startswith(ours)}
     assert len(put) == 3 and "not measured" not in put.values(), put
     assert any("of 2 puts" in what for what in put), put
+
+
+def test_mem0_add_fills_its_rows(tmp_path: Path) -> None:
+    pytest.importorskip("mem0", reason="needs the 'mem0' extra")
+    run("mem0_add.py", "--sizes", "10,30", "--adds", "2",
+        "--out", str(tmp_path / "mem0_add.json"))  # fmt: skip
+    added = {what: got for what, got in rows(tmp_path).items() if "add`" in what}
+    assert len(added) == 4 and "not measured" not in added.values(), added
+    assert any("30 memories" in what for what in added), added
