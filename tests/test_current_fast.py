@@ -19,12 +19,14 @@ from typing import Any, TypeVar
 import pytest
 
 from branchmem import Memory, NotFoundError
+from branchmem._core.keyed import KeyedReader
 from branchmem._core.provenance import RevisionNode
 from branchmem._core.questions import Facts, IndexTooLarge, Questions
 from branchmem._core.topology import AnchorPath, EventNode
 from branchmem._engine.events import PathMessages
 from branchmem.store.base import PathMessage, Store
 from branchmem.store.inmemory import InMemoryStore
+from branchmem.store.readahead import ReadAhead
 from branchmem.store.schema import KEYED_READS_VERSION, MIGRATIONS
 from branchmem.store.sql import SQLStore
 from branchmem.store.sqlite import SQLiteStore
@@ -423,9 +425,10 @@ def long_history(rng: random.Random) -> list[Op]:
 
 class ReadingAheadStore(InMemoryStore):
     """The in-memory store asked as PostgreSQL is: keyed reads ask ahead through ``answer``
-    (a cost hint only: the answers must decide the same)."""
+    (a cost choice only: the answers must decide the same)."""
 
-    reads_ahead = True
+    def keyed_reads(self, namespace: str) -> KeyedReader:
+        return ReadAhead(self, namespace)
 
 
 @pytest.mark.parametrize("reads_ahead", [False, True])
@@ -549,7 +552,7 @@ def bulk_sqlite(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 
     monkeypatch.setattr(SQLiteStore, "NEWEST_REVISIONS", 1)
     monkeypatch.setattr(SQLiteStore, "answer", counted)
-    monkeypatch.setattr(SQLiteStore, "reads_ahead", True)
+    monkeypatch.setattr(SQLiteStore, "keyed_reads", lambda self, ns: ReadAhead(self, ns))
     yield answered
 
 

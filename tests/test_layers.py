@@ -449,8 +449,8 @@ def test_a_package_may_read_its_own_objects_private_attributes() -> None:
 # What a backend can do is a method of ``Store`` that it overrides (``schema_version``,
 # ``api_keys``, ``cannot_clean``, ``arrival_seq``, ``commit_stamp``, ``scan_bytes``): outside
 # ``store/`` nothing asks a store what it is, by ``getattr``/``hasattr``, ``isinstance``, its
-# type or class name, or its ``backend`` name; nor reads its cost hint ``reads_ahead`` (the
-# backend chooses its keyed views' reader with it, ``Store.keyed_reads``).
+# type or class name, or its ``backend`` name (a backend that reads ahead says so by
+# overriding ``Store.keyed_reads``, not with a flag).
 STORE_CLASSES = frozenset(
     node.name
     for path in sorted((PACKAGE / "store").glob("*.py"))
@@ -472,9 +472,7 @@ def names_a_store(node: ast.expr) -> bool:
 def capabilities_discovered(source: str) -> Iterator[tuple[int, str]]:
     """(line, code) of every question a module asks a store about what it is."""
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Attribute) and node.attr == "reads_ahead":
-            yield node.lineno, ast.unparse(node)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             if node.func.id in ASKS and any(names_a_store(arg) for arg in node.args[:2]):
                 yield node.lineno, ast.unparse(node)
         elif isinstance(node, ast.Compare):
@@ -512,7 +510,6 @@ def test_no_capability_of_a_store_is_discovered_outside_the_store(path: Path) ->
         'if name == "SQLiteStore": pass',
         'if ns.store.backend == "sqlite": pass',
         'hasattr(store, "arrival_seq")',
-        "if not self.reader.reads_ahead: return",
     ],
 )
 def test_the_capability_check_sees_a_discovery(source: str) -> None:

@@ -32,7 +32,6 @@ from ..errors import CleanupPending, InvalidInput
 from ..model import ERASED, Delivery, RepairItem
 from ..receipt import ResidueScope, StoreScan
 from .keys import KeyStore
-from .readahead import ReadAhead
 
 __all__ = [
     "TOMBSTONE",
@@ -93,13 +92,6 @@ class Store(ABC):
     # reader may then cache what it read until its own Memory writes again.
     process_local: ClassVar[bool] = False
 
-    # True where every statement costs a round trip (a server): ``keyed_reads`` then gives a
-    # keyed view a ``ReadAhead``, which asks in a few bulk ``answer`` questions instead of one
-    # read per item. The backend's own cost choice, read only here in ``store/``: every
-    # backend answers every question completely (``StoreConformance``), and the answers a
-    # read decides from are the same either way. In-process stores leave it False: asking
-    # ahead there costs more Python than the reads it replaces.
-    reads_ahead: ClassVar[bool] = False
     # the name receipts give the backend, which says what a byte check reads there
     backend: ClassVar[str] = "unknown"
 
@@ -310,10 +302,13 @@ class Store(ABC):
 
     def keyed_reads(self, namespace: str) -> KeyedReader:
         """The reader one keyed view (``keyed.KeyedView``) asks: the store itself, read item
-        by item, or where every statement is a round trip (``reads_ahead``) a ``ReadAhead``
-        that serves those reads from a few bulk answers (PostgreSQL overrides this to keep
-        the events they bring in its call's cache)."""
-        return ReadAhead(self, namespace) if self.reads_ahead else self
+        by item. A backend where every statement is a round trip overrides it with a
+        ``store.readahead.ReadAhead``, which serves those reads from a few bulk answers
+        (PostgreSQL does); every backend answers every question completely
+        (``StoreConformance``), so the answers a read decides from are the same either way.
+        In-process stores keep this: asking ahead there costs more Python than the reads it
+        replaces."""
+        return self
 
     def read_ahead(  # noqa: B027 - a hint: the store as its own reader has nothing to do
         self,

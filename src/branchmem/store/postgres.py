@@ -198,7 +198,6 @@ class PostgresStore(SQLStore):
     """Storage in one PostgreSQL database (or a Citus cluster distributed by namespace)."""
 
     backend = "postgresql"
-    reads_ahead = True  # a round trip per statement: keyed reads ask in bulk ahead of need
 
     bigint = "BIGINT"
     double = "DOUBLE PRECISION"
