@@ -308,6 +308,24 @@ def search_rows(results: Path) -> list[Row]:
             )
             what = f"{path} gated search / `bm25s`, {size:,} visible records"
             rows.append(_ratio_row(what, found["ratio_to_bm25s"] if found else None, 3))
+            latin = found.get("latin_ratio_to_bm25s") if found else None
+            what = f"the same, the Latin queries alone (bm25s's tokenizer unaided), {size:,}"
+            rows.append(_ratio_row(what, latin, 3))
+    for path in ("memory", "sqlite"):
+        for size in (10_000, 100_000):
+            found = next((r for r in visible if r["path"] == path and r["visible"] == size), None)
+            first = found.get("after_write_ms") if found else None
+            rows.append(
+                (
+                    f"{path} first search after a write (decides the view); the second (builds "
+                    f"its term index), ms, {size:,} visible records",
+                    "not measured"
+                    if first is None or found is None
+                    else f"{first:,.0f}; {found['index_build_ms']:,.0f}",
+                    "—",
+                    None,
+                )
+            )
     scaled = _load(results, "search.json")
     for backend in ("memory", "sqlite"):
         grown = scaled["backends"].get(backend) if scaled else None
