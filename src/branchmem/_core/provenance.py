@@ -195,3 +195,17 @@ class RevisionNode:
 # a revision built through its slots, its fields in order (every revision written or read
 # builds one)
 new_revision = positional_constructor(RevisionNode)
+
+
+def path_places(tree: str | None, revisions: Iterable[RevisionNode]) -> dict[str, int | None]:
+    """Where each revision's sources stand on an anchor's path in ``tree`` (SPEC §5's path
+    order): the depth of its frontier there, None with none there (a record placed in
+    another tree of a cross-tree view); nothing without a tree (no anchor, or a detached
+    one). What a ranking orders by, asked here once so that it never needs the anchor."""
+    if tree is None:
+        return {}
+    found: dict[str, int | None] = {}
+    for revision in revisions:
+        frontier = revision.gate.frontier_in(tree)
+        found[revision.record_id] = None if frontier is None else frontier.depth
+    return found

@@ -14,10 +14,11 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
-from .._core.provenance import EVENT, RevisionNode
+from .._core.provenance import EVENT, RevisionNode, path_places
 from .._core.questions import Questions
 from .._core.topology import EventNode
 from .._core.validation import check_mode
+from .._core.visibility import View
 from ..errors import InvalidInput
 from ..model import RETRACTION_KIND, Hit
 from ..search.context import Context, Memo, assemble_context
@@ -35,45 +36,14 @@ from .deliveries import deliver
 from .events import PathMessages
 from .namespace import Namespace
 from .viewcache import SearchView
-from .views import chosen, view_at, visible_revisions
+from .views import chosen, decided, view_at, visible_revisions
 
-
-def path_depth(anchor: EventNode | None, node: RevisionNode) -> int | None:
-    """Where a visible revision's sources stand on the anchor's path: the depth of its
-    frontier in the anchor's tree (SPEC §5's path order), None with no attached anchor or
-    no frontier there (a record placed in another tree of a cross-tree view)."""
-    if anchor is None or not anchor.attached:
-        return None
-    frontier = node.gate.frontier_in(anchor.tree)
-    return None if frontier is None else frontier.depth
-
-
-def _place(depth: int | None) -> int:
-    """A path depth for ordering: a record with none ranks below the root (depth 0)."""
-    return -1 if depth is None else depth
-
-
-def path_places(
-    anchor: EventNode | None, nodes: Mapping[str, RevisionNode]
-) -> tuple[dict[str, int | None], dict[int, list[str]]]:
-    """Every candidate's place on the anchor's path (``path_depth``) and the candidates at
-    each place: what path neighbours and newest first order by (none without an anchor)."""
-    if anchor is None or not anchor.attached:
-        return {}, {}
-    place = {record_id: path_depth(anchor, node) for record_id, node in nodes.items()}
-    return place, by_place(place)
-
-
-def _places(
-    anchor: EventNode | None, nodes: Mapping[str, RevisionNode], kept: SearchView | None
-) -> tuple[dict[str, int | None], dict[int, list[str]]]:
-    """``path_places``, kept with the view when it is kept; asked only once a query has hits,
-    so a query that matches nothing costs no walk over the candidates."""
-    if kept is None:
-        return path_places(anchor, nodes)
-    if kept.places is None:
-        kept.places = path_places(anchor, nodes)
-    return kept.places
+# each candidate's place on the anchor's path (``provenance.path_places``: read once from the
+# anchor's tree, after the view is decided, and handed down instead of the anchor) and the
+# candidates at each place (``neighbours.by_place``): what path neighbours and newest first
+# order by
+Places = tuple[dict[str, int | None], dict[int, list[str]]]
+NOWHERE: Final[Places] = ({}, {})  # no anchor, or a detached one
 
 
 # how many times ``max(k, WINDOW)`` hits a kept view's index ranks first once the view has
@@ -88,13 +58,14 @@ def ranked(
     query_vector: list[float] | None,
     nodes: Mapping[str, RevisionNode],
     k: int,
-    anchor: EventNode | None = None,
+    places: Places = NOWHERE,
     superseded: Mapping[str, tuple[RevisionNode, str]] | None = None,
     kept: SearchView | None = None,
 ) -> list[tuple[str, float, str]]:
     """(record id, score, why) of the ``k`` best of ``nodes`` for ``query``: BM25 (blended
     with cosine similarity when the query has a vector, ``embedding.blend_rank``), then
-    ``neighbours.with_neighbours``, then ``voice.weighed``, then ``newest.newest_first``.
+    ``neighbours.with_neighbours``, then ``voice.weighed``, then ``newest.newest_first``,
+    ordered by ``places`` (the candidates' on the anchor's path).
     ``superseded``: superseded record id -> (its revision shown, its visible superseder):
     scored with the candidates' statistics, each lends its lexical rank (``newest.lend``).
     ``kept``: the view ``nodes`` came from, when kept between calls: its term index ranks
@@ -115,10 +86,9 @@ def ranked(
     voices_of = _voices(ns, nodes, kept)
     while True:
         lexical, matched, found, beyond = _found(
-            ns, query, query_vector, nodes, documents, index, anchor, kept, lent, top
+            ns, query, query_vector, nodes, documents, index, places, kept, lent, top
         )
-        place, places = _places(anchor, nodes, kept) if found else ({}, {})
-        found = with_neighbours(found, place, places)
+        found = with_neighbours(found, *places)
         heard = weighed(found, voices_of, want, beyond=beyond)
         if heard is not None:
             break
@@ -126,7 +96,7 @@ def ranked(
         top = None if index is None or 2 * top >= len(index) else 2 * top
     found = heard
     voices = voices_of([doc_id for doc_id, _, _ in found[:WINDOW]])
-    depth = {doc_id: place.get(doc_id) for doc_id, _, _ in found[:WINDOW]}
+    depth = {doc_id: places[0].get(doc_id) for doc_id, _, _ in found[:WINDOW]}
     order = newest_first(
         [doc_id for doc_id, _, _ in found], depth, matched, lexical.weights, voices=voices
     )
@@ -147,7 +117,7 @@ def _found(
     nodes: Mapping[str, RevisionNode],
     documents: Mapping[str, str],
     index: TermIndex | None,
-    anchor: EventNode | None,
+    places: Places,
     kept: SearchView | None,
     lent: Mapping[str, tuple[RevisionNode, str]],
     top: int | None,
@@ -162,11 +132,10 @@ def _found(
         lexical = ranking(query, documents, also)
     else:
         lexical = index.ranking(query, also, top=top, matched_for=set(superseder.values()))
-        place, places = _places(anchor, nodes, kept) if lexical.hits else ({}, {})
         scored: Collection[str] = ()
-        if top is not None and places:  # a neighbour further down needs its own score too
+        if top is not None and places[1]:  # a neighbour further down needs its own score too
             hits, _ = lend(lexical.hits, lexical.matched, superseder)
-            scored = beside([(h.doc_id, h.score, h.why) for h in hits], place, places)
+            scored = beside([(h.doc_id, h.score, h.why) for h in hits], *places)
             if scored.keys() - {h.doc_id for h in hits}:
                 lexical = index.with_hits(lexical, query, scored)
         if top is not None:
@@ -223,27 +192,38 @@ def _voices(
     return voices_of
 
 
+def _depth_in(shown: View, revision: RevisionNode) -> int:
+    """Where a visible revision stands on the view's path, as the view orders it
+    (``View.position``: its frontier's depth there, the path read root first), -1 when it
+    has no place there or the path is not attached (a detached anchor orders by none)."""
+    on_path, depth, _ = shown.position(revision)
+    return depth if on_path and shown.main is not None and shown.main.attached else -1
+
+
+def may_lend(ns: Namespace, candidates: Mapping[str, RevisionNode]) -> bool:
+    """Whether a record the view shows superseded can have a superseder among
+    ``candidates``: a keyed candidate may be one, else only an explicit supersede (one bulk
+    read says if any candidate makes one). Asked before the whole view is decided for it."""
+    if any(n.key is not None and n.kind != RETRACTION_KIND for n in candidates.values()):
+        return True
+    asked = Questions(superseded_by=frozenset(candidates))
+    return any(ns.store.answer(ns.name, asked).superseded_by.values())
+
+
 def supersession(
     ns: Namespace,
-    at: EventNode | None,
-    cross_tree: bool,
-    mode: str | None,
+    shown: View,
     kind: str | None,
     key: str | None,
     scope: str | None,
     as_of: int | None,
     candidates: Mapping[str, RevisionNode],
 ) -> dict[str, tuple[RevisionNode, str]]:
-    """The records superseded in this view (after the filters) that have a superseder
-    among ``candidates``: id -> (the revision shown, the superseder). An explicit supersede
-    names it (the deepest on the path when several are visible); else the key's current
-    value in the same scope. Nothing off the view's path is read as a candidate."""
-    keyed = any(n.key is not None and n.kind != RETRACTION_KIND for n in candidates.values())
-    if not keyed:  # then only an explicit supersede can lend: one bulk read says if any does
-        asked = Questions(superseded_by=frozenset(candidates))
-        if not any(ns.store.answer(ns.name, asked).superseded_by.values()):
-            return {}
-    shown = view_at(ns, at, cross_tree, mode, as_of)
+    """The records superseded in the whole view ``shown`` (after the filters) that have a
+    superseder among ``candidates``: id -> (the revision shown, the superseder). An
+    explicit supersede names it (the deepest on the view's path when several are visible);
+    else the key's current value in the same scope. Nothing off the view's path is read as
+    a candidate. The caller asks ``may_lend`` first."""
     old = {
         d.record_id: d.revision
         for d in chosen(shown, kind, key, scope, include_superseded=True, include_stale=False)
@@ -262,7 +242,7 @@ def supersession(
     for record_id, revision in old.items():
         news = [new for new in explicit.get(record_id, ()) if new in candidates]
         if news:
-            new = max(news, key=lambda n: (_place(path_depth(at, candidates[n])), n))
+            new = max(news, key=lambda n: (_depth_in(shown, candidates[n]), n))
             found[record_id] = (revision, new)
         elif revision.key is not None and (revision.scope, revision.key) in current:
             found[record_id] = (revision, current[revision.scope, revision.key])
@@ -284,18 +264,21 @@ def search(
 ) -> list[Hit]:
     """The ``k`` best of the records shown at ``anchor`` (``as_of``: shown then)."""
     shown = searched(ns, anchor, cross_tree, mode, kind, key, scope, as_of)
-    at, by_id = shown.anchor, shown.by_id
+    by_id, places = shown.by_id, shown.places or NOWHERE
     superseded: Mapping[str, tuple[RevisionNode, str]] = {}
     if query_terms(query):
         if shown.superseded is None:
-            shown.superseded = supersession(
-                ns, at, cross_tree, mode, kind, key, scope, as_of, by_id
-            )
+            shown.superseded = {}
+            if may_lend(ns, by_id):  # the whole view, decided for this once per kept view
+                whole = view_at(ns, shown.anchor, cross_tree, mode, as_of)
+                shown.superseded = supersession(ns, whole, kind, key, scope, as_of, by_id)
         superseded = shown.superseded
     kept = shown if shown.uses else None
     return [
         Hit(ns.to_record(by_id[record_id]), score, why)
-        for record_id, score, why in ranked(ns, query, query_vector, by_id, k, at, superseded, kept)
+        for record_id, score, why in ranked(
+            ns, query, query_vector, by_id, k, places, superseded, kept
+        )
     ]
 
 
@@ -311,7 +294,8 @@ def searched(
 ) -> SearchView:
     """The records a search at ``anchor`` ranks: a view kept since an earlier call when no
     commit came in between (``_engine.viewcache``), else decided now (and kept, ``uses`` 1;
-    a view neither kept nor taken from the kept ones has ``uses`` 0)."""
+    a view neither kept nor taken from the kept ones has ``uses`` 0), with its records'
+    places on the anchor's path, read once as it is decided."""
     views = ns.views
     stamp = None
     if views is not None and as_of is None and views.usable():
@@ -327,11 +311,13 @@ def searched(
     at = ns.anchor_node(anchor)  # the one look-up of the anchor, when no kept view answers
     before = Counter(ns.counts)
     nodes = visible_revisions(ns, at, cross_tree, mode, kind, key, scope, as_of=as_of)
-    decided = SearchView(at, nodes, {node.record_id: node for node in nodes}, ns.counts - before)
+    place = path_places(at.tree if at is not None and at.attached else None, nodes)
+    by_id = {node.record_id: node for node in nodes}
+    fresh = SearchView(at, nodes, by_id, ns.counts - before, places=(place, by_place(place)))
     if stamp is not None:
         assert views is not None
-        views.keep(view_key, stamp, decided)
-    return decided
+        views.keep(view_key, stamp, fresh)
+    return fresh
 
 
 def context(
@@ -353,7 +339,9 @@ def context(
     (never delivered: a session is refused with it, since a past context is not one handed
     out now). ``budget`` was checked by the caller (``Memory``'s bounds); assembly checks it
     once more on its own account. The anchor's path is set up before its records are
-    decided (a short one read whole, its ids handed to the view)."""
+    decided (a short one read whole, its ids handed to the view); a query's ranking is
+    handed what the decision read of the anchor (the whole view it lends from, the
+    records' places on the path), so the anchor goes down once."""
     if as_of is not None and session is not None:
         raise InvalidInput(f"context as_of {as_of} is not delivered: give no session")
     paged = None  # the present's path, read from the anchor back a page at a time
@@ -362,16 +350,18 @@ def context(
         messages = transcript(ns, AsOfReader(ns.store, ns.name, as_of), at.id)
     elif at is not None:
         messages = paged = PathMessages(ns, at, budget)
-    nodes = visible_revisions(ns, at, cross_tree, mode, messages=paged, as_of=as_of)
+    lending = query is not None and bool(query_terms(query))
+    shown = decided(ns, at, cross_tree, mode, messages=paged, as_of=as_of, lending=lending)
+    nodes = shown.revisions
     ranking = None
-    if query is not None:
+    if query is not None:  # ranked by what was read of the anchor above, never the anchor
         by_id = {node.record_id: node for node in nodes}
-        superseded = (
-            supersession(ns, at, cross_tree, mode, None, None, None, as_of, by_id)
-            if query_terms(query)
-            else {}
-        )
-        hits = ranked(ns, query, query_vector, by_id, max(1, len(by_id)), at, superseded)
+        superseded: Mapping[str, tuple[RevisionNode, str]] = {}
+        if shown.whole is not None and may_lend(ns, by_id):
+            superseded = supersession(ns, shown.whole, None, None, None, as_of, by_id)
+        place = path_places(at.tree if at is not None and at.attached else None, nodes)
+        places = (place, by_place(place))
+        hits = ranked(ns, query, query_vector, by_id, max(1, len(by_id)), places, superseded)
         ranking = [record_id for record_id, _, _ in hits]
     built = assemble_context(
         anchor=None if at is None else at.id,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Final
 
 from .._core.provenance import RevisionNode
@@ -150,6 +150,67 @@ def indexed_visible(
     return found
 
 
+def index_may_lend(ns: Namespace, index: TreeIndex) -> bool:
+    """Whether a record the tree's ``index`` decides may lend its rank to one the view shows
+    superseded (``retrieval.supersession``), asked before anything is decided: a key's
+    record may (the index has a group), and so may one that explicitly supersedes another
+    (one bulk read over the unkeyed records, all the index can show when it has no group)."""
+    if index.groups:
+        return True
+    ids = frozenset(revision.record_id for revision in index.unkeyed)
+    asked = Questions(superseded_by=ids)
+    return bool(ids) and any(ns.store.answer(ns.name, asked).superseded_by.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """What one pass down from an anchor decides (``decided``): the revisions shown, in path
+    order, and, for a ranking that lends, the whole view at the anchor, which says what it
+    shows superseded (None when not asked for, or, beside the index, when no record may
+    lend)."""
+
+    revisions: list[RevisionNode]
+    whole: View | None
+
+
+def decided(
+    ns: Namespace,
+    at: EventNode | None,
+    cross_tree: bool,
+    mode: str | None,
+    kind: str | None = None,
+    key: str | None = None,
+    scope: str | None = None,
+    include_superseded: bool = False,
+    include_stale: bool = False,
+    messages: PathMessages | None = None,
+    as_of: int | None = None,
+    *,
+    lending: bool = False,
+) -> Decided:
+    """The revisions shown at the anchor's event ``at`` (None: no anchor), and with
+    ``lending`` the whole view too. Which reads answer is settled first, so that the anchor
+    goes down once and a ranking never needs it again: the tree's index when that is the
+    shorter read (one tree, attached anchor, superseded ones not asked for, the present),
+    else the whole view, which takes its path from ``messages`` (the anchor's, for a
+    context) when they are read whole at once; beside the index, a lending read takes the
+    whole view as well when a record may lend (``index_may_lend``). The indexes hold the
+    present only, so a read ``as_of`` builds the whole view."""
+    index = None
+    if at is not None and at.attached and not (cross_tree or include_superseded):
+        index = tree_index(ns, at, key) if as_of is None else None
+    whole = None
+    if at is None or index is None or (lending and index_may_lend(ns, index)):
+        anchor_path = None if messages is None else messages.whole_path()
+        whole = view_at(ns, at, cross_tree, mode, as_of, anchor_path)
+    if at is None or index is None:
+        assert whole is not None
+        found = visible_in(ns, whole, kind, key, scope, include_superseded, include_stale)
+    else:
+        found = indexed_visible(ns, at, index, mode, kind, key, scope, include_stale)
+    return Decided(found, whole if lending else None)
+
+
 def visible_revisions(
     ns: Namespace,
     at: EventNode | None,
@@ -163,20 +224,12 @@ def visible_revisions(
     messages: PathMessages | None = None,
     as_of: int | None = None,
 ) -> list[RevisionNode]:
-    """The revisions shown at the anchor's event ``at`` (None: no anchor), in path order.
-    Which read answers is settled first: the tree's index when that is the shorter read (one
-    tree, attached anchor, superseded ones not asked for, the present), else the whole view,
-    which takes its path from ``messages`` (the anchor's, for a context) when they are read
-    whole at once. The indexes hold the present only, so a read ``as_of`` builds the whole
-    view."""
-    index = None
-    if at is not None and at.attached and not (cross_tree or include_superseded):
-        index = tree_index(ns, at, key) if as_of is None else None
-    if at is None or index is None:
-        anchor_path = None if messages is None else messages.whole_path()
-        shown = view_at(ns, at, cross_tree, mode, as_of, anchor_path)
-        return visible_in(ns, shown, kind, key, scope, include_superseded, include_stale)
-    return indexed_visible(ns, at, index, mode, kind, key, scope, include_stale)
+    """The revisions shown at the anchor's event ``at`` (None: no anchor), in path order
+    (``decided``)."""
+    return decided(
+        ns, at, cross_tree, mode, kind, key, scope, include_superseded, include_stale,
+        messages, as_of,
+    ).revisions  # fmt: skip
 
 
 def visible(
