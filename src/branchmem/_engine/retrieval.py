@@ -10,7 +10,7 @@ anchor back, only as far as the budget reaches.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
@@ -23,12 +23,11 @@ from ..errors import InvalidInput
 from ..model import RETRACTION_KIND, Hit
 from ..search.context import Context, Memo, assemble_context
 from ..search.embedding import blend_rank, lexical_weight
-from ..search.lexical import Ranking, query_terms, ranking
-from ..search.neighbours import Scored, beside, by_place, with_neighbours
-from ..search.newest import WINDOW, lend, newest_first
-from ..search.terms import TermIndex
+from ..search.lexical import LexicalHit, query_terms
+from ..search.neighbours import Scored, by_place
+from ..search.ranking import NOWHERE, Candidates, rank
 from ..search.tokens import TokenCounter
-from ..search.voice import FULL, voice, weighed
+from ..search.voice import FULL, voice
 from ..store.base import PathMessage
 from .asof import AsOfReader, transcript
 from .blame import citer
@@ -38,113 +37,55 @@ from .namespace import Namespace
 from .viewcache import SearchView
 from .views import chosen, decided, view_at, visible_revisions
 
-# each candidate's place on the anchor's path (``provenance.path_places``: read once from the
-# anchor's tree, after the view is decided, and handed down instead of the anchor) and the
-# candidates at each place (``neighbours.by_place``): what path neighbours and newest first
-# order by
-Places = tuple[dict[str, int | None], dict[int, list[str]]]
-NOWHERE: Final[Places] = ({}, {})  # no anchor, or a detached one
-
-
 # how many times ``max(k, WINDOW)`` hits a kept view's index ranks first once the view has
 # shown a quieter record (``search.voice``): on a chat of alternating speakers the first
 # ``max(k, WINDOW)`` rarely decide, and each further round ranks the index again
 QUIET_REACH: Final = 3
 
 
-def ranked(
+def candidates(
     ns: Namespace,
     query: str,
     query_vector: list[float] | None,
     nodes: Mapping[str, RevisionNode],
-    k: int,
-    places: Places = NOWHERE,
     superseded: Mapping[str, tuple[RevisionNode, str]] | None = None,
     kept: SearchView | None = None,
-) -> list[tuple[str, float, str]]:
-    """(record id, score, why) of the ``k`` best of ``nodes`` for ``query``: BM25 (blended
-    with cosine similarity when the query has a vector, ``embedding.blend_rank``), then
-    ``neighbours.with_neighbours``, then ``voice.weighed``, then ``newest.newest_first``,
-    ordered by ``places`` (the candidates' on the anchor's path).
-    ``superseded``: superseded record id -> (its revision shown, its visible superseder):
-    scored with the candidates' statistics, each lends its lexical rank (``newest.lend``).
-    ``kept``: the view ``nodes`` came from, when kept between calls: its term index ranks
-    (the same hits, ``search.terms``) and its vectors are read once."""
-    lent = superseded or {}
+) -> Candidates:
+    """What ``search.ranking.rank`` ranks ``nodes`` by, read here: their texts, or the kept
+    view's term index (the same hits, ``search.terms``), the vectors' blend when the query
+    has a vector (read once for a kept view), who said each record's sources, and what
+    lends its rank (``superseded``: superseded record id -> (its revision shown, its visible
+    superseder)). Not the places on the anchor's path: the caller read those as the view
+    was decided and hands them to ``rank`` itself, so they go down once."""
     index = None if kept is None else kept.term_index(ns.views.index_after if ns.views else 1)
     documents: Mapping[str, str] = {}
     if index is None or query_vector is not None:
         documents = {record_id: node.content for record_id, node in nodes.items()}
-    want = max(k, WINDOW)
-    # only the best the answer can reach: lending merges at most one hit per superseded
-    # record, newest first reorders the first WINDOW (a blend ranks every candidate), and
-    # path neighbours re-score only the neighbours of the first LENDERS <= WINDOW hits; the
-    # voices may lower some of those, and then more are ranked (``voice.weighed``)
-    top = None if index is None or query_vector is not None else want + len(lent)
-    if top is not None and kept is not None and kept.quiet:
-        top += (QUIET_REACH - 1) * want  # the assistant's records lead often: look further
-    voices_of = _voices(ns, nodes, kept)
-    while True:
-        lexical, matched, found, beyond = _found(
-            ns, query, query_vector, nodes, documents, index, places, kept, lent, top
-        )
-        found = with_neighbours(found, *places)
-        heard = weighed(found, voices_of, want, beyond=beyond)
-        if heard is not None:
-            break
-        assert top is not None  # a ranking of every candidate decides
-        top = None if index is None or 2 * top >= len(index) else 2 * top
-    found = heard
-    voices = voices_of([doc_id for doc_id, _, _ in found[:WINDOW]])
-    depth = {doc_id: places[0].get(doc_id) for doc_id, _, _ in found[:WINDOW]}
-    order = newest_first(
-        [doc_id for doc_id, _, _ in found], depth, matched, lexical.weights, voices=voices
+    fuse = None
+    if query_vector is not None:
+        vectors, weight = _vectors(ns, nodes, kept), lexical_weight(ns.embedder)
+
+        def fuse(hits: Sequence[LexicalHit]) -> list[Scored]:
+            fused = blend_rank(
+                query, documents, query_vector, vectors, len(documents), weight=weight,
+                lexical=hits,
+            )  # fmt: skip
+            return [(h.doc_id, h.score, h.why) for h in fused]
+
+    return Candidates(
+        documents,
+        _voices(ns, nodes, kept),
+        index=index,
+        lent={old: (node.content, new) for old, (node, new) in (superseded or {}).items()},
+        fuse=fuse,
+        reach=QUIET_REACH if kept is not None and kept.quiet else 1,
     )
-    by_id = {doc_id: (doc_id, score, why) for doc_id, score, why in found}
-    out: list[tuple[str, float, str]] = []
-    for placed in order[:k]:
-        doc_id, score, why = by_id[placed.record_id]
-        if placed.displaced:
-            why += f"; newest first: in the place of {placed.displaced}"
-        out.append((doc_id, score, why))
-    return out
 
 
-def _found(
-    ns: Namespace,
-    query: str,
-    query_vector: list[float] | None,
-    nodes: Mapping[str, RevisionNode],
-    documents: Mapping[str, str],
-    index: TermIndex | None,
-    places: Places,
-    kept: SearchView | None,
-    lent: Mapping[str, tuple[RevisionNode, str]],
-    top: int | None,
-) -> tuple[Ranking, dict[str, frozenset[str]], list[Scored], float | None]:
-    """The lexical ranking (the first ``top`` of the index's, or all), the terms each hit
-    matches, the hits after lending and blending, and the best score a candidate left out
-    may have (None: none is left out)."""
-    superseder = {old: new for old, (_, new) in lent.items()}
-    also = {old: node.content for old, (node, _) in lent.items()}
-    beyond = None
-    if index is None:
-        lexical = ranking(query, documents, also)
-    else:
-        lexical = index.ranking(query, also, top=top, matched_for=set(superseder.values()))
-        scored: Collection[str] = ()
-        if top is not None and places[1]:  # a neighbour further down needs its own score too
-            hits, _ = lend(lexical.hits, lexical.matched, superseder)
-            scored = beside([(h.doc_id, h.score, h.why) for h in hits], *places)
-            if scored.keys() - {h.doc_id for h in hits}:
-                lexical = index.with_hits(lexical, query, scored)
-        if top is not None:
-            ranked_first = [h.score for h in lexical.hits if h.doc_id not in also][:top]
-            if len(ranked_first) == top:
-                beyond = ranked_first[-1]
-    hits, matched = lend(lexical.hits, lexical.matched, superseder)
-    if query_vector is None:
-        return lexical, matched, [(h.doc_id, h.score, h.why) for h in hits], beyond
+def _vectors(
+    ns: Namespace, nodes: Mapping[str, RevisionNode], kept: SearchView | None
+) -> Mapping[str, Sequence[float]]:
+    """The candidates' vectors, read once for a kept view."""
     vectors = None if kept is None else kept.vectors
     if vectors is None:
         keys = [(record_id, node.revision) for record_id, node in nodes.items()]
@@ -152,16 +93,7 @@ def _found(
         vectors = {record_id: vector for (record_id, _), vector in stored.items()}
         if kept is not None:
             kept.vectors = vectors
-    fused = blend_rank(
-        query,
-        documents,
-        query_vector,
-        vectors,
-        len(documents),
-        weight=lexical_weight(ns.embedder),
-        lexical=hits,
-    )
-    return lexical, matched, [(h.doc_id, h.score, h.why) for h in fused], beyond
+    return vectors
 
 
 def _voices(
@@ -274,11 +206,10 @@ def search(
                 shown.superseded = supersession(ns, whole, kind, key, scope, as_of, by_id)
         superseded = shown.superseded
     kept = shown if shown.uses else None
+    read = candidates(ns, query, query_vector, by_id, superseded, kept)
     return [
         Hit(ns.to_record(by_id[record_id]), score, why)
-        for record_id, score, why in ranked(
-            ns, query, query_vector, by_id, k, places, superseded, kept
-        )
+        for record_id, score, why in rank(query, k, places, read)
     ]
 
 
@@ -359,9 +290,9 @@ def context(
         superseded: Mapping[str, tuple[RevisionNode, str]] = {}
         if shown.whole is not None and may_lend(ns, by_id):
             superseded = supersession(ns, shown.whole, None, None, None, as_of, by_id)
+        read = candidates(ns, query, query_vector, by_id, superseded)
         place = path_places(at.tree if at is not None and at.attached else None, nodes)
-        places = (place, by_place(place))
-        hits = ranked(ns, query, query_vector, by_id, max(1, len(by_id)), places, superseded)
+        hits = rank(query, max(1, len(by_id)), (place, by_place(place)), read)
         ranking = [record_id for record_id, _, _ in hits]
     built = assemble_context(
         anchor=None if at is None else at.id,

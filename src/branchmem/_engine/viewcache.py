@@ -49,7 +49,7 @@ class SearchView:
     vectors: Mapping[str, Sequence[float]] | None = field(default=None, repr=False)
     places: tuple[dict[str, int | None], dict[int, list[str]]] | None = field(
         default=None, repr=False
-    )  # each candidate's path place, and the candidates at each (``retrieval.path_places``)
+    )  # each candidate's path place, and the candidates at each (``provenance.path_places``)
     voices: dict[str, float] = field(default_factory=dict, repr=False)  # ``search.voice``
     quiet: bool = False  # a record of it was found quieter (``retrieval.QUIET_REACH``)
 
