@@ -13,7 +13,8 @@ summary and the retraction's text with it). At the end:
 
 It prints, per backend: rounds, erasures, failures (calls that raised), residues (erased
 markers found anywhere), integrity, the rate, and the control count (surviving markers
-found, which must equal the rounds: the scan sees what is there).
+found, which must equal the rounds: the scan sees what is there), and writes them to
+bench/results/erase_soak.json (bench/figures.py reads it).
 
     python bench/erase_soak.py [--rounds 10000] [--backends sqlite,postgres] [--pg-dsn URL]
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import sqlite3
@@ -195,8 +197,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pg-rounds", type=int, default=None)
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--pg-dsn", default=os.environ.get("BRANCHMEM_TEST_PG_DSN", ""))
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).parent / "results" / "erase_soak.json"
+    )
     args = parser.parse_args(argv)
     bad = 0
+    results: list[dict[str, Any]] = []
     for backend in args.backends.split(","):
         if backend == "sqlite":
             result = run_sqlite(args.rounds)
@@ -209,9 +215,14 @@ def main(argv: list[str] | None = None) -> int:
         else:
             parser.error(f"unknown backend {backend!r}")
         report(result)
+        results.append(result)
         ok = result["integrity"].startswith(("ok", "not checked"))
         clean = not result["failures"] and not result["residues"]
         bad += not (ok and clean and result["kept_found"] == result["rounds"])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
+        json.dumps({"backends": results, "load": os.getloadavg()}, indent=2, default=str) + "\n"
+    )
     return 1 if bad else 0
 
 

@@ -433,6 +433,34 @@ def load_rows(results: Path) -> list[Row]:
     ]
 
 
+def erase_soak_rows(results: Path) -> list[Row]:
+    """Erasures interleaved with writes, then every erased byte looked for (docs/propagation.md)."""
+    found = _load(results, "erase_soak.json")
+    rows: list[Row] = []
+    for name in ("SQLite", "PostgreSQL"):
+        run = next(
+            (r for r in (found or {}).get("backends", []) if r["backend"].startswith(name)), None
+        )
+        what = f"{name}: erasures; failures; erased markers found; integrity; kept markers found"
+        if run is None:
+            rows.append((what, "not measured", "—; 0; 0; ok; all", None))
+            continue
+        failures = sum(run["failures"].values())
+        rate = run["rounds"] / run["seconds"] if run["seconds"] else 0.0
+        measured = (
+            f"{run['rounds']:,}; {failures}; {run['residues']}; {run['integrity']}; "
+            f"{run['kept_found']:,} ({rate:.1f} erasures/s)"
+        )
+        met = (
+            not failures
+            and not run["residues"]
+            and str(run["integrity"]).startswith("ok")
+            and run["kept_found"] == run["rounds"]
+        )
+        rows.append((what, measured, "—; 0; 0; ok; all", met))
+    return rows
+
+
 def disk_rows(results: Path) -> list[Row]:
     found = _load(results, "disk.json")
     what = (
@@ -459,6 +487,7 @@ SECTIONS: list[tuple[str, Callable[[Path], list[Row]]]] = [
     ("storage at 10k to 1M records (bench/storage.py)", storage_rows),
     ("depth 100,000 (bench/deep_path.py)", deep_path_rows),
     ("disk (bench/disk.py)", disk_rows),
+    ("erasure soak (bench/erase_soak.py)", erase_soak_rows),
     ("memory per record (bench/footprint.py)", footprint_rows),
     ("service overhead (bench/service.py)", service_rows),
     ("two workers, 50 clients (bench/load.py)", load_rows),

@@ -62,3 +62,11 @@ def test_mem0_add_fills_its_rows(tmp_path: Path) -> None:
     added = {what: got for what, got in rows(tmp_path).items() if "add`" in what}
     assert len(added) == 5 and "not measured" not in added.values(), added
     assert any("30 memories" in what for what in added), added
+
+
+def test_erase_soak_fills_its_rows(tmp_path: Path) -> None:
+    run("erase_soak.py", "--rounds", "5", "--backends", "sqlite",
+        "--out", str(tmp_path / "erase_soak.json"))  # fmt: skip
+    soak = {what: got for what, got in rows(tmp_path).items() if "erased markers" in what}
+    assert soak[next(w for w in soak if w.startswith("SQLite"))].startswith("5; 0; 0; ok; 5 ")
+    assert soak[next(w for w in soak if w.startswith("PostgreSQL"))] == "not measured"

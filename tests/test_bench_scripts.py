@@ -35,8 +35,10 @@ def test_search_runs_in_memory_and_on_sqlite(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_erase_soak_runs_and_finds_no_residue(backend: str, request: pytest.FixtureRequest) -> None:
-    args = ["--rounds", "3", "--backends", backend]
+def test_erase_soak_runs_and_finds_no_residue(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    args = ["--rounds", "3", "--backends", backend, "--out", str(tmp_path / "soak.json")]
     if backend == "postgres":
         args += ["--pg-dsn", request.getfixturevalue("pg_dsn")]
     out = run("erase_soak.py", *args)
