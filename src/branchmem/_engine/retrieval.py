@@ -35,7 +35,7 @@ from .deliveries import deliver
 from .events import PathMessages
 from .namespace import Namespace
 from .viewcache import SearchView
-from .views import chosen, decided, view_at, visible_revisions
+from .views import chosen, decided, view_at
 
 # how many times ``max(k, WINDOW)`` hits a kept view's index ranks first once the view has
 # shown a quieter record (``search.voice``): on a chat of alternating speakers the first
@@ -241,7 +241,7 @@ def searched(
             return kept
     at = ns.anchor_node(anchor)  # the one look-up of the anchor, when no kept view answers
     before = Counter(ns.counts)
-    nodes = visible_revisions(ns, at, cross_tree, mode, kind, key, scope, as_of=as_of)
+    nodes = decided(ns, at, cross_tree, mode, kind, key, scope, as_of=as_of).revisions
     place = path_places(at.tree if at is not None and at.attached else None, nodes)
     by_id = {node.record_id: node for node in nodes}
     fresh = SearchView(at, nodes, by_id, ns.counts - before, places=(place, by_place(place)))

@@ -35,7 +35,7 @@ CurrentKey = tuple[str, str, str | None, str | None, bool, str]
 
 @dataclass(slots=True)
 class SearchView:
-    """The records one search view shows (``visible_revisions``) and what was derived from
+    """The records one search view shows (``views.decided``) and what was derived from
     them. ``counts``: what deciding it added to the namespace's report counts, added again at
     every use, so ``report`` counts a search the same whether its view was kept or not."""
 

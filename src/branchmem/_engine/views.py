@@ -211,27 +211,6 @@ def decided(
     return Decided(found, whole if lending else None)
 
 
-def visible_revisions(
-    ns: Namespace,
-    at: EventNode | None,
-    cross_tree: bool,
-    mode: str | None,
-    kind: str | None = None,
-    key: str | None = None,
-    scope: str | None = None,
-    include_superseded: bool = False,
-    include_stale: bool = False,
-    messages: PathMessages | None = None,
-    as_of: int | None = None,
-) -> list[RevisionNode]:
-    """The revisions shown at the anchor's event ``at`` (None: no anchor), in path order
-    (``decided``)."""
-    return decided(
-        ns, at, cross_tree, mode, kind, key, scope, include_superseded, include_stale,
-        messages, as_of,
-    ).revisions  # fmt: skip
-
-
 def visible(
     ns: Namespace,
     at: EventNode | None,
@@ -245,10 +224,10 @@ def visible(
     as_of: int | None = None,
 ) -> list[Record]:
     """The records shown at the anchor's event ``at`` (read once, by the caller)."""
-    nodes = visible_revisions(
+    nodes = decided(
         ns, at, cross_tree, mode, kind, key, scope, include_superseded, include_stale,
         as_of=as_of,
-    )  # fmt: skip
+    ).revisions  # fmt: skip
     return [ns.to_record(node) for node in nodes]
 
 
@@ -326,7 +305,7 @@ def _current(
         ns.counts.update(counted)
         return revision, counted
     before = Counter(ns.counts)
-    found = visible_revisions(ns, node, cross_tree, mode, None, key, scope, False, False)
+    found = decided(ns, node, cross_tree, mode, None, key, scope).revisions
     return (found[-1] if found else None), ns.counts - before
 
 
