@@ -543,11 +543,12 @@ def reads_not_overridden(cls: type[Store]) -> list[str]:
     return [name for name in WRAPPED_READS if getattr(cls, name) is getattr(Store, name)]
 
 
-# (question and fact, per-item read) for the questions asked one id at a time
+# (question and fact, per-item read) for the questions asked one id at a time; not
+# ``superseded_by``, which a search asks of a whole view's records at once: each ``answer``
+# reads it in bulk (``ItemByItemAnswers._superseded_by_all``, a SQL statement per chunk)
 PER_ID_READS: Final = (
     ("children", "children"), ("paths", "path_ids"), ("histories", "get_revisions"),
     ("citing", "citing"), ("pending", "pending_on"), ("keyed_records", "records_with_key"),
-    ("superseded_by", "superseded_by"),
 )  # fmt: skip
 
 
@@ -582,13 +583,15 @@ def answer_by_reads(store: Store, namespace: str, questions: Questions, facts: F
 class ItemByItemAnswers(Store):
     """``Store.answer`` composed from the store's per-item reads, for a backend without round
     trips (each read costs a look-up, so asking one at a time costs what asking in bulk
-    would); ``_key_retractions`` and ``_tree_index`` are the backend's own reads of those.
+    would); ``_key_retractions``, ``_tree_index`` and ``_superseded_by_all`` are the
+    backend's own reads of those.
     Pages of one candidate (the usual winner), the newest revision only, and no events
     beyond those asked: with no round trip to save, the rest is cheaper read lazily, only if
     the rule gets that far. Put it first among a store's bases: its ``answer`` wins."""
 
     # the backend's own reads (declared, not defined: the store's methods are found by MRO)
     _key_retractions: Callable[[str, str], list[RetractionNode]]
+    _superseded_by_all: Callable[[str, Collection[str]], dict[str, list[str]]]
     _tree_index: Callable[[str, str, int], TreeIndex | IndexTooLarge]
 
     def __init_subclass__(cls, **kwargs: object) -> None:
@@ -599,6 +602,8 @@ class ItemByItemAnswers(Store):
     def answer(self, namespace: str, questions: Questions) -> Facts:
         facts = Facts()
         answer_by_reads(self, namespace, questions, facts)
+        if questions.superseded_by:
+            facts.superseded_by.update(self._superseded_by_all(namespace, questions.superseded_by))
         for event_id in questions.events:
             node = self.get_event(namespace, event_id)
             if node is not None:

@@ -492,6 +492,10 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
     def superseded_by(self, namespace: str, new_id: str) -> list[str]:
         return list(self._space(namespace).superseded_by.get(new_id, ()))
 
+    def _superseded_by_all(self, namespace: str, new_ids: Collection[str]) -> dict[str, list[str]]:
+        known = self._space(namespace).superseded_by
+        return {new: list(old) for new in new_ids if (old := known.get(new))}
+
     def put_retraction(self, namespace: str, node: RetractionNode) -> None:
         space = self._space(namespace)
         self._dict_set(space.retractions, node.id, node)

@@ -176,6 +176,10 @@ class SQLStore(SQLSideTables, Store, KeyStore):
     def superseded_by(self, namespace: str, new_id: str) -> list[str]:
         return self.relation_rows.superseded_by(namespace, new_id)
 
+    def _superseded_by_all(self, namespace: str, new_ids: Collection[str]) -> dict[str, list[str]]:
+        """``ItemByItemAnswers``' bulk read of what the new ids supersede."""
+        return self.relation_rows.superseded_by_all(namespace, new_ids)
+
     def put_retraction(self, namespace: str, node: RetractionNode) -> None:
         self.relation_rows.put_retraction(namespace, node)
 

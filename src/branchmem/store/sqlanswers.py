@@ -152,6 +152,17 @@ class BulkReader:
         for chunk in session._chunks(event_ids):
             statements.append(self._events_with_steps(namespace, chunk))
             kinds.append("events")
+        # what the new ids supersede: asked of a whole view's records at once (may a record
+        # lend its rank?), so a statement per chunk, not per id
+        for chunk in session._chunks(sorted(questions.superseded_by)):
+            statements.append(
+                (
+                    "SELECT new_id, old_id FROM supersedes WHERE namespace = ? "
+                    f"AND new_id IN ({session._marks(len(chunk))}) ORDER BY seq",
+                    (namespace, *chunk),
+                )
+            )
+            kinds.append("superseded_by")
         facts = Facts()
         # the rest: a statement each, by the store's per-item reads
         answer_by_reads(self.reads, namespace, questions, facts)
@@ -170,6 +181,8 @@ class BulkReader:
                     pages.setdefault(str(row[0]), []).append(codec.revision_node(tuple(row[1:-1])))
                 elif kind == "superseders":
                     facts.superseders.setdefault(row[0], []).append(row[1])
+                elif kind == "superseded_by":
+                    facts.superseded_by.setdefault(row[0], []).append(row[1])
                 elif kind == "retracting":
                     facts.retracting.setdefault(row[0], []).append(
                         codec.retraction_node(tuple(row[1:]))

@@ -50,6 +50,20 @@ class RelationsTable:
         )
         return [row[0] for row in rows]
 
+    def superseded_by_all(self, namespace: str, new_ids: Collection[str]) -> dict[str, list[str]]:
+        """``superseded_by`` of many new ids: a statement per chunk (only ids with any)."""
+        session = self.session
+        found: dict[str, list[str]] = {}
+        for chunk in session._chunks(new_ids):
+            rows = session._all(
+                "SELECT new_id, old_id FROM supersedes WHERE namespace = ? "
+                f"AND new_id IN ({session._marks(len(chunk))}) ORDER BY seq",
+                (namespace, *chunk),
+            )
+            for new, old in rows:
+                found.setdefault(new, []).append(old)
+        return found
+
     def put_retraction(self, namespace: str, node: RetractionNode) -> None:
         self.session._run(
             "INSERT INTO retractions (namespace, id, scope, targets, key_name, key_scope, seq) "
