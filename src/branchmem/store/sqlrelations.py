@@ -29,19 +29,8 @@ class RelationsTable:
 
     def superseders(self, namespace: str, old_ids: Collection[str]) -> dict[str, list[str]]:
         session = self.session
-        found: dict[str, list[str]] = {}
         unknown = [i for i in old_ids if (namespace, i) not in session._unsuperseded]
-        if not unknown:
-            return found
-        for chunk in session._chunks(unknown):
-            rows = session._all(
-                "SELECT old_id, new_id FROM supersedes WHERE namespace = ? "
-                f"AND old_id IN ({session._marks(len(chunk))}) ORDER BY seq",
-                (namespace, *chunk),
-            )
-            for old, new in rows:
-                found.setdefault(old, []).append(new)
-        return found
+        return self._pairs("old_id", "new_id", namespace, unknown) if unknown else {}
 
     def superseded_by(self, namespace: str, new_id: str) -> list[str]:
         rows = self.session._all(
@@ -52,16 +41,22 @@ class RelationsTable:
 
     def superseded_by_all(self, namespace: str, new_ids: Collection[str]) -> dict[str, list[str]]:
         """``superseded_by`` of many new ids: a statement per chunk (only ids with any)."""
+        return self._pairs("new_id", "old_id", namespace, new_ids)
+
+    def _pairs(
+        self, asked: str, other: str, namespace: str, ids: Collection[str]
+    ) -> dict[str, list[str]]:
+        """Each id of column ``asked`` -> the ``other`` ids of its supersedes, in seq order."""
         session = self.session
         found: dict[str, list[str]] = {}
-        for chunk in session._chunks(new_ids):
+        for chunk in session._chunks(ids):
             rows = session._all(
-                "SELECT new_id, old_id FROM supersedes WHERE namespace = ? "
-                f"AND new_id IN ({session._marks(len(chunk))}) ORDER BY seq",
+                f"SELECT {asked}, {other} FROM supersedes WHERE namespace = ? "
+                f"AND {asked} IN ({session._marks(len(chunk))}) ORDER BY seq",
                 (namespace, *chunk),
             )
-            for new, old in rows:
-                found.setdefault(new, []).append(old)
+            for key, value in rows:
+                found.setdefault(key, []).append(value)
         return found
 
     def put_retraction(self, namespace: str, node: RetractionNode) -> None:
