@@ -9,8 +9,6 @@ import asyncio
 import importlib.util
 import inspect
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -205,14 +203,9 @@ def test_history_of_an_id_never_written_through_the_wrapper_is_an_error_naming_i
 def test_the_add_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
     """bench/mem0_add.py (its figures are in docs/scaling.md's block) still runs end to end;
     its JSON goes to the test's own folder, never over the last real run's."""
-    bench = Path(__file__).parent.parent / "bench" / "mem0_add.py"
+    from test_bench_scripts import run  # exits 0, or fails with the script's stderr
+
     out = tmp_path / "mem0_add.json"
-    done = subprocess.run(
-        [sys.executable, str(bench), "--sizes", "20,40", "--adds", "2", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "t(40)/t(20): Mem0 add" in done.stdout and "wrapper own" in done.stdout
+    printed = run("mem0_add.py", "--sizes", "20,40", "--adds", "2", "--out", str(out))
+    assert "t(40)/t(20): Mem0 add" in printed and "wrapper own" in printed
     assert out.exists()

@@ -12,6 +12,7 @@ import pytest
 
 from branchmem import Memory
 from branchmem.store.inmemory import InMemoryStore
+from branchmem.store.sqlsession import CHUNK
 
 
 class Boom(Exception):
@@ -105,3 +106,28 @@ def test_a_search_as_of_an_earlier_point_is_not_kept(mem: Memory) -> None:
     mem.search("apple", "e2", as_of=3)
     mem.search("apple", "e2", as_of=3)
     assert len(mem._views) == 0
+
+
+def test_the_first_search_after_a_write_reads_in_bulk_not_per_record(tmp_path: Path) -> None:
+    """Deciding a view anew (after a write) reads the records' facts a chunk at a time: ten
+    times the visible records adds a statement per chunk of ids, never one per record (the
+    check whether a record may lend its rank once asked each record what it supersedes)."""
+    from test_current_fast import traced
+
+    counts = []
+    for size in (200, 2000):
+        with Memory.open(tmp_path / f"s{size}.db") as mem:
+            mem.add_events(
+                {"id": f"e{i}", "parent": f"e{i - 1}" if i else None, "content": "turn"}
+                for i in range(size)
+            )
+            mem.add_records(
+                {"id": f"r{i}", "sources": [f"e{i}"], "content": f"apple note {i}"}
+                for i in range(size)
+            )
+            mem.add_record("new", sources=[f"e{size - 1}"], content="apple pie")
+            hits, statements = traced(mem, lambda m=mem, s=size: m.search("apple", f"e{s - 1}"))
+            assert hits
+            counts.append(statements)
+    chunks = 2000 // CHUNK + 1  # each IN (...) list of ids holds up to CHUNK of them
+    assert counts[1] <= counts[0] + 4 * chunks, counts
