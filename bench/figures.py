@@ -250,41 +250,60 @@ def current_rows(results: Path) -> list[Row]:
 
 
 def mem0_add_rows(results: Path) -> list[Row]:
-    """``BranchMem0.add`` beside Mem0's own ``add`` on the same state, and how each grows."""
+    """``BranchMem0.add`` beside Mem0's own ``add`` on the same state, and how each grows: the
+    goals on pgvector (Mem0's own ``add`` is flat there), local Qdrant's figures beside."""
     found = _load(results, "mem0_add.json")
-    if not found:
-        return [
-            _ratio_row("`BranchMem0.add` / Mem0's `add`, 10,000 memories", None, 3),
-            _ratio_row("`BranchMem0.add` t(10,000 memories) / t(1,000)", None, 1.5),
-            _ratio_row("the wrapper's own share of `add`, t(10,000) / t(1,000)", None, 1.5),
-            _ratio_row("the wrapper's own steps timed apart, t(10,000) / t(1,000)", None, 1.5),
-        ]
-    low, high = (found["medians_ms"][str(size)] for size in (found["sizes"][0], found["sizes"][-1]))
-    small, large = f"{found['sizes'][0]:,}", f"{found['sizes'][-1]:,}"
+    stores = (found or {}).get("stores", {})
+    sizes = found["sizes"] if found else [1000, 10000]
+    small, large = f"{sizes[0]:,}", f"{sizes[-1]:,}"
+
+    def grows(store: str, what: str) -> float | None:
+        medians = stores.get(store)
+        if not medians:
+            return None
+        return medians[str(sizes[-1])][what] / medians[str(sizes[0])][what]
+
+    def over_mem0(store: str) -> float | None:
+        high = stores.get(store, {}).get(str(sizes[-1]))
+        return high["branchmem0"] / high["mem0"] if high else None
+
+    def shown(value: float | None) -> str:
+        return "not measured" if value is None else f"{value:.2f}"
+
     return [
         _ratio_row(
-            f"`BranchMem0.add` / Mem0's `add`, {large} memories",
-            high["branchmem0"] / high["mem0"],
-            3,
+            f"`BranchMem0.add` / Mem0's `add`, {large} memories, pgvector", over_mem0("pgvector"), 3
         ),
         _ratio_row(
-            f"`BranchMem0.add` t({large} memories) / t({small})",
-            high["branchmem0"] / low["branchmem0"],
+            f"`BranchMem0.add` t({large} memories) / t({small}), pgvector",
+            grows("pgvector", "branchmem0"),
             1.5,
         ),
         _ratio_row(
-            f"the wrapper's own share of `add`, t({large}) / t({small})",
-            high["own"] / low["own"],
+            f"the wrapper's own share of `add`, t({large}) / t({small}), pgvector",
+            grows("pgvector", "own"),
             1.5,
         ),
         _ratio_row(
             f"the wrapper's own steps timed apart (no Mem0 `add` between), t({large}) / t({small})",
-            high["own_apart"] / low["own_apart"] if "own_apart" in high else None,
+            grows("pgvector", "own_apart"),
             1.5,
         ),
         (
-            f"Mem0's own `add` t({large}) / t({small}) (local Qdrant's filter visits every point)",
-            f"{high['mem0'] / low['mem0']:.2f}",
+            f"Mem0's own `add` t({large}) / t({small}), pgvector (HNSW index)",
+            shown(grows("pgvector", "mem0")),
+            "—",
+            None,
+        ),
+        _ratio_row(
+            f"`BranchMem0.add` / Mem0's `add`, {large} memories, local Qdrant",
+            over_mem0("qdrant"),
+            3,
+        ),
+        (
+            f"`BranchMem0.add`; Mem0's own `add`; the wrapper's own share: t({large}) / "
+            f"t({small}), local Qdrant (its payload filter visits every point)",
+            "; ".join(shown(grows("qdrant", what)) for what in ("branchmem0", "mem0", "own")),
             "—",
             None,
         ),

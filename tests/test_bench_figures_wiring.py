@@ -55,13 +55,15 @@ def test_langgraph_pg_put_fills_its_rows(tmp_path: Path, request: pytest.Fixture
     assert any("of 2 puts" in what for what in put), put
 
 
-def test_mem0_add_fills_its_rows(tmp_path: Path) -> None:
+def test_mem0_add_fills_its_rows(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     pytest.importorskip("mem0", reason="needs the 'mem0' extra")
-    run("mem0_add.py", "--sizes", "10,30", "--adds", "2",
+    dsn = request.getfixturevalue("pg_dsn")  # the tests' server: no second embedded one
+    run("mem0_add.py", "--sizes", "10,30", "--adds", "2", "--dsn", dsn,
         "--out", str(tmp_path / "mem0_add.json"))  # fmt: skip
     added = {what: got for what, got in rows(tmp_path).items() if "add`" in what}
-    assert len(added) == 5 and "not measured" not in added.values(), added
-    assert any("30 memories" in what for what in added), added
+    assert len(added) == 7 and "not measured" not in added.values(), added
+    assert any("30 memories, pgvector" in what for what in added), added
+    assert any("30 memories, local Qdrant" in what for what in added), added
 
 
 def test_erase_soak_fills_its_rows(tmp_path: Path) -> None:

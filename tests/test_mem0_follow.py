@@ -206,6 +206,8 @@ def test_the_add_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
     from test_bench_scripts import run  # exits 0, or fails with the script's stderr
 
     out = tmp_path / "mem0_add.json"
-    printed = run("mem0_add.py", "--sizes", "20,40", "--adds", "2", "--out", str(out))
-    assert "t(40)/t(20): Mem0 add" in printed and "wrapper own" in printed
+    printed = run(
+        "mem0_add.py", "--sizes", "20,40", "--adds", "2", "--stores", "qdrant", "--out", str(out)
+    )
+    assert "qdrant t(40)/t(20): Mem0 add" in printed and "wrapper own" in printed
     assert out.exists()

@@ -62,6 +62,7 @@ __all__ = [
     "offline_async_memory",
     "offline_memory",
     "openai_compatible_llm",
+    "pgvector_store",
 ]
 
 DEFAULT_DIMS = 256
@@ -276,6 +277,7 @@ def offline_memory(
     *,
     dims: int = DEFAULT_DIMS,
     llm: dict[str, Any] | None = None,
+    vector_store: dict[str, Any] | None = None,
 ) -> Any:
     """A real ``mem0.Memory`` with the scripted LLM and hashing embedder.
 
@@ -283,9 +285,12 @@ def offline_memory(
     local path mode and Mem0's SQLite history lives there; without, both are in memory
     (Qdrant's local in-memory client: the same code path, ten times faster to open, which
     is what branchbench wants for one fresh Mem0 per scenario and system). ``llm`` replaces
-    the scripted LLM with a Mem0 LLM section (e.g. ``openai_compatible_llm(url, model)``).
+    the scripted LLM with a Mem0 LLM section (e.g. ``openai_compatible_llm(url, model)``);
+    ``vector_store`` replaces Qdrant with a Mem0 vector store section (e.g.
+    ``pgvector_store(url, "memories")``: local Qdrant's payload filter visits every point,
+    so its ``add`` grows with the memories, where pgvector's HNSW index does not).
     """
-    return _offline(mem0.Memory, directory, dims, llm)
+    return _offline(mem0.Memory, directory, dims, llm, vector_store)
 
 
 def offline_async_memory(
@@ -293,15 +298,38 @@ def offline_async_memory(
     *,
     dims: int = DEFAULT_DIMS,
     llm: dict[str, Any] | None = None,
+    vector_store: dict[str, Any] | None = None,
 ) -> Any:
     """``offline_memory`` as a ``mem0.AsyncMemory`` (the same LLM, embedder and stores), so
     the async API can be checked against the wrapper offline too."""
-    return _offline(mem0.AsyncMemory, directory, dims, llm)
+    return _offline(mem0.AsyncMemory, directory, dims, llm, vector_store)
 
 
-def _offline(cls: Any, directory: str | Path | None, dims: int, llm: dict[str, Any] | None) -> Any:
+def pgvector_store(
+    url: str, collection: str, *, dims: int = DEFAULT_DIMS, hnsw: bool = True
+) -> dict[str, Any]:
+    """Mem0's vector store section for pgvector on the PostgreSQL server at ``url`` (a
+    ``postgresql://`` URL; the server needs the ``vector`` extension), with an HNSW index."""
+    config = {"connection_string": url, "collection_name": collection}
+    return {
+        "provider": "pgvector",
+        "config": {**config, "embedding_model_dims": dims, "hnsw": hnsw},
+    }
+
+
+def _offline(
+    cls: Any,
+    directory: str | Path | None,
+    dims: int,
+    llm: dict[str, Any] | None,
+    vector_store: dict[str, Any] | None = None,
+) -> Any:
     store: dict[str, Any] = {"collection_name": "memories", "embedding_model_dims": dims}
-    if directory is None:
+    if vector_store is not None:
+        history = ":memory:" if directory is None else str(Path(directory) / "history.db")
+        if directory is not None:
+            Path(directory).mkdir(parents=True, exist_ok=True)
+    elif directory is None:
         from qdrant_client import QdrantClient  # type: ignore[import-not-found, unused-ignore]
 
         store["client"] = QdrantClient(location=":memory:")
@@ -314,7 +342,7 @@ def _offline(cls: Any, directory: str | Path | None, dims: int, llm: dict[str, A
     config = {
         "llm": llm or {"provider": _LLM_SLOT, "config": {"model": "scripted"}},
         "embedder": {"provider": _EMBEDDER_SLOT, "config": {"embedding_dims": dims}},
-        "vector_store": {"provider": "qdrant", "config": store},
+        "vector_store": vector_store or {"provider": "qdrant", "config": store},
         "history_db_path": history,
     }
     with _offline_providers(), warnings.catch_warnings():
