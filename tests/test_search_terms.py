@@ -76,3 +76,22 @@ def test_an_empty_index_and_a_query_without_terms() -> None:
     assert TermIndex({}).ranking("hangzhou") == ranking("hangzhou", {})
     assert TermIndex({"a": "hangzhou"}).ranking("a to") == Ranking([], {}, {})
     assert [h.doc_id for h in TermIndex({"a": "x", "b": "去杭州"}).ranking("杭州").hits] == ["b"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), size=st.integers(0, 20), steps=st.integers(1, 4))
+def test_an_index_grown_by_add_ranks_as_one_built_at_once(seed: int, size: int, steps: int) -> None:
+    """A kept view's index takes the records a write added (``TermIndex.add``): its hits
+    are the reference's over all of them, queried before and after each addition."""
+    rng = random.Random(seed)
+    documents = {f"d{i}": text(rng, rng.randint(0, 12)) for i in range(size)}
+    index = TermIndex(documents)
+    for step in range(steps):
+        asked = text(rng, rng.randint(1, 3))
+        index.ranking(asked)  # asked before and after: its kept scores must not survive
+        added = {f"n{step}_{i}": text(rng, rng.randint(1, 12)) for i in range(rng.randint(0, 3))}
+        index.add(added)
+        documents |= added
+        for query in (asked, *(text(rng, rng.randint(1, 5)) for _ in range(3))):
+            assert index.ranking(query) == ranking(query, documents), query
+        assert len(index) == len(documents)

@@ -68,6 +68,7 @@ class TermIndex:
         "_grams",
         "_ids",
         "_last",
+        "_lengths",
         "_numbers",
         "_stats",
         "_trigrams",
@@ -75,17 +76,31 @@ class TermIndex:
     )
 
     def __init__(self, documents: Mapping[str, str]) -> None:
-        ids: list[str] = []
-        lengths: list[int] = []
-        words: dict[str, dict[int, int]] = {}
-        grams: dict[str, dict[int, int]] = {}
-        for number, (doc_id, text) in enumerate(documents.items()):
+        self._ids: list[str] = []
+        self._lengths: list[int] = []
+        self._numbers: dict[str, int] = {}
+        self._words: dict[str, dict[int, int]] = {}
+        self._grams: dict[str, dict[int, int]] = {}
+        self._trigrams: dict[str, list[str]] = {}
+        self.add(documents)
+
+    def add(self, documents: Mapping[str, str]) -> None:
+        """Index more candidates (ids not indexed yet): the statistics then cover them too,
+        as if the index had been built over all of them at once (the same floats)."""
+        ids, lengths, words, grams = self._ids, self._lengths, self._words, self._grams
+        new_words: list[str] = []
+        for doc_id, text in documents.items():
+            number = len(ids)
             ids.append(doc_id)
+            self._numbers[doc_id] = number
             normalized = normalize(text)
             lengths.append(len(normalized))
             for segment, cjk in normalized_segments(normalized):
                 if not cjk:
-                    postings = words.setdefault(segment, {})
+                    postings = words.get(segment)
+                    if postings is None:
+                        postings = words[segment] = {}
+                        new_words.append(segment)
                     postings[number] = postings.get(number, 0) + 1
                     continue
                 pairs = (segment[i : i + 2] for i in range(len(segment) - 1))
@@ -96,17 +111,12 @@ class TermIndex:
         # as ``lexical.corpus_stats`` computes them, so every float below is the same
         self._stats = CorpusStats(len(ids), total / len(ids) if ids else 0.0)
         average = self._stats.average_length
-        norms = [1.0 - B + B * (length / average if average else 0.0) for length in lengths]
-        self._bent = [K1 * norm for norm in norms]  # bm25's length term, as it computes it
-        self._ids = ids
-        self._numbers = {doc_id: number for number, doc_id in enumerate(ids)}
-        self._words = words
-        self._grams = grams
-        trigrams: dict[str, list[str]] = {}
-        for word in words:
+        # bm25's length term, as it computes it: K1 times its norm
+        self._bent = [K1 * (1.0 - B + B * (n / average if average else 0.0)) for n in lengths]
+        trigrams = self._trigrams
+        for word in new_words:
             for gram in {word[i : i + _GRAM] for i in range(len(word) - _GRAM + 1)}:
                 trigrams.setdefault(gram, []).append(word)
-        self._trigrams = trigrams
         # the last query's scores: a search may rank one query twice (path neighbours)
         self._last = _Scored((), ({}, {}, {}))
 
