@@ -124,6 +124,13 @@ class Store(ABC):
         a write transaction the value says nothing of the writes not yet committed."""
         return None
 
+    def write_stamps(self) -> tuple[Hashable, Hashable] | None:
+        """The commit stamps just before and just after this store's last outermost write
+        transaction, when it committed and nothing else can have committed between them
+        (so a reader that kept something under the first knows that only that write moved
+        the stamp to the second). None: no such write, or the backend cannot tell."""
+        return None
+
     @abstractmethod
     def prefetch(
         self,

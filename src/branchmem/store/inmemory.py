@@ -65,6 +65,8 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
         self._keys_lock = threading.Lock()  # a key's check and insert are one step
         self._journal: list[Callable[[], None]] | None = None
         self._changes = 0  # moved by every change and every transaction's end
+        # the stamps around the last outermost transaction that ended well (``write_stamps``)
+        self._written: tuple[int, int] | None = None
 
     # -- journal -----------------------------------------------------------------------
     @contextmanager
@@ -76,6 +78,8 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
         outermost = self._journal is None
         if outermost:
             self._journal = []
+            self._written = None
+        began = self._changes
         assert self._journal is not None
         savepoint = len(self._journal)
         try:
@@ -91,9 +95,14 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
         if outermost:
             self._journal = None
         self._changes += 1
+        if outermost:  # the caller's lock kept every other writer out meanwhile
+            self._written = (began, self._changes)
 
     def commit_stamp(self) -> int:
         return self._changes
+
+    def write_stamps(self) -> tuple[int, int] | None:
+        return self._written
 
     def scan_bytes(
         self, key: str, fingerprints: frozenset[str], lock: AbstractContextManager[Any]

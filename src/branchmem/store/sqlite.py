@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import sqlite3
 import time
+from collections.abc import Hashable
 from contextlib import AbstractContextManager, nullcontext, suppress
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,10 @@ class SQLiteStore(ItemByItemAnswers, SQLStore):
         super().__init__()
         self.path = str(path)
         self._conn: sqlite3.Connection | None = None
+        # (commits, data_version) as the write in progress began, and the stamps around
+        # the last one that committed (``write_stamps``)
+        self._writing: tuple[int, int] = (0, 0)
+        self._written: tuple[tuple[int, int], tuple[int, int]] | None = None
         try:
             self._conn = sqlite3.connect(
                 self.path,
@@ -108,6 +113,18 @@ class SQLiteStore(ItemByItemAnswers, SQLStore):
 
     def _begin_write(self, namespace: str | None) -> None:
         self._run("BEGIN IMMEDIATE")
+        # no other connection commits while this one holds the write lock, and its own
+        # commit leaves data_version as it is: the stamps around this write are known now
+        row = self._one("PRAGMA data_version")
+        assert row is not None
+        self._written, self._writing = None, (self._commits, int(row[0]))
+
+    def _after_commit(self) -> None:
+        before, data_version = self._writing
+        self._written = ((before, data_version), (self._commits, data_version))
+
+    def write_stamps(self) -> tuple[Hashable, Hashable] | None:
+        return self._written
 
     def _begin_read(self) -> None:
         # every read starts here, with nothing held (a write outside a transaction is sent

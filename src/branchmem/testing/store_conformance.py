@@ -408,3 +408,28 @@ class StoreConformance:
             assert store.get_revisions("contract-a", "r-gone") == []
         finally:
             mem.close()
+
+    def test_write_stamps_name_the_stamps_around_the_last_write_or_nothing(self) -> None:
+        """``write_stamps`` vouches for one write only: (the stamp a reader saw before it, the
+        stamp a reader sees after it), and nothing after a rollback; a backend without
+        stamps says nothing."""
+        store = self.make_store()
+        mem = Memory(store=store)
+        try:
+            mem.add_event("first", namespace="contract-a")
+            with store.reading("contract-a"):
+                before = store.commit_stamp()
+            mem.add_event("second", parent="first", namespace="contract-a")
+            with store.reading("contract-a"):
+                after = store.commit_stamp()
+            stamps = store.write_stamps()
+            if before is None:
+                assert stamps is None  # no stamps to vouch for
+                return
+            assert stamps == (before, after) and before != after
+            with pytest.raises(RuntimeError), store.transaction("contract-a"):
+                mem.add_event("gone", parent="second", namespace="contract-a")
+                raise RuntimeError("rolled back")
+            assert store.write_stamps() is None
+        finally:
+            mem.close()
