@@ -66,15 +66,15 @@ def test_a_keyless_tree_with_no_supersede_lends_nothing_and_reads_no_whole_view(
     mem.add_record("b", sources=["e3"], content="coffee")
     with mem._read("default") as ns:
         at = ns.anchor_node("e4")
-        index = tree_index(ns, at, None)
-        assert index is not None and not index_may_lend(ns, index)
+        index, route = tree_index(ns, at, None)
+        assert index is not None and not index_may_lend(ns, index) and route[0] == "index"
         shown = decided(ns, at, False, None, lending=True)
         assert shown.whole is None
         assert [n.record_id for n in shown.revisions] == ["a", "b"]
     mem.supersede("b", "a")  # now a record of the index may lend: the whole view is read too
     with mem._read("default") as ns:
         at = ns.anchor_node("e4")
-        index = tree_index(ns, at, None)
+        index, _ = tree_index(ns, at, None)
         assert index is not None and index_may_lend(ns, index)
         assert decided(ns, at, False, None, lending=True).whole is not None
         assert decided(ns, at, False, None).whole is None  # not asked for

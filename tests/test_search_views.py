@@ -131,3 +131,40 @@ def test_the_first_search_after_a_write_reads_in_bulk_not_per_record(tmp_path: P
             counts.append(statements)
     chunks = 2000 // CHUNK + 1  # each IN (...) list of ids holds up to CHUNK of them
     assert counts[1] <= counts[0] + 4 * chunks, counts
+
+
+@pytest.mark.parametrize("when", ["before its write", "after its write"])
+def test_a_view_derived_after_a_write_sees_another_connections_commit(
+    tmp_path: Path, when: str
+) -> None:
+    """A view kept across a Memory's own write that only added is derived from only while
+    no other connection committed: another commit, before that write or after it, makes
+    the next search decide its view."""
+    with Memory.open(tmp_path / "f.db") as agent, Memory.open(tmp_path / "f.db") as other:
+        seeded(agent)
+        assert ids(agent) == ids(agent)  # kept, and indexed
+        if when == "before its write":
+            other.add_record("r3", sources=["e2"], content="apple apple apple")
+        agent.add_event("e3", "e2", content="turn")
+        agent.add_record("r4", sources=["e3"], content="an apple a day")
+        if when == "after its write":
+            other.add_record("r3", sources=["e2"], content="apple apple apple")
+        assert set(ids(agent, anchor="e3")) == {"r1", "r2", "r3", "r4"}
+
+
+def test_a_view_is_derived_after_a_write_that_only_added(mem: Memory) -> None:
+    """An agent's turn (an event, a fact on it) keeps the view it searched before: the
+    search at the new turn is derived (no view decided), and has the new fact."""
+    import branchmem._engine.retrieval as retrieval
+
+    assert ids(mem) == ids(mem)
+    mem.add_event("e3", "e2", content="turn")
+    mem.add_record("r3", sources=["e3"], content="apple apple apple")
+    decided = retrieval.decided
+    retrieval.decided = None  # type: ignore[assignment]  # a decision would fail loudly
+    try:
+        assert set(ids(mem, anchor="e3")) == {"r1", "r2", "r3"}
+    finally:
+        retrieval.decided = decided
+    mem.withdraw("r1")  # more than an addition: the next view is decided
+    assert set(ids(mem, anchor="e3")) == {"r2", "r3"}

@@ -105,10 +105,12 @@ class Resolution:
             for revision in self.store.get_revisions(self.namespace, target):
                 stack.extend(ref.target for ref in revision.refs or () if ref.kind != EVENT)
 
-    def record_arrived(self, record_id: str, number: int) -> None:
-        """Pin references that named this record before it (or this revision) existed."""
+    def record_arrived(self, record_id: str, number: int) -> bool:
+        """Pin references that named this record before it (or this revision) existed;
+        whether any revision names it."""
         changed: list[RevisionKey] = []
-        for key in self.store.citing(self.namespace, record_id):
+        citing = self.store.citing(self.namespace, record_id)
+        for key in citing:
             node = self.revision(key)
             assert node.refs is not None
             refs = tuple(
@@ -121,9 +123,11 @@ class Resolution:
                 self.store.put_revision(self.namespace, replace(node, refs=refs))
                 changed.append(key)
         self.regate(changed)
+        return bool(citing)
 
-    def events_arrived(self, event_ids: list[str]) -> None:
-        """Late topology: resolve references to new events and re-gate waiting revisions."""
+    def events_arrived(self, event_ids: list[str]) -> bool:
+        """Late topology: resolve references to new events and re-gate waiting revisions;
+        whether any revision waited for them or named them."""
         keys: list[RevisionKey] = list(self.store.pending_on_any(self.namespace, event_ids))
         for event_id, key in self.store.citing_any(self.namespace, event_ids):
             node = self.revision(key)
@@ -138,6 +142,7 @@ class Resolution:
                 self.store.put_revision(self.namespace, replace(node, refs=refs))
             keys.append(key)
         self.regate(keys)
+        return bool(keys)
 
     def regate(self, keys: Iterable[RevisionKey]) -> None:
         """Recompute gates and push every change on to the revisions that cite it."""

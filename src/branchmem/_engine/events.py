@@ -68,7 +68,8 @@ def add_event(
     arrived = place(ns, event_id, parent, tree, role, content, meta, ts)
     if arrived:
         ns.audit("add_event", (event_id,))
-        ns.resolution().events_arrived(arrived)
+        if ns.resolution().events_arrived(arrived) and ns.views is not None:
+            ns.views.not_only_adding()
 
 
 def place(
@@ -123,7 +124,13 @@ def place(
         where[2], count_tokens_uncached(content),
     )  # fmt: skip
     store.put_event(namespace, node)
-    return [event_id, *settle_descendants(ns, node)]
+    settled = settle_descendants(ns, node)
+    if ns.views is not None:
+        if settled or not attached:  # it moved events already there, or waits for a parent
+            ns.views.not_only_adding()
+        else:
+            ns.views.added_event(namespace, node)
+    return [event_id, *settled]
 
 
 def settle_descendants(ns: Namespace, node: EventNode) -> list[str]:
@@ -170,7 +177,8 @@ def add_events(ns: Namespace, specs: list[dict[str, Any]]) -> None:
             arrived.extend(settled)
     if added:
         ns.audit("add_events", added)
-        ns.resolution().events_arrived(arrived)
+        if ns.resolution().events_arrived(arrived) and ns.views is not None:
+            ns.views.not_only_adding()
 
 
 def path(ns: Namespace, anchor: str) -> list[Event]:

@@ -11,7 +11,14 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from .._core.provenance import UNKNOWN, RevisionNode, SourceRef, new_revision, parse_pin
+from .._core.provenance import (
+    EVENT,
+    UNKNOWN,
+    RevisionNode,
+    SourceRef,
+    new_revision,
+    parse_pin,
+)
 from .._core.validation import (
     Keep,
     check_batch_item,
@@ -87,6 +94,7 @@ def add_record(
     if batch is not None:
         batch.hold(node)
         if not supersedes and record_id not in batch.awaited:
+            noted(ns, node, supersedes, cited=False)
             return node  # nothing cites it yet: record_arrived would find nothing to pin
         batch.flush()
     else:
@@ -95,8 +103,24 @@ def add_record(
         ns.audit("add_record", (record_id,), revision=1)
     for old_id in supersedes:
         supersede(ns, record_id, old_id)
-    resolution.record_arrived(record_id, 1)
+    noted(ns, node, supersedes, cited=resolution.record_arrived(record_id, 1))
     return node
+
+
+def noted(ns: Namespace, node: RevisionNode, supersedes: tuple[str, ...], *, cited: bool) -> None:
+    """Tell the kept search views what a new record changed: nothing but itself when it is
+    under no key, cites events only, supersedes nothing and nothing named it before it
+    existed (``_engine.viewcache.Appended``); else more than that."""
+    views = ns.views
+    if views is None:
+        return
+    refs = node.refs or ()
+    if cited or supersedes or node.key is not None or not refs:
+        views.not_only_adding()
+    elif all(ref.kind == EVENT for ref in refs):
+        views.added_record(ns.name, node)
+    else:
+        views.not_only_adding()
 
 
 class RecordBatch:

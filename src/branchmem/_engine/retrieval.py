@@ -32,6 +32,7 @@ from ..store.base import PathMessage
 from .asof import AsOfReader, transcript
 from .blame import citer
 from .deliveries import deliver
+from .derive import derived
 from .events import PathMessages
 from .namespace import Namespace
 from .viewcache import SearchView
@@ -240,11 +241,22 @@ def searched(
             ns.counts.update(kept.counts)
             return kept
     at = ns.anchor_node(anchor)  # the one look-up of the anchor, when no kept view answers
+    if stamp is not None and at is not None and not cross_tree:
+        assert views is not None
+        base = views.base(view_key, stamp, at)  # kept before writes that only added
+        grown = None if base is None else derived(ns, base, at, chosen_mode, kind, key, scope)
+        if grown is not None:
+            ns.counts.update(grown.counts)
+            views.keep(view_key, stamp, grown)
+            return grown
     before = Counter(ns.counts)
-    nodes = decided(ns, at, cross_tree, mode, kind, key, scope, as_of=as_of).revisions
+    found = decided(ns, at, cross_tree, mode, kind, key, scope, as_of=as_of)
+    nodes = found.revisions
     place = path_places(at.tree if at is not None and at.attached else None, nodes)
     by_id = {node.record_id: node for node in nodes}
-    fresh = SearchView(at, nodes, by_id, ns.counts - before, places=(place, by_place(place)))
+    fresh = SearchView(
+        at, nodes, by_id, ns.counts - before, places=(place, by_place(place)), route=found.route
+    )
     if stamp is not None:
         assert views is not None
         views.keep(view_key, stamp, fresh)

@@ -23,6 +23,7 @@ from ..model import Explanation, Record
 from .asof import AsOfReader
 from .events import PathMessages
 from .namespace import Namespace
+from .viewcache import WHOLE, Route
 
 
 def view(
@@ -108,21 +109,21 @@ def visible_in(
 PATH_EVENTS_PER_ENTRY: Final = 8
 
 
-def tree_index(ns: Namespace, at: EventNode, key: str | None) -> TreeIndex | None:
+def tree_index(ns: Namespace, at: EventNode, key: str | None) -> tuple[TreeIndex | None, Route]:
     """The tree's index at an attached anchor (``questions.TreeIndex``; only ``key``'s groups
     when one is asked), or None when it is larger than the path is long (walking the path is
-    the shorter read) or the Memory never reads it."""
+    the shorter read) or the Memory never reads it; and the route that says which."""
     assert at.attached and at.tree is not None and at.depth is not None
     steps = ns.path_events_per_entry
     if steps is None:
-        return None
+        return None, WHOLE
     limit = at.depth // steps if steps else sys.maxsize
     index = ns.store.answer(ns.name, Questions(index_tree=at.tree, index_limit=limit)).tree_index
     if not isinstance(index, TreeIndex):
-        return None
+        return None, ("past", limit)
     if key is not None:  # other keys' winners cannot be returned
         index = replace(index, groups=tuple(g for g in index.groups if g[0] == key))
-    return index
+    return index, ("index", limit)
 
 
 def indexed_visible(
@@ -167,10 +168,11 @@ class Decided:
     """What one pass down from an anchor decides (``decided``): the revisions shown, in path
     order, and, for a ranking that lends, the whole view at the anchor, which says what it
     shows superseded (None when not asked for, or, beside the index, when no record may
-    lend)."""
+    lend); ``route``: whether the tree's index or the path decided them (``Route``)."""
 
     revisions: list[RevisionNode]
     whole: View | None
+    route: Route = WHOLE
 
 
 def decided(
@@ -196,9 +198,9 @@ def decided(
     context) when they are read whole at once; beside the index, a lending read takes the
     whole view as well when a record may lend (``index_may_lend``). The indexes hold the
     present only, so a read ``as_of`` builds the whole view."""
-    index = None
-    if at is not None and at.attached and not (cross_tree or include_superseded):
-        index = tree_index(ns, at, key) if as_of is None else None
+    index, route = None, WHOLE
+    if at is not None and at.attached and not (cross_tree or include_superseded) and as_of is None:
+        index, route = tree_index(ns, at, key)
     whole = None
     if at is None or index is None or (lending and index_may_lend(ns, index)):
         anchor_path = None if messages is None else messages.whole_path()
@@ -208,7 +210,7 @@ def decided(
         found = visible_in(ns, whole, kind, key, scope, include_superseded, include_stale)
     else:
         found = indexed_visible(ns, at, index, mode, kind, key, scope, include_stale)
-    return Decided(found, whole if lending else None)
+    return Decided(found, whole if lending else None, route)
 
 
 def visible(

@@ -251,7 +251,7 @@ class Memory:
     @contextmanager
     def transaction(self, namespace: str = DEFAULT_NAMESPACE) -> Iterator[None]:
         """Run several writes as one: all or nothing (a savepoint when nested)."""
-        with self._write(namespace):
+        with self._write(namespace, adds=True):  # its calls say what they write
             yield
 
     def api_keys(self) -> ApiKeys:
@@ -291,10 +291,13 @@ class Memory:
             self._namespaces[(name, actor)] = ns
         return ns
 
-    def _write(self, namespace: str | Namespace) -> AbstractContextManager[Namespace]:
-        """One all-or-nothing write transaction (a savepoint when nested)."""
+    def _write(
+        self, namespace: str | Namespace, *, adds: bool = False
+    ) -> AbstractContextManager[Namespace]:
+        """One all-or-nothing write transaction (a savepoint when nested); ``adds``: the call
+        may only add, and the engine notes what (``_engine.viewcache.Appended``)."""
         ns = namespace if isinstance(namespace, Namespace) else self._namespace(namespace)
-        return writing(self, ns)
+        return writing(self, ns, adds=adds)
 
     def _read(self, namespace: str | Namespace) -> AbstractContextManager[Namespace]:
         """One consistent read snapshot."""
@@ -314,7 +317,7 @@ class Memory:
         ts: float | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> Event:
-        with self._write(namespace) as ns:
+        with self._write(namespace, adds=True) as ns:
             placement.add_event(ns, id, parent, tree, role, content, meta, ts)
             return ns.event_node(id).to_event(ns.name)
 
@@ -323,7 +326,7 @@ class Memory:
     ) -> list[Event]:
         ns = self._namespace(namespace)
         specs = [placement.event_spec(item, index) for index, item in enumerate(events)]
-        with self._write(ns):
+        with self._write(ns, adds=True):
             placement.add_events(ns, specs)
             nodes = [ns.event_node(spec["event_id"]) for spec in specs]
         return [node.to_event(ns.name) for node in nodes]
@@ -412,7 +415,7 @@ class Memory:
             raise InvalidInput("kind 'retraction' is reserved: use retract()")
         if isinstance(supersedes, str):
             raise InvalidInput("supersedes must be a list of record ids")
-        with self._write(namespace) as ns:
+        with self._write(namespace, adds=True) as ns:
             node = records.add_record(
                 ns, id, sources, content, kind, key, scope, meta, tuple(supersedes)
             )
@@ -424,7 +427,7 @@ class Memory:
     ) -> list[Record]:
         ns = self._namespace(namespace)
         specs = [record_spec(item, index) for index, item in enumerate(records)]
-        with self._write(ns):
+        with self._write(ns, adds=True):
             return [ns.to_record(node) for node in write_records(ns, specs)]
 
     @traced("update_memory")

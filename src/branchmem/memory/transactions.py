@@ -63,9 +63,12 @@ class Writing:
 
 
 @contextmanager
-def writing(memory: Memory, ns: Namespace) -> Iterator[Namespace]:
+def writing(memory: Memory, ns: Namespace, *, adds: bool = False) -> Iterator[Namespace]:
     """``Memory._write``: the Memory's lock, then one write transaction of the store; the
-    write generation moves and the kept search views go once it ends."""
+    write generation moves once it ends, and so do the kept search views: they go, or, when
+    every call of the outermost write only added (``adds``: the call is one that may, and
+    the engine says whether it did) and it committed, they are kept past it
+    (``_engine.viewcache``)."""
     with memory._lock:
         if memory._snapshots and not memory._writes:
             raise ConflictError(
@@ -73,13 +76,22 @@ def writing(memory: Memory, ns: Namespace) -> Iterator[Namespace]:
                 "rolled back when the snapshot ends: write after it, or read and write "
                 "together in Memory.transaction()"
             )
+        views = memory._views
+        outermost = not memory._writes
+        if outermost:
+            views.begin_write()
+        if not adds:
+            views.not_only_adding()
         memory._writes += 1
+        committed = False
         try:
             with memory._store.transaction(ns.name):
                 yield ns
+            committed = True
         finally:
             memory._writes -= 1
             # bumped under the lock, after the commit: concurrent writers never lose a
             # bump, and a reader that saw the old count re-reads at its next call
             memory._generation += 1
-            memory._views.clear()  # no text a forget erased outlives the call
+            if outermost:  # rolled back: none is kept
+                views.end_write(memory._store.write_stamps() if committed else None)
