@@ -303,7 +303,9 @@ def mem0_add_rows(results: Path) -> list[Row]:
         (
             f"`BranchMem0.add`; Mem0's own `add`; the wrapper's own share: t({large}) / "
             f"t({small}), local Qdrant (its payload filter visits every point)",
-            "; ".join(shown(grows("qdrant", what)) for what in ("branchmem0", "mem0", "own")),
+            "; ".join(shown(grows("qdrant", what)) for what in ("branchmem0", "mem0", "own"))
+            if "qdrant" in stores
+            else "not measured",
             "—",
             None,
         ),
@@ -341,6 +343,18 @@ def search_rows(results: Path) -> list[Row]:
                     "not measured"
                     if first is None or found is None
                     else f"{first:,.0f}; {found['index_build_ms']:,.0f}",
+                    "—",
+                    None,
+                )
+            )
+            turn = found.get("after_turn_ms") if found else None
+            rows.append(
+                (
+                    f"{path} search at an agent's new turn, after it wrote the turn and a fact "
+                    f"(its view derived from the one kept), ms; × `bm25s`, {size:,} visible",
+                    "not measured"
+                    if turn is None or found is None
+                    else f"{turn:,.2f}; {found['after_turn_ratio_to_bm25s']:.1f}",
                     "—",
                     None,
                 )

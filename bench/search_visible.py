@@ -12,7 +12,9 @@ beside).
 Before them, one record is written and the first two searches are timed apart: the first
 after a write decides the view, the second builds the view's term index
 (_engine/viewcache.py); the queries after use both, as an agent asking several questions of
-one view between writes does. Nothing is asserted: the table prints median and p95 latency,
+one view between writes does. After them, ``--turns`` agent turns: each writes an event
+below the anchor and a fact on it, then searches at the new event, whose view is derived
+from the one kept before the write (_engine/derive.py); their median is printed too. Nothing is asserted: the table prints median and p95 latency,
 the ratio gated / bm25s, and those two first searches.
 
     python bench/search_visible.py [--sizes 10000,100000] [--queries 50] [--history 0]
@@ -124,12 +126,40 @@ def bm25s_query(index: Any, query: str, k: int) -> list[int]:
     return [int(i) for i in top if scores[i] > 0]
 
 
+def agent_turns(
+    stores: dict[str, Memory],
+    anchors: dict[str, str],
+    queries: list[str],
+    turns: int,
+    k: int,
+    rng: random.Random,
+    vocabulary: Vocabulary,
+    first: int = 0,
+) -> dict[str, list[float]]:
+    """Seconds of each search an agent makes at its new turn: it writes the turn (an event
+    below the anchor) and a fact on it, then searches there, ``turns`` times, the stores
+    interleaved. The view kept before the write is what the search derives its own from."""
+    found: dict[str, list[float]] = {name: [] for name in stores}
+    for turn in range(first, first + turns):
+        text, query = vocabulary.text(rng), queries[turn % len(queries)]
+        for name, mem in stores.items():
+            event = f"turn{turn}"
+            mem.add_event(event, anchors[name], role="user", content="turn")
+            mem.add_record(f"fact{turn}", sources=[event], content=text)
+            anchors[name] = event
+            started = time.perf_counter()
+            mem.search(query, event, k=k)
+            found[name].append(time.perf_counter() - started)
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--history", type=int, default=0)
     parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--turns", type=int, default=20, help="agent turns timed after")
     parser.add_argument("--out", type=Path, default=Path("bench/results/search_visible.json"))
     parser.add_argument(
         "--one-speaker", action="store_true", help="every turn the user's (default: alternate)"
@@ -166,6 +196,7 @@ def main() -> None:
                 started = time.perf_counter()
                 bm25s_query(index, query, args.k)
                 times["bm25s"].append(time.perf_counter() - started)
+            turns = agent_turns(stores, anchors, queries, args.turns, args.k, rng, vocabulary)
             for mem in stores.values():
                 mem.close()
         base = statistics.median(times["bm25s"])
@@ -190,13 +221,21 @@ def main() -> None:
                 # term index; the rest (the median) use both (_engine/viewcache.py)
                 "after_write_ms": first.get(name, {}).get("decided"),
                 "index_build_ms": first.get(name, {}).get("indexed"),
+                # a search at an agent's new turn, after it wrote the turn and a fact on it,
+                # its view derived from the one kept before (_engine/derive.py)
+                "after_turn_ms": 1000 * statistics.median(turns[name]) if name in turns else None,
+                "after_turn_ratio_to_bm25s": (
+                    statistics.median(turns[name]) / base if name in turns else None
+                ),
             }
             rows.append(row)
             cold = ""
             if name in first:
                 cold = (
                     f"  first after a write {row['after_write_ms']:8.1f} ms,"
-                    f" second {row['index_build_ms']:8.1f} ms"
+                    f" second {row['index_build_ms']:8.1f} ms,"
+                    f" after an agent's turn {row['after_turn_ms']:6.2f} ms"
+                    f" (×{row['after_turn_ratio_to_bm25s']:.1f} bm25s)"
                 )
             print(
                 f"{size:>7} visible  history {args.history:>6}  {name:<7} median"

@@ -110,7 +110,14 @@ def test_the_langgraph_put_rows_read_ratios_and_round_trips(
 
 def test_the_search_rows_read_both_benchmarks(figures: ModuleType, tmp_path: Path) -> None:
     visible = [
-        {"visible": 10_000, "history": 0, "path": "memory", "ratio_to_bm25s": 1.8},
+        {
+            "visible": 10_000,
+            "history": 0,
+            "path": "memory",
+            "ratio_to_bm25s": 1.8,
+            "after_turn_ms": 1.234,
+            "after_turn_ratio_to_bm25s": 4.81,
+        },
         {"visible": 10_000, "history": 100_000, "path": "memory", "ratio_to_bm25s": 9.0},
         {"visible": 100_000, "history": 0, "path": "sqlite", "ratio_to_bm25s": 3.5},
     ]
@@ -123,3 +130,8 @@ def test_the_search_rows_read_both_benchmarks(figures: ModuleType, tmp_path: Pat
     assert row(block, "memory gated search / `bm25s`, 100,000")[1] == "not measured"
     assert row(block, "sqlite gated / ungated search at 10,000")[1:] == ["0.40", "<= 1.2", "yes"]
     assert row(block, "memory gated / ungated search")[1] == "not measured"
+    turns = [line for line in block.splitlines() if "search at an agent's new turn" in line]
+    assert [line.split("|")[2].strip() for line in turns] == [
+        "1.23; 4.8", "not measured", "not measured", "not measured",
+    ]  # fmt: skip
+    assert "memory" in turns[0] and "10,000 visible" in turns[0]
