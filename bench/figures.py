@@ -335,30 +335,23 @@ def search_rows(results: Path) -> list[Row]:
     for path in ("memory", "sqlite"):
         for size in (10_000, 100_000):
             found = next((r for r in visible if r["path"] == path and r["visible"] == size), None)
-            first = found.get("after_write_ms") if found else None
-            rows.append(
+            got = found or {}
+            first, turn = got.get("after_write_ms"), got.get("after_turn_ms")
+            for what, measured in (
                 (
                     f"{path} first search after a write (decides the view); the second (builds "
                     f"its term index), ms, {size:,} visible records",
-                    "not measured"
-                    if first is None or found is None
-                    else f"{first:,.0f}; {found['index_build_ms']:,.0f}",
-                    "—",
-                    None,
-                )
-            )
-            turn = found.get("after_turn_ms") if found else None
-            rows.append(
+                    None if first is None else f"{first:,.0f}; {got['index_build_ms']:,.0f}",
+                ),
                 (
                     f"{path} search at an agent's new turn, after it wrote the turn and a fact "
                     f"(its view derived from the one kept), ms; × `bm25s`, {size:,} visible",
-                    "not measured"
-                    if turn is None or found is None
-                    else f"{turn:,.2f}; {found['after_turn_ratio_to_bm25s']:.1f}",
-                    "—",
-                    None,
-                )
-            )
+                    None
+                    if turn is None
+                    else f"{turn:,.2f}; {got['after_turn_ratio_to_bm25s']:.1f}",
+                ),
+            ):
+                rows.append((what, measured or "not measured", "—", None))
     scaled = _load(results, "search.json")
     for backend in ("memory", "sqlite"):
         grown = scaled["backends"].get(backend) if scaled else None

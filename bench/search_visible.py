@@ -14,10 +14,12 @@ after a write decides the view, the second builds the view's term index
 (_engine/viewcache.py); the queries after use both, as an agent asking several questions of
 one view between writes does. After them, ``--turns`` agent turns: each writes an event
 below the anchor and a fact on it, then searches at the new event, whose view is derived
-from the one kept before the write (_engine/derive.py); their median is printed too. Nothing is asserted: the table prints median and p95 latency,
-the ratio gated / bm25s, and those two first searches.
+from the one kept before the write (_engine/derive.py). Nothing is asserted: the table
+prints median and p95 latency, the ratio gated / bm25s, those two first searches and the
+agent turns' median.
 
     python bench/search_visible.py [--sizes 10000,100000] [--queries 50] [--history 0]
+                                   [--turns 20]
 
 ``--history H`` first writes H more turns on an abandoned branch (not visible): the gated
 cost should not move with them. The turns alternate speakers, user and assistant, as a chat

@@ -130,21 +130,28 @@ def test_mem0s_async_snippet_runs_with_the_class_swapped() -> None:
     assert asyncio.run(run()) == {"User likes tea"}
 
 
-def test_the_wrapper_follows_a_branch_the_application_switches_to() -> None:
+def edited(memory: BranchMem0) -> tuple[str, str]:
     """An edit: the application moves the head back to the message before the edited one
-    and adds the new text; the wrapper records it there (a fork) and stands on it."""
-    memory = BranchMem0(scripted())
+    and adds the new text; the wrapper records it there (a fork) and stands on it. Returns
+    the message before the edit and the abandoned one; the branch now holds Lyon, not tea."""
     memory.add("I live in Paris.", user_id="alice")
     first = memory.head()
     assert first is not None
     memory.add("I like tea.", user_id="alice")
     tea = memory.head()
+    assert tea is not None
     memory.store.set_head(first)  # "I like tea." is being edited
     memory.add("I moved to Lyon.", user_id="alice")
     now = texts(memory.get_all(filters={"user_id": "alice"}))
     assert "User lives in Lyon" in now and "User likes tea" not in now
-    assert memory.store.get_event(memory.head() or "").parent == first
     assert "User likes tea" in texts(memory.get_all(filters={"user_id": "alice"}, anchor=tea))
+    return first, tea
+
+
+def test_the_wrapper_follows_a_branch_the_application_switches_to() -> None:
+    memory = BranchMem0(scripted())
+    first, _ = edited(memory)
+    assert memory.store.get_event(memory.head() or "").parent == first
 
 
 def forked(mode: str) -> BranchMem0:

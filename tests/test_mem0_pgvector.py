@@ -19,7 +19,7 @@ os.environ.setdefault("MEM0_TELEMETRY", "False")  # before mem0 reads it on impo
 from branchmem.integrations.mem0 import BranchMem0
 from branchmem.integrations.mem0.offline import offline_memory, pgvector_store
 from pg import fresh_database
-from test_mem0_follow import FACTS, readme_chat, scripted, texts
+from test_mem0_follow import FACTS, edited, readme_chat, scripted, texts
 
 
 @pytest.fixture
@@ -39,18 +39,9 @@ def test_the_readme_chat_loop_answers_alike_on_pgvector_and_on_qdrant(on_pgvecto
 
 def test_an_edited_message_leaves_its_memory_behind_on_pgvector(on_pgvector: Any) -> None:
     memory = BranchMem0(on_pgvector)
-    memory.add("I live in Paris.", user_id="alice")
-    first = memory.head()
-    assert first is not None
-    memory.add("I like tea.", user_id="alice")
-    tea = memory.head()
-    memory.store.set_head(first)  # "I like tea." is being edited
-    memory.add("I moved to Lyon.", user_id="alice")
-    now = texts(memory.get_all(filters={"user_id": "alice"}))
-    assert "User lives in Lyon" in now and "User likes tea" not in now
+    edited(memory)
     found = texts(memory.search("What does the user drink?", filters={"user_id": "alice"}))
     assert "User likes tea" not in found
     # Mem0's own pgvector table still holds the abandoned branch's memory; the gate hides it
     stored = on_pgvector.get_all(filters={"user_id": "alice"})["results"]
     assert "User likes tea" in {str(m["memory"]) for m in stored}
-    assert "User likes tea" in texts(memory.get_all(filters={"user_id": "alice"}, anchor=tea))
