@@ -1,11 +1,12 @@
-"""A search view derived from one kept before the Memory's own writes (``_engine.derive``)
-answers as a view decided afresh: random agent-like histories — turns on branches, facts
-on them, and now and then every other kind of write (keyed facts, supersedes, facts citing
-facts or events not yet there, late parents, retractions, withdrawals, heads, rolled-back
-and grouped writes) — go to two Memories alike; one keeps and derives its views, the other
-decides every search anew. Every search's hits (ids, scores, ``why``) and every report
-count must agree, in both modes, on every route a view can take, in memory (with and
-without an embedder) and on SQLite."""
+"""A search view derived from one kept before the Memory's own writes (``_engine.derive``),
+and a ``current`` answer kept from an anchor above, answer as ones decided afresh: random
+agent-like histories — turns on branches, facts on them, and now and then every other kind
+of write (keyed facts, supersedes, facts citing facts or events not yet there, late parents,
+retractions, withdrawals, heads, rolled-back and grouped writes) — go to two Memories alike;
+one keeps and derives its views, the other decides every read anew. Every search's hits
+(ids, scores, ``why``), every ``current`` value and every report count must agree, in both
+modes, on every route a view can take, in memory (with and without an embedder) and on
+SQLite."""
 
 from __future__ import annotations
 
@@ -172,6 +173,17 @@ class Agent:
             want = [type(error)]  # type: ignore[list-item]
         assert got == want, (query, anchor, options)
         assert kept.report() == fresh.report(), (query, anchor, options)
+        key, scope = rng.choice(["city", "plan"]), rng.choice([None, "work"])
+        fresh._views.clear()
+        values = []
+        for memory in self.memories:
+            try:
+                found = memory.current(key, anchor, scope=scope, mode=options.get("mode"))
+                values.append(found and (found.id, found.revision))
+            except BranchmemError as error:
+                values.append(type(error))  # type: ignore[arg-type]
+        assert values[0] == values[1], (key, scope, anchor)
+        assert kept.report() == fresh.report(), (key, scope, anchor)
 
 
 @contextmanager
@@ -192,14 +204,11 @@ def counting_derivations() -> Iterator[list[int]]:
         retrieval.derived = derive  # type: ignore[assignment]
 
 
-@pytest.mark.parametrize(
-    ("backend", "embedded"), [("memory", False), ("sqlite", False), ("memory", True)]
-)
-@pytest.mark.parametrize("steps", [8, 0, 2, None])
-def test_derived_views_answer_as_views_decided_anew(
-    backend: str, embedded: bool, steps: int | None, tmp_path: Path
-) -> None:
-    histories = 16 if backend == "sqlite" or embedded else 30
+def run_histories(
+    backend: str, embedded: bool, steps: int | None, histories: int, tmp_path: Path
+) -> int:
+    """Play ``histories`` random histories into a deriving and a deciding Memory; how many
+    searches took a derived view."""
     embedder = HashingEmbedder() if embedded else None
     with counting_derivations() as made:
         for seed in range(histories):
@@ -229,4 +238,27 @@ def test_derived_views_answer_as_views_decided_anew(
             finally:
                 kept.close()
                 fresh.close()
-    assert made[0] >= histories // 2, made  # the histories derived views, many of them
+    return made[0]
+
+
+@pytest.mark.parametrize(
+    ("backend", "embedded"), [("memory", False), ("sqlite", False), ("memory", True)]
+)
+@pytest.mark.parametrize("steps", [8, 0, 2, None])
+def test_derived_views_answer_as_views_decided_anew(
+    backend: str, embedded: bool, steps: int | None, tmp_path: Path
+) -> None:
+    histories = 16 if backend == "sqlite" or embedded else 30
+    made = run_histories(backend, embedded, steps, histories, tmp_path)
+    assert made >= histories // 2, made  # the histories derived views, many of them
+
+
+def test_a_full_journal_drops_what_was_kept_and_answers_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``JOURNAL_KEPT`` added items every kept view and answer goes at once (the
+    journal starts again), and the next reads decide anew."""
+    import branchmem._engine.viewcache as viewcache
+
+    monkeypatch.setattr(viewcache, "JOURNAL_KEPT", 5)
+    assert run_histories("memory", False, 8, 20, tmp_path) > 0

@@ -168,3 +168,18 @@ def test_a_view_is_derived_after_a_write_that_only_added(mem: Memory) -> None:
         retrieval.decided = decided
     mem.withdraw("r1")  # more than an addition: the next view is decided
     assert set(ids(mem, anchor="e3")) == {"r2", "r3"}
+
+
+@pytest.mark.parametrize("anchor", ["e2", "e3"])
+def test_a_current_answer_kept_across_a_write_sees_another_connections_commit(
+    tmp_path: Path, anchor: str
+) -> None:
+    """A ``current`` answer kept across a Memory's own write that only added holds only
+    while no other connection committed, at its own anchor and at an added one below."""
+    with Memory.open(tmp_path / "f.db") as agent, Memory.open(tmp_path / "f.db") as other:
+        seeded(agent)
+        agent.add_record("c1", sources=["e2"], key="city", content="Chengdu")
+        assert agent.current("city", "e2").id == "c1"  # type: ignore[union-attr]
+        other.add_record("c2", sources=["e2"], key="city", content="Hangzhou")
+        agent.add_event("e3", "e2", content="turn")
+        assert agent.current("city", anchor).id == "c2"  # type: ignore[union-attr]

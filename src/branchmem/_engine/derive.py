@@ -39,6 +39,7 @@ from .viewcache import Route, SearchView
 def derived(
     ns: Namespace,
     kept: SearchView,
+    added_records: list[RevisionNode],
     at: EventNode,
     mode: str,
     kind: str | None,
@@ -46,16 +47,17 @@ def derived(
     scope: str | None,
 ) -> SearchView | None:
     """The view at ``at`` (a search's filters ``kind``, ``key``, ``scope``) from ``kept``,
-    a view at ``at`` or above it holding what was added since (None: not derivable)."""
+    a view at ``at`` or above it, and the records added since it was decided (None: not
+    derivable)."""
     before = kept.anchor
     tree = at.tree
     if before is None or tree is None or before.tree != tree:
         return None
     if not (before.attached and at.attached):
         return None
-    if any(not added.gate.frontiers for added in kept.added_records):
+    if any(not added.gate.frontiers for added in added_records):
         return None  # placed nowhere (its events detached): a candidate at every anchor
-    placed = [r for r in kept.added_records if r.gate.frontier_in(tree) is not None]
+    placed = [r for r in added_records if r.gate.frontier_in(tree) is not None]
     route = same_route(ns, kept.route, at, len(placed))
     if route is None:
         return None

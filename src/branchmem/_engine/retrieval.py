@@ -244,7 +244,7 @@ def searched(
     if stamp is not None and at is not None and not cross_tree:
         assert views is not None
         base = views.base(view_key, stamp, at)  # kept before writes that only added
-        grown = None if base is None else derived(ns, base, at, chosen_mode, kind, key, scope)
+        grown = None if base is None else derived(ns, *base, at, chosen_mode, kind, key, scope)
         if grown is not None:
             ns.counts.update(grown.counts)
             views.keep(view_key, stamp, grown)

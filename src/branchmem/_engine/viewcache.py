@@ -32,6 +32,7 @@ VIEWS_KEPT: Final = 8  # views kept per Memory, least recently used dropped firs
 RECORDS_KEPT: Final = 1 << 18  # ... and no more records than this across them
 INDEX_AFTER: Final = 1  # searches of a view before it gets a term index (1: at the second)
 CURRENTS_KEPT: Final = 4096  # ``current`` answers kept per Memory, least recently used first out
+JOURNAL_KEPT: Final = 4096  # events and records added past the oldest stamp, before all goes
 
 ViewKey = tuple[str, str | None, bool, str, str | None, str | None, str | None]
 # How a view was decided, and what that says of the tree's index size (``_engine.derive``
@@ -66,10 +67,6 @@ class SearchView:
     voices: dict[str, float] = field(default_factory=dict, repr=False)  # ``search.voice``
     quiet: bool = False  # a record of it was found quieter (``retrieval.QUIET_REACH``)
     route: Route = WHOLE
-    # what the owner's writes added to its namespace since it was decided (``Appended``),
-    # not yet in it: the events by id and the records in the order they were written
-    added_events: dict[str, EventNode] = field(default_factory=dict, repr=False)
-    added_records: list[RevisionNode] = field(default_factory=list, repr=False)
 
     def term_index(self, after: int) -> TermIndex | None:
         """The view's term index, built at its ``after``-th use or later (None before)."""
@@ -89,6 +86,55 @@ class Appended:
     clean: bool = True
 
 
+class Journal:
+    """What the owner's writes that only added have added, in order, since the oldest stamp
+    that still stands: a chain of stamps, each with how much had been added under it, so
+    that something kept under any of them knows what came after it (and costs nothing to
+    carry past a write)."""
+
+    __slots__ = ("events", "head", "records", "stamps")
+
+    def __init__(self) -> None:
+        self.stamps: dict[Hashable, tuple[int, int]] = {}
+        self.head: Hashable | None = None
+        self.events: dict[tuple[str, str], tuple[int, EventNode]] = {}  # (ns, id) -> order
+        self.records: list[tuple[str, RevisionNode]] = []
+
+    def since(self, kept: Hashable, stamp: Hashable) -> tuple[int, int] | None:
+        """How many events and records had been added when ``kept`` was the stamp, if what
+        was kept under it still stands at ``stamp``, the stamp now (None: it does not)."""
+        if kept == stamp:
+            return len(self.events), len(self.records)
+        if stamp == self.head:
+            return self.stamps.get(kept)
+        return None
+
+    def add(self, before: Hashable, after: Hashable, appended: Appended) -> bool:
+        """Chain ``after`` to ``before`` with what was added between (False: the journal
+        would grow past ``JOURNAL_KEPT``, so nothing is carried)."""
+        if self.head != before:  # a chain from before: nothing kept under another stands
+            self.stamps, self.events, self.records = {before: (0, 0)}, {}, []
+        for namespace, event in appended.events:
+            self.events[namespace, event.id] = (len(self.events), event)
+        self.records.extend(appended.records)
+        self.stamps[after] = (len(self.events), len(self.records))
+        self.head = after
+        return len(self.events) + len(self.records) <= JOURNAL_KEPT
+
+    def reaches(self, namespace: str, start: str, anchor: str, since: int) -> bool:
+        """Whether ``start`` is ``anchor`` or below it through events added since ``since``."""
+        step = start
+        while step != anchor:
+            found = self.events.get((namespace, step))
+            if found is None or found[0] < since or found[1].parent is None:
+                return False
+            step = found[1].parent
+        return True
+
+    def records_since(self, namespace: str, since: int) -> list[RevisionNode]:
+        return [node for ns, node in self.records[since:] if ns == namespace]
+
+
 class SearchViews:
     """One Memory's kept views, by (namespace, anchor, cross_tree, mode, kind, key, scope),
     each with the commit stamp it was decided under. Callers hold the Memory's lock."""
@@ -98,25 +144,29 @@ class SearchViews:
         self.index_after = index_after
         self._views: OrderedDict[ViewKey, tuple[Hashable, SearchView]] = OrderedDict()
         self._records = 0
-        # ``current`` answers: the revision (None: no value) and what deciding it counted
+        # ``current`` answers: the stamp, the revision (None: no value) and what deciding it
+        # counted
         self._currents: OrderedDict[
             CurrentKey, tuple[Hashable, RevisionNode | None, Counter[str]]
         ] = OrderedDict()
         self.appended: Appended | None = None  # the owner's outermost write, while it runs
+        self.journal = Journal()
 
     def usable(self) -> bool:
         """False inside a write transaction: nothing kept is used, nothing decided is kept."""
         return not self.writing()
 
     def get(self, key: ViewKey, stamp: Hashable) -> SearchView | None:
-        """The view kept under ``key`` and ``stamp``, holding nothing added since."""
+        """The view kept under ``key`` that still stands at ``stamp`` with no record added
+        to its namespace since (added events move nothing at its anchor)."""
         kept = self._views.get(key)
         if kept is None:
             return None
-        if kept[0] != stamp:
+        since = self.journal.since(kept[0], stamp)
+        if since is None:
             self._drop(key)
             return None
-        if kept[1].added_events or kept[1].added_records:
+        if self.journal.records_since(key[0], since[1]):
             return None  # ``base`` hands it over, to derive from
         self._views.move_to_end(key)
         kept[1].uses += 1
@@ -133,18 +183,55 @@ class SearchViews:
         while len(self._views) > VIEWS_KEPT or self._records > RECORDS_KEPT:
             self._drop(next(iter(self._views)))
 
+    def base(
+        self, key: ViewKey, stamp: Hashable, anchor: EventNode
+    ) -> tuple[SearchView, list[RevisionNode]] | None:
+        """A view kept for ``key`` at ``anchor`` or at an anchor above it reached through
+        events added since, standing at ``stamp``; and the records added to its namespace
+        since it was decided (None: none)."""
+        journal = self.journal
+        for other, (kept_stamp, view) in reversed(self._views.items()):
+            if view.anchor is None or other[:1] + other[2:] != key[:1] + key[2:]:
+                continue
+            since = journal.since(kept_stamp, stamp)
+            if since is not None and journal.reaches(key[0], anchor.id, view.anchor.id, since[0]):
+                self._views.move_to_end(other)
+                return view, journal.records_since(key[0], since[1])
+        return None
+
     def current(
         self, key: CurrentKey, stamp: Hashable
     ) -> tuple[RevisionNode | None, Counter[str]] | None:
-        """A ``current`` answer kept under ``stamp`` (None: none, or kept under another)."""
+        """A ``current`` answer kept for ``key`` that still stands at ``stamp`` (None: none).
+        What the owner added since cannot change it: no added record is under a key, and
+        no added event is on its anchor's path."""
         kept = self._currents.get(key)
         if kept is None:
             return None
-        if kept[0] != stamp:
+        if self.journal.since(kept[0], stamp) is None:
             del self._currents[key]
             return None
         self._currents.move_to_end(key)
         return kept[1], kept[2]
+
+    def current_above(
+        self, key: CurrentKey, stamp: Hashable
+    ) -> tuple[RevisionNode | None, Counter[str]] | None:
+        """A ``current`` answer for ``key`` kept at an anchor above its own, reached from it
+        through events added since that answer was decided: the same answer (a one-tree
+        read; what was added names no key and is on no earlier anchor's path), kept for
+        ``key`` too (None: none)."""
+        anchor, journal = key[2], self.journal
+        if anchor is None or key[4] or journal.head != stamp:
+            return None
+        for other, (kept_stamp, revision, counts) in reversed(self._currents.items()):
+            if other[2] is None or other[:2] + other[3:] != key[:2] + key[3:]:
+                continue
+            since = journal.since(kept_stamp, stamp)
+            if since is not None and journal.reaches(key[0], anchor, other[2], since[0]):
+                self.keep_current(key, stamp, revision, counts)
+                return revision, counts
+        return None
 
     def keep_current(
         self, key: CurrentKey, stamp: Hashable, revision: RevisionNode | None, counts: Counter[str]
@@ -153,25 +240,6 @@ class SearchViews:
         self._currents.move_to_end(key)
         if len(self._currents) > CURRENTS_KEPT:
             self._currents.popitem(last=False)
-
-    def base(self, key: ViewKey, stamp: Hashable, anchor: EventNode) -> SearchView | None:
-        """A view kept under ``stamp`` for ``key`` but at an earlier anchor: one whose anchor
-        is ``anchor`` or an ancestor of it reached through events added since (None: none)."""
-        for other, (kept_stamp, view) in reversed(self._views.items()):
-            if kept_stamp != stamp or other[:1] + other[2:] != key[:1] + key[2:]:
-                continue
-            if view.anchor is None:
-                continue
-            step = anchor.id
-            while step != view.anchor.id:
-                added = view.added_events.get(step)
-                if added is None or added.parent is None:
-                    break
-                step = added.parent
-            else:
-                self._views.move_to_end(other)
-                return view
-        return None
 
     def begin_write(self) -> None:
         """The owner's outermost write starts: what it adds is noted from now on."""
@@ -196,28 +264,21 @@ class SearchViews:
 
     def end_write(self, stamps: tuple[Hashable, Hashable] | None) -> None:
         """The owner's outermost write ended (``stamps``: before and after it, when it
-        committed and the store vouches nothing else did; None otherwise). The views kept
-        under the first stamp are kept under the second when all it did was add; every
-        other view, and every ``current`` answer, goes."""
+        committed and the store vouches nothing else did; None otherwise). When all it did
+        was add, what was kept under the first stamp still stands under the second, with
+        what it added noted (``Journal``); else nothing kept stands."""
         appended, self.appended = self.appended, None
         if stamps is None or appended is None or not appended.clean:
             self.clear()
             return
-        before, after = stamps
-        self._currents.clear()
-        for key, (stamp, view) in list(self._views.items()):
-            if stamp != before:
-                self._drop(key)
-                continue
-            namespace = key[0]
-            view.added_events.update((e.id, e) for ns, e in appended.events if ns == namespace)
-            view.added_records.extend(r for ns, r in appended.records if ns == namespace)
-            self._views[key] = (after, view)
+        if not self.journal.add(stamps[0], stamps[1], appended):
+            self.clear()
 
     def clear(self) -> None:
         self._views.clear()
         self._records = 0
         self._currents.clear()
+        self.journal = Journal()
 
     def __len__(self) -> int:
         return len(self._views)

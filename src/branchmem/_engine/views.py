@@ -267,7 +267,7 @@ def current(
         return None if revision is None else ns.to_record(revision)
     chosen_mode = ns.mode if mode is None else check_mode(mode)
     kept_key = (ns.name, key, anchor, scope, bool(cross_tree), chosen_mode)
-    kept = kept_views.current(kept_key, stamp)
+    kept = kept_views.current(kept_key, stamp) or kept_views.current_above(kept_key, stamp)
     if kept is None:
         revision, counted = _current(ns, key, anchor, scope, cross_tree, chosen_mode)
         kept_views.keep_current(kept_key, stamp, revision, counted)
