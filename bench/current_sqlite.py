@@ -13,7 +13,10 @@ An agent writes one of 10 keys per turn (one event and one keyed record per turn
 - LangGraph's ``SqliteStore.get`` given the same puts;
 - ``Memory.current`` with the answers kept from earlier calls dropped before each
   ("decided": what a read costs after a commit; the others read a store nothing writes, so
-  from the second call of a key on they are given the answer kept under the commit stamp).
+  from the second call of a key on they are given the answer kept under the commit stamp);
+- last, ``Memory.current`` at an agent's new turn: one event written below the last turn
+  (not timed), then a key read there; the answer kept at a turn above holds across a write
+  that only added (_engine/viewcache.py).
 
 It prints each read's median, t(10k)/t(1k) and its ratio to the baseline.
 Goal (issue 25): ``Memory.current`` within 4x the baseline. Writes JSON to
@@ -31,8 +34,10 @@ import json
 import os
 import random
 import sqlite3
+import statistics
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -68,6 +73,24 @@ GOAL = 4  # Memory.current / the plain lookup in WAL (issue 25)
 LATEST = "SELECT id, content, meta FROM slots WHERE key = ? ORDER BY turn DESC LIMIT 1"
 
 
+def agent_turns(
+    mem: Memory, head: str, plain: Callable[[], object], rounds: int, rng: random.Random
+) -> float:
+    """Median seconds of ``current`` at an agent's new turn: each round writes one event
+    below the last (not timed), then reads a key there, the answer kept from a turn above
+    it standing (_engine/viewcache.py). Runs after the other reads: it writes the file."""
+    times = []
+    for turn in range(rounds):
+        event = f"agent{turn}"
+        mem.add_event(event, head, content="turn")
+        head = event
+        plain()  # the baseline's cost of staying warm, as the interleaved reads have
+        started = time.perf_counter()
+        mem.current(f"k{rng.randrange(KEYS)}", head)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--turns", default="1000,10000")
@@ -82,12 +105,15 @@ def main() -> int:
     from langgraph.store.sqlite import SqliteStore
 
     reads: dict[str, dict[int, Callable[[], object]]] = {}
+    agents: dict[int, Memory] = {}
+    heads: dict[int, str] = {}
     with contextlib.ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         for size in sizes:
             mem = Memory.open(folder / f"bm-{size}.db")
             stack.callback(mem.close)
             head = build_memory(mem, size)
+            agents[size], heads[size] = mem, head
             assert mem.current("k1", head) is not None
             table = baseline(folder / f"plain-{size}.db", size)
             stack.callback(table.close)
@@ -134,6 +160,11 @@ def main() -> int:
                 reads.setdefault(name, {})[size] = read
         gc.collect()
         medians = measure(reads, dict.fromkeys(reads, args.queries))
+        turn_reads = {size: reads["plain sqlite3 latest-by-key"][size] for size in sizes}
+        medians["Memory.current at an agent's new turn"] = {
+            size: agent_turns(agents[size], heads[size], turn_reads[size], args.queries, rng)
+            for size in sizes
+        }
 
     base = medians["plain sqlite3 latest-by-key"][large]
     print(f"{KEYS} keys; N turns of history, one keyed write per turn, on SQLite\n")

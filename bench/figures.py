@@ -229,8 +229,9 @@ def active_rows(results: Path) -> list[Row]:
 
 
 def current_rows(results: Path) -> list[Row]:
-    """The read an agent repeats (its answer kept under the commit stamp), and the read right
-    after a commit, which decides again."""
+    """The read an agent repeats (its answer kept under the commit stamp), the read right
+    after a commit, which decides again, and the read at an agent's new turn right after
+    its own write (the answer kept above it stands)."""
     found = _load(results, "current_sqlite.json")
     turns = f"{found['turns'][-1]:,}" if found else "10,000"
     over = found["over_plain"] if found else {}
@@ -244,6 +245,12 @@ def current_rows(results: Path) -> list[Row]:
         _ratio_row(
             f"the same, right after a commit (decided again), {turns} turns",
             over.get("Memory.current, decided"),
+            goal,
+        ),
+        _ratio_row(
+            f"the same at an agent's new turn, right after it wrote the turn (the answer kept "
+            f"above it stands), {turns} turns",
+            over.get("Memory.current at an agent's new turn"),
             goal,
         ),
     ]
