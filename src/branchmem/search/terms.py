@@ -111,8 +111,10 @@ class TermIndex:
         # as ``lexical.corpus_stats`` computes them, so every float below is the same
         self._stats = CorpusStats(len(ids), total / len(ids) if ids else 0.0)
         average = self._stats.average_length
-        # bm25's length term, as it computes it: K1 times its norm
-        self._bent = [K1 * (1.0 - B + B * (n / average if average else 0.0)) for n in lengths]
+        # bm25's length term, as it computes it: K1 times its norm; computed once per
+        # distinct length (every candidate's term moves with the mean when one is added)
+        term = {n: K1 * (1.0 - B + B * (n / average if average else 0.0)) for n in set(lengths)}
+        self._bent = list(map(term.__getitem__, lengths))
         trigrams = self._trigrams
         for word in new_words:
             for gram in {word[i : i + _GRAM] for i in range(len(word) - _GRAM + 1)}:
