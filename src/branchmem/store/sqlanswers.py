@@ -11,7 +11,7 @@ from .._core.questions import PAGE_SIZE, Facts, IndexTooLarge, Questions, TreeIn
 from . import codec
 from .base import Store, answer_by_reads
 from .sqlsession import SQLSession
-from .sqlshared import KEY_CANDIDATES, RETRACTION_COLUMNS, UNGATED, by_id
+from .sqlshared import KEY_CANDIDATES, RETRACTION_COLUMNS, UNGATED, by_id, supersedes_pairs
 
 
 class BulkReader:
@@ -118,11 +118,7 @@ class BulkReader:
             marks = session._marks(len(chunk))
             statements += [
                 self.newest_revisions(namespace, chunk, newest),
-                (
-                    "SELECT old_id, new_id FROM supersedes WHERE namespace = ? "
-                    f"AND old_id IN ({marks}) ORDER BY seq",
-                    (namespace, *chunk),
-                ),
+                supersedes_pairs("old_id", namespace, chunk, marks),
                 (
                     f"SELECT t.target, {retraction_columns} FROM retraction_targets t "
                     "JOIN retractions r ON r.namespace = t.namespace AND r.id = t.id "
@@ -155,13 +151,8 @@ class BulkReader:
         # what the new ids supersede: asked of a whole view's records at once (may a record
         # lend its rank?), so a statement per chunk, not per id
         for chunk in session._chunks(sorted(questions.superseded_by)):
-            statements.append(
-                (
-                    "SELECT new_id, old_id FROM supersedes WHERE namespace = ? "
-                    f"AND new_id IN ({session._marks(len(chunk))}) ORDER BY seq",
-                    (namespace, *chunk),
-                )
-            )
+            marks = session._marks(len(chunk))
+            statements.append(supersedes_pairs("new_id", namespace, chunk, marks))
             kinds.append("superseded_by")
         facts = Facts()
         # the rest: a statement each, by the store's per-item reads

@@ -7,7 +7,7 @@ from collections.abc import Collection
 from .._core.retraction import TREE, RetractionNode
 from . import codec
 from .sqlsession import SQLSession
-from .sqlshared import RETRACTION_COLUMNS
+from .sqlshared import RETRACTION_COLUMNS, supersedes_pairs
 
 
 class RelationsTable:
@@ -30,7 +30,7 @@ class RelationsTable:
     def superseders(self, namespace: str, old_ids: Collection[str]) -> dict[str, list[str]]:
         session = self.session
         unknown = [i for i in old_ids if (namespace, i) not in session._unsuperseded]
-        return self._pairs("old_id", "new_id", namespace, unknown) if unknown else {}
+        return self._pairs("old_id", namespace, unknown) if unknown else {}
 
     def superseded_by(self, namespace: str, new_id: str) -> list[str]:
         rows = self.session._all(
@@ -41,19 +41,15 @@ class RelationsTable:
 
     def superseded_by_all(self, namespace: str, new_ids: Collection[str]) -> dict[str, list[str]]:
         """``superseded_by`` of many new ids: a statement per chunk (only ids with any)."""
-        return self._pairs("new_id", "old_id", namespace, new_ids)
+        return self._pairs("new_id", namespace, new_ids)
 
-    def _pairs(
-        self, asked: str, other: str, namespace: str, ids: Collection[str]
-    ) -> dict[str, list[str]]:
-        """Each id of column ``asked`` -> the ``other`` ids of its supersedes, in seq order."""
+    def _pairs(self, asked: str, namespace: str, ids: Collection[str]) -> dict[str, list[str]]:
+        """Each id of column ``asked`` -> the other ids of its supersedes, in seq order."""
         session = self.session
         found: dict[str, list[str]] = {}
         for chunk in session._chunks(ids):
             rows = session._all(
-                f"SELECT {asked}, {other} FROM supersedes WHERE namespace = ? "
-                f"AND {asked} IN ({session._marks(len(chunk))}) ORDER BY seq",
-                (namespace, *chunk),
+                *supersedes_pairs(asked, namespace, chunk, session._marks(len(chunk)))
             )
             for key, value in rows:
                 found.setdefault(key, []).append(value)

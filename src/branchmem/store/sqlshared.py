@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from .._core.provenance import RevisionNode
 from . import codec
@@ -30,3 +31,17 @@ KEY_CANDIDATES = (
 )
 
 RETRACTION_COLUMNS = "id, scope, targets, key_name, key_scope, seq"
+
+
+def supersedes_pairs(
+    asked: str, namespace: str, ids: Sequence[str], marks: str
+) -> tuple[str, tuple[Any, ...]]:
+    """The statement for one chunk of ``ids`` of the ``supersedes`` column ``asked``
+    (``old_id``: what supersedes them; ``new_id``: what they supersede): (asked, other)
+    pairs in seq order (relations, answers)."""
+    other = "new_id" if asked == "old_id" else "old_id"
+    return (
+        f"SELECT {asked}, {other} FROM supersedes WHERE namespace = ? "
+        f"AND {asked} IN ({marks}) ORDER BY seq",
+        (namespace, *ids),
+    )
