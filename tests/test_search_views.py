@@ -183,3 +183,22 @@ def test_a_current_answer_kept_across_a_write_sees_another_connections_commit(
         other.add_record("c2", sources=["e2"], key="city", content="Hangzhou")
         agent.add_event("e3", "e2", content="turn")
         assert agent.current("city", anchor).id == "c2"  # type: ignore[union-attr]
+
+
+def test_what_one_tenant_added_never_reaches_anothers_kept_view(mem: Memory) -> None:
+    """Two namespaces with the same ids: a write that only added to one carries the other's
+    kept views and answers as they are, and the other's own derived view and carried
+    answer hold nothing of the first's."""
+    seeded_b = [{"id": "e1", "content": "hi"}, {"id": "e2", "parent": "e1", "content": "x"}]
+    mem.add_events(seeded_b, namespace="b")
+    mem.add_record("b1", sources=["e2"], content="apple of tenant b", namespace="b")
+    mem.add_record("k1", sources=["e2"], key="city", content="Lyon", namespace="b")
+    assert ids(mem, namespace="b") == ids(mem, namespace="b") == ["b1"]
+    assert mem.current("city", "e2", namespace="b").id == "k1"  # type: ignore[union-attr]
+    mem.add_event("e3", "e2", content="turn")  # the other tenant's turn and fact
+    mem.add_record("r3", sources=["e3"], content="apple apple apple")
+    mem.add_event("e3", "e2", content="turn", namespace="b")  # this tenant's turn
+    assert ids(mem, namespace="b") == ["b1"]
+    assert ids(mem, anchor="e3", namespace="b") == ["b1"]
+    assert mem.current("city", "e3", namespace="b").id == "k1"  # type: ignore[union-attr]
+    assert "r3" in ids(mem, anchor="e3")

@@ -86,6 +86,11 @@ class Appended:
     clean: bool = True
 
 
+def _group(key: CurrentKey) -> tuple[object, ...]:
+    """A ``current`` read's key without its anchor."""
+    return key[:2] + key[3:]
+
+
 class Journal:
     """What the owner's writes that only added have added, in order, since the oldest stamp
     that still stands: a chain of stamps, each with how much had been added under it, so
@@ -149,6 +154,9 @@ class SearchViews:
         self._currents: OrderedDict[
             CurrentKey, tuple[Hashable, RevisionNode | None, Counter[str]]
         ] = OrderedDict()
+        # each read's (a ``current`` key but its anchor) anchors with an answer kept, oldest
+        # first
+        self._anchors: dict[tuple[object, ...], dict[str, None]] = {}
         self.appended: Appended | None = None  # the owner's outermost write, while it runs
         self.journal = Journal()
 
@@ -209,7 +217,7 @@ class SearchViews:
         if kept is None:
             return None
         if self.journal.since(kept[0], stamp) is None:
-            del self._currents[key]
+            self._forget_current(key)
             return None
         self._currents.move_to_end(key)
         return kept[1], kept[2]
@@ -220,15 +228,17 @@ class SearchViews:
         """A ``current`` answer for ``key`` kept at an anchor above its own, reached from it
         through events added since that answer was decided: the same answer (a one-tree
         read; what was added names no key and is on no earlier anchor's path), kept for
-        ``key`` too (None: none)."""
+        ``key`` too (None: none). Only the answers of ``key``'s own read are looked at."""
         anchor, journal = key[2], self.journal
         if anchor is None or key[4] or journal.head != stamp:
             return None
-        for other, (kept_stamp, revision, counts) in reversed(self._currents.items()):
-            if other[2] is None or other[:2] + other[3:] != key[:2] + key[3:]:
-                continue
+        namespace, name, _, scope, cross_tree, mode = key
+        for above in reversed(list(self._anchors.get(_group(key), ()))):
+            kept_stamp, revision, counts = self._currents[
+                (namespace, name, above, scope, cross_tree, mode)
+            ]
             since = journal.since(kept_stamp, stamp)
-            if since is not None and journal.reaches(key[0], anchor, other[2], since[0]):
+            if since is not None and journal.reaches(namespace, anchor, above, since[0]):
                 self.keep_current(key, stamp, revision, counts)
                 return revision, counts
         return None
@@ -238,8 +248,20 @@ class SearchViews:
     ) -> None:
         self._currents[key] = (stamp, revision, counts)
         self._currents.move_to_end(key)
+        if key[2] is not None:  # the anchors each read is kept at (``current_above``)
+            anchors = self._anchors.setdefault(_group(key), {})
+            anchors.pop(key[2], None)
+            anchors[key[2]] = None
         if len(self._currents) > CURRENTS_KEPT:
-            self._currents.popitem(last=False)
+            self._forget_current(next(iter(self._currents)))
+
+    def _forget_current(self, key: CurrentKey) -> None:
+        del self._currents[key]
+        anchors = self._anchors.get(_group(key))
+        if anchors is not None and key[2] is not None:
+            anchors.pop(key[2], None)
+            if not anchors:
+                del self._anchors[_group(key)]
 
     def begin_write(self) -> None:
         """The owner's outermost write starts: what it adds is noted from now on."""
@@ -278,6 +300,7 @@ class SearchViews:
         self._views.clear()
         self._records = 0
         self._currents.clear()
+        self._anchors.clear()
         self.journal = Journal()
 
     def __len__(self) -> int:
