@@ -14,7 +14,7 @@ from typing import Any
 
 from branchmem import Memory
 from branchmem.errors import BranchmemError
-from branchmem.search.embedding import LEXICAL_WEIGHT, Embedder, cosine
+from branchmem.search.embedding import LEXICAL_WEIGHT, Embedder, cosines
 from branchmem.search.lexical import (
     CorpusStats,
     LexicalHit,
@@ -250,7 +250,7 @@ def naive_blend(
         lexical = rank(query, documents, len(documents))
     top = max((h.score for h in lexical), default=0.0)
     lex = {h.doc_id: h for h in lexical}
-    cos = {d: cosine(query_vector, vectors[d]) for d in documents if d in vectors}
+    cos = {d: c for d, c in cosines(query_vector, vectors).items() if d in documents}
     median = statistics.median(cos.values()) if cos else 0.0
     spread = max(cos.values(), default=0.0) - median
     out = []

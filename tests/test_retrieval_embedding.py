@@ -255,3 +255,35 @@ def test_a_batch_of_records_is_embedded_in_one_call() -> None:
     )
     assert calls == [6]
     assert [h.record.id for h in mem.search("number 3", "u1", k=1)] == ["r3"]
+
+
+@pytest.mark.parametrize("with_numpy", [True, False])
+def test_cosines_at_once_agree_with_cosine_and_do_not_depend_on_the_table(
+    with_numpy: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import random
+
+    from branchmem.search import embedding
+
+    if not with_numpy:
+        monkeypatch.setattr(embedding, "_NUMPY", [None])
+    rng = random.Random(7)
+    vectors = {f"d{i}": [rng.uniform(-1, 1) for _ in range(24)] for i in range(300)}
+    vectors["zero"] = [0.0] * 24
+    query = [rng.uniform(-1, 1) for _ in range(24)]
+    table = embedding.VectorTable(vectors)
+    found = table.cosines(query)
+    assert found.keys() == vectors.keys() and found["zero"] == 0.0
+    for doc_id, vector in vectors.items():
+        assert found[doc_id] == pytest.approx(cosine(query, vector), abs=1e-12)
+    # the same floats from a smaller table, and from a table grown by rows
+    some = {d: vectors[d] for d in list(vectors)[::7]}
+    assert embedding.cosines(query, some) == {d: found[d] for d in some}
+    first = embedding.VectorTable({d: vectors[d] for d in list(vectors)[:100]})
+    first.cosines(query)  # its matrix is built, then grown
+    grown = first.with_rows({d: vectors[d] for d in list(vectors)[100:]})
+    assert grown.cosines(query) == found and len(grown) == len(table)
+    with pytest.raises(InvalidInput, match="differ in dimensions"):
+        embedding.cosines(query, {"short": [1.0, 0.0]})
+    with pytest.raises(InvalidInput, match="differ in dimensions"):
+        embedding.cosines(query, {"a": query, "b": [1.0]})

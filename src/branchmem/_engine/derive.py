@@ -91,7 +91,7 @@ def derived(
     if kept.vectors is not None:
         asked = [(revision.record_id, revision.revision) for revision in shown]
         read = ns.store.vectors(ns.name, asked) if asked else {}
-        vectors = {**kept.vectors, **{record_id: v for (record_id, _), v in read.items()}}
+        vectors = kept.vectors.with_rows({record_id: v for (record_id, _), v in read.items()})
     counts = Counter(kept.counts)
     if shown:
         counts[VISIBLE] += len(shown)

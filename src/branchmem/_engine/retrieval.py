@@ -22,7 +22,7 @@ from .._core.visibility import View
 from ..errors import InvalidInput
 from ..model import RETRACTION_KIND, Hit
 from ..search.context import Context, Memo, assemble_context
-from ..search.embedding import blend_rank, lexical_weight
+from ..search.embedding import VectorTable, blend_rank, lexical_weight
 from ..search.lexical import LexicalHit, query_terms
 from ..search.neighbours import Scored, by_place
 from ..search.ranking import NOWHERE, Candidates, rank
@@ -85,13 +85,13 @@ def candidates(
 
 def _vectors(
     ns: Namespace, nodes: Mapping[str, RevisionNode], kept: SearchView | None
-) -> Mapping[str, Sequence[float]]:
-    """The candidates' vectors, read once for a kept view."""
+) -> VectorTable:
+    """The candidates' vectors, read once for a kept view (with their matrix, once built)."""
     vectors = None if kept is None else kept.vectors
     if vectors is None:
         keys = [(record_id, node.revision) for record_id, node in nodes.items()]
         stored = ns.store.vectors(ns.name, keys)
-        vectors = {record_id: vector for (record_id, _), vector in stored.items()}
+        vectors = VectorTable({record_id: vector for (record_id, _), vector in stored.items()})
         if kept is not None:
             kept.vectors = vectors
     return vectors

@@ -20,12 +20,13 @@ from the kept one (``_engine.derive``) instead of deciding every record again.
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
 from .._core.provenance import RevisionNode
 from .._core.topology import EventNode
+from ..search.embedding import VectorTable
 from ..search.terms import TermIndex
 
 VIEWS_KEPT: Final = 8  # views kept per Memory, least recently used dropped first
@@ -60,7 +61,7 @@ class SearchView:
     uses: int = 0
     superseded: Superseded | None = None
     index: TermIndex | None = field(default=None, repr=False)
-    vectors: Mapping[str, Sequence[float]] | None = field(default=None, repr=False)
+    vectors: VectorTable | None = field(default=None, repr=False)
     places: tuple[dict[str, int | None], dict[int, list[str]]] | None = field(
         default=None, repr=False
     )  # each candidate's path place, and the candidates at each (``provenance.path_places``)
