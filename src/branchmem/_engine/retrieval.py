@@ -22,9 +22,9 @@ from .._core.visibility import View
 from ..errors import InvalidInput
 from ..model import RETRACTION_KIND, Hit
 from ..search.context import Context, Memo, assemble_context
-from ..search.embedding import VectorTable, blend_rank, lexical_weight
+from ..search.embedding import Blend, VectorTable, lexical_weight
 from ..search.lexical import LexicalHit, query_terms
-from ..search.neighbours import Scored, by_place
+from ..search.neighbours import by_place
 from ..search.ranking import NOWHERE, Candidates, rank
 from ..search.tokens import TokenCounter
 from ..search.voice import FULL, voice
@@ -60,18 +60,14 @@ def candidates(
     was decided and hands them to ``rank`` itself, so they go down once."""
     index = None if kept is None else kept.term_index(ns.views.index_after if ns.views else 1)
     documents: Mapping[str, str] = {}
-    if index is None or query_vector is not None:
+    if index is None:
         documents = {record_id: node.content for record_id, node in nodes.items()}
     fuse = None
     if query_vector is not None:
         vectors, weight = _vectors(ns, nodes, kept), lexical_weight(ns.embedder)
 
-        def fuse(hits: Sequence[LexicalHit]) -> list[Scored]:
-            fused = blend_rank(
-                query, documents, query_vector, vectors, len(documents), weight=weight,
-                lexical=hits,
-            )  # fmt: skip
-            return [(h.doc_id, h.score, h.why) for h in fused]
+        def fuse(hits: Sequence[LexicalHit]) -> Blend:
+            return Blend(nodes, query_vector, vectors, hits, weight)  # the candidates' ids
 
     return Candidates(
         documents,

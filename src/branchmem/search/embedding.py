@@ -14,7 +14,7 @@ import hashlib
 import importlib
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
 from ..errors import EmbedderUnavailable as EmbedderUnavailable  # declared there; kept here
@@ -211,11 +211,13 @@ class VectorTable(Mapping[str, Sequence[float]]):
     (``cosines``): one matrix product when numpy is installed (every embedder extra brings
     it), built on the first query and kept, so a kept view pays for it once."""
 
-    __slots__ = ("_by_id", "_matrix")
+    __slots__ = ("_aligned", "_by_id", "_matrix")
 
     def __init__(self, by_id: Mapping[str, Sequence[float]]) -> None:
         self._by_id = dict(by_id)
         self._matrix: tuple[list[str], Any, Any] | None = None  # ids, rows, row norms
+        # the ids last aligned (``along``), their positions, and their rows in the matrix
+        self._aligned: tuple[list[str], dict[str, int], Any] | None = None
 
     def __getitem__(self, doc_id: str) -> Sequence[float]:
         return self._by_id[doc_id]
@@ -244,25 +246,62 @@ class VectorTable(Mapping[str, Sequence[float]]):
         return grown
 
     def cosines(self, query_vector: Sequence[float]) -> dict[str, float]:
-        numpy = _numpy()
-        if numpy is None or not self._by_id:
+        """Each vector's cosine to ``query_vector``, by id."""
+        found = self._row_cosines(query_vector)
+        if found is None:
             return {d: cosine(query_vector, v) for d, v in self._by_id.items()}
+        ids, values = found
+        return dict(zip(ids, values.tolist(), strict=True))
+
+    def along(self, ids: list[str], query_vector: Sequence[float]) -> tuple[Any, dict[str, int]]:
+        """The cosines of ``ids``' vectors in their order (NaN where an id has none; a numpy
+        array, or a list without numpy) and each id's position in ``ids``. The alignment is
+        kept for the next query over the same ids (a kept view's searches)."""
+        if self._aligned is None or self._aligned[0] != ids:
+            positions = {doc_id: n for n, doc_id in enumerate(ids)}
+            self._aligned = (list(ids), positions, None)
+        _, positions, rows_of = self._aligned
+        found = self._row_cosines(query_vector)
+        if found is None:
+            nan = math.nan
+            values = [
+                cosine(query_vector, self._by_id[d]) if d in self._by_id else nan for d in ids
+            ]
+            return values, positions
+        numpy = _numpy()
+        table_ids, by_row = found
+        if rows_of is None:  # where each id's row is (-1: no vector)
+            row = {doc_id: n for n, doc_id in enumerate(table_ids)}
+            rows_of = numpy.array([row.get(d, -1) for d in ids], dtype=numpy.int64)
+            self._aligned = (self._aligned[0], positions, rows_of)
+        if not len(by_row):
+            return numpy.full(len(ids), numpy.nan), positions
+        values = numpy.where(rows_of >= 0, by_row[numpy.maximum(rows_of, 0)], numpy.nan)
+        return values, positions
+
+    def _row_cosines(self, query_vector: Sequence[float]) -> tuple[list[str], Any] | None:
+        """(the matrix's ids, their cosines) with numpy; None without it."""
+        numpy = _numpy()
+        if numpy is None:
+            return None
         if self._matrix is None:
             ids = list(self._by_id)
             sizes = {len(self._by_id[i]) for i in ids}
             if len(sizes) > 1:
                 raise InvalidInput(f"vectors differ in dimensions: {sorted(sizes)}")
             rows = numpy.array([self._by_id[i] for i in ids], dtype=numpy.float64)
+            rows = rows.reshape(len(ids), len(query_vector) if not ids else rows.shape[-1])
             self._matrix = (ids, rows, _row_norms(numpy, rows))
         ids, rows, norms = self._matrix
         query = numpy.asarray(query_vector, dtype=numpy.float64)
-        if rows.shape[1] != query.shape[0]:
+        if ids and rows.shape[1] != query.shape[0]:
             raise InvalidInput(f"vectors differ in dimensions: {query.shape[0]} vs {rows.shape[1]}")
-        scale = norms * numpy.sqrt((query * query).sum())
-        products = (rows * query).sum(axis=1)  # each row summed alone: a BLAS product's
-        # floats would depend on how many rows the table has
+        scale = norms * numpy.sqrt(numpy.einsum("j,j->", query, query))
+        # einsum sums each row alone, in numpy's own loop; a BLAS product's floats would
+        # depend on how many rows the table has
+        products = numpy.einsum("ij,j->i", rows, query)
         found = numpy.divide(products, scale, out=numpy.zeros_like(products), where=scale > 0)
-        return dict(zip(ids, numpy.clip(found, -1.0, 1.0).tolist(), strict=True))
+        return ids, numpy.clip(found, -1.0, 1.0)
 
 
 def cosines(
@@ -276,7 +315,7 @@ def cosines(
 
 
 def _row_norms(numpy: Any, rows: Any) -> Any:
-    return numpy.sqrt((rows * rows).sum(axis=1))
+    return numpy.sqrt(numpy.einsum("ij,ij->i", rows, rows))
 
 
 _NUMPY: list[Any] = []
@@ -408,34 +447,116 @@ def blend_rank(
     check_k(k)
     if lexical is None:
         lexical = rank(query, documents, k=len(documents))
-    best = max((hit.score for hit in lexical), default=0.0)
-    lexical_part = {hit.doc_id: (hit.score / best if best > 0 else 0.0, hit.why) for hit in lexical}
-    similar = {
-        doc_id: value
-        for doc_id, value in cosines(query_vector, vectors).items()
-        if doc_id in documents
-    }
-    semantic_part: dict[str, float] = {}
-    if similar:
-        ordered = sorted(similar.values())
-        middle = len(ordered) // 2
-        median = (
-            ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-        )
-        spread = ordered[-1] - median
-        semantic_part = {
-            doc_id: max(0.0, (value - median) / spread) if spread > 0 else 0.0
-            for doc_id, value in similar.items()
+    return Blend(documents, query_vector, vectors, lexical, weight).first(k)[0]
+
+
+class Blend:
+    """``blend_rank``'s scores of every candidate, taken at once, and its ranking read from
+    the top: ``first(n)`` sorts only what can be among the first ``n`` (with numpy; without
+    it, every candidate once), so a search builds hits for the few it can return."""
+
+    def __init__(
+        self,
+        documents: Mapping[str, object],
+        query_vector: Sequence[float],
+        vectors: Mapping[str, Sequence[float]],
+        lexical: Sequence[LexicalHit],
+        weight: float,
+    ) -> None:
+        """``documents``: the candidates (only their ids are read); ``lexical``: their
+        lexical hits (BM25), any order."""
+        table = vectors if isinstance(vectors, VectorTable) else VectorTable(vectors)
+        self._ids = ids = list(documents)
+        best = max((hit.score for hit in lexical), default=0.0)
+        self._lexical = {
+            hit.doc_id: (hit.score / best if best > 0 else 0.0, hit.why)
+            for hit in lexical
+            if hit.doc_id in documents
         }
-    scored = []
-    for doc_id in documents:
-        lexical_score, why = lexical_part.get(doc_id, (0.0, ""))
-        semantic = semantic_part.get(doc_id, 0.0)
-        score = weight * lexical_score + (1.0 - weight) * semantic
+        found, self._positions = table.along(ids, query_vector)
+        numpy = _numpy()
+        self._array: Any = None
+        self._order_of_all: list[int] | None = None
+        if numpy is None:
+            known = sorted(c for c in found if c == c)  # NaN: no vector
+            median, spread = _middle(known) if known else (0.0, 0.0)
+            self._cosine: list[float] = found
+
+            def semantic(c: float) -> float:  # NaN (no vector): 0
+                return max(0.0, (c - median) / spread) if spread > 0 and c == c else 0.0
+
+            self._score: list[float] = [
+                weight * self._lexical.get(doc_id, (0.0, ""))[0] + (1.0 - weight) * semantic(c)
+                for doc_id, c in zip(ids, found, strict=True)
+            ]
+            return
+        has = ~numpy.isnan(found)
+        known = found[has]
+        near = numpy.zeros(len(ids))
+        if len(known):
+            half = len(known) // 2
+            if len(known) % 2:
+                median = float(numpy.partition(known, half)[half])
+            else:
+                pair = numpy.partition(known, (half - 1, half))
+                median = (float(pair[half - 1]) + float(pair[half])) / 2
+            spread = float(known.max()) - median
+            if spread > 0:
+                near[has] = numpy.maximum(0.0, (known - median) / spread)
+        lexical_part = numpy.zeros(len(ids))
+        for doc_id, (part, _) in self._lexical.items():
+            lexical_part[self._positions[doc_id]] = part
+        self._array = weight * lexical_part + (1.0 - weight) * near  # the same float operations
+        self._score = self._array.tolist()
+        self._cosine = found.tolist()
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def _key(self, n: int) -> tuple[float, float, str]:
+        """Score descending, then cosine (a candidate without a vector after every one
+        with), then id."""
+        c = self._cosine[n]
+        return (-self._score[n], -c if c == c else 2.0, self._ids[n])
+
+    def _hit(self, n: int) -> FusedHit:
+        doc_id, c = self._ids[n], self._cosine[n]
+        lexical_score, why = self._lexical.get(doc_id, (0.0, ""))
         parts = [f"lexical {lexical_score:.3f} ({why})"] if why else []
-        if doc_id in similar:
-            parts.append(f"cosine {similar[doc_id]:.4f}")
-        scored.append(FusedHit(doc_id, score, "; ".join(parts)))
-    # every candidate is ranked, as by ``vector_rank``: the rest by cosine, then id
-    scored.sort(key=lambda hit: (-hit.score, -similar.get(hit.doc_id, -2.0), hit.doc_id))
-    return scored[:k]
+        if c == c:
+            parts.append(f"cosine {c:.4f}")
+        return FusedHit(doc_id, self._score[n], "; ".join(parts))
+
+    def first(self, n: int | None) -> tuple[list[FusedHit], float | None]:
+        """The first ``n`` candidates (None: all) best first, and the best score a candidate
+        left out may have (None: none is left out): every one left out comes after them."""
+        size = len(self._ids)
+        if n is not None and n <= 0:
+            return [], max(self._score, default=None)
+        if n is None or n >= size or self._array is None:
+            if self._order_of_all is None:
+                self._order_of_all = sorted(range(size), key=self._key)
+            hits = [self._hit(i) for i in self._order_of_all[:n]]
+            return hits, (hits[-1].score if n is not None and n < size else None)
+        numpy = _numpy()
+        least = self._array[numpy.argpartition(self._array, size - n)[size - n]]
+        reach = sorted(numpy.flatnonzero(self._array >= least).tolist(), key=self._key)
+        taken = [self._hit(i) for i in reach[:n]]
+        return taken, taken[-1].score
+
+    def among(self, hits: Sequence[FusedHit], doc_ids: Iterable[str]) -> list[FusedHit]:
+        """``hits`` (``first``'s) and the candidates ``doc_ids`` beyond them, each in its
+        place: what ``first`` gives when it reaches as far as they stand."""
+        present = {hit.doc_id for hit in hits}
+        more = sorted(
+            (self._positions[d] for d in set(doc_ids) if d in self._positions and d not in present),
+            key=self._key,
+        )
+        return [*hits, *(self._hit(i) for i in more)]
+
+
+def _middle(ordered: Sequence[float]) -> tuple[float, float]:
+    """The median of ``ordered`` (sorted) and how far its largest value lies above it."""
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return median, ordered[-1] - median

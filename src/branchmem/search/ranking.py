@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from .embedding import Blend
 from .lexical import LexicalHit, Ranking, ranking
 from .neighbours import Scored, beside, with_neighbours
 from .newest import WINDOW, lend, newest_first
@@ -27,9 +28,9 @@ from .voice import weighed
 Places = tuple[Mapping[str, int | None], Mapping[int, Sequence[str]]]
 NOWHERE: Final[Places] = ({}, {})  # no anchor, or a detached one
 
-# how the lexical hits become the fused ones (``embedding.blend_rank`` over the engine's
-# vectors), best first; None: no embedder, the lexical hits are the ranking
-Fuse = Callable[[Sequence[LexicalHit]], Sequence[Scored]]
+# how the lexical hits become the fused ones (``embedding.Blend`` over the engine's vectors,
+# read from the top); None: no embedder, the lexical hits are the ranking
+Fuse = Callable[[Sequence[LexicalHit]], Blend]
 # each asked record's voice (``voice.voice`` of who said its sources)
 VoicesOf = Callable[[Sequence[str]], Mapping[str, float]]
 
@@ -38,12 +39,13 @@ VoicesOf = Callable[[Sequence[str]], Mapping[str, float]]
 class Candidates:
     """What the engine read of one view's candidates for a ranking.
 
-    ``documents``: their texts (read when there is no ``index`` or when fusing);
+    ``documents``: their texts (read when there is no ``index``);
     ``voices_of``: who said each one's sources; ``index``: their term index, which ranks
     the first ``reach`` × ``max(k, WINDOW)`` hits (plus one per lender) and more only when
     the voices need them; ``lent``: superseded record -> (its text, its visible
     superseder), scored with the candidates' statistics, each lending its rank; ``fuse``:
-    the blend with the embedder's cosines (it ranks every candidate, so no cut)."""
+    the blend with the embedder's cosines (every candidate scored, read from the top as
+    far as the index would be)."""
 
     documents: Mapping[str, str]
     voices_of: VoicesOf
@@ -65,16 +67,25 @@ def rank(query: str, k: int, places: Places, candidates: Candidates) -> list[Sco
     # record, newest first reorders the first WINDOW (a blend ranks every candidate), and
     # path neighbours re-score only the neighbours of the first LENDERS <= WINDOW hits; the
     # voices may lower some of those, and then more are ranked (``voice.weighed``)
-    top = None if index is None or fuse is not None else candidates.reach * want + len(lending)
+    # (a blend scores every candidate at once and is read from the top in the same way)
+    top = None if index is None and fuse is None else candidates.reach * want + len(lending)
+    blend = None
     while True:
-        lexical, beyond = _lexical(query, documents, index, places, also, superseder, top)
-        hits, matched = lend(lexical.hits, lexical.matched, superseder)
-        found = [(h.doc_id, h.score, h.why) for h in hits] if fuse is None else list(fuse(hits))
+        if blend is None:  # the lexical ranking (the blend's: all of it), lent
+            cut = None if fuse is not None else top
+            lexical, beyond = _lexical(query, documents, index, places, also, superseder, cut)
+            hits, matched = lend(lexical.hits, lexical.matched, superseder)
+            blend = None if fuse is None else fuse(hits)
+        if blend is None:
+            found = [(h.doc_id, h.score, h.why) for h in hits]
+        else:
+            found, beyond = _blended(blend, top, places)
         heard = weighed(with_neighbours(found, *places), voices_of, want, beyond=beyond)
         if heard is not None:
             break
-        assert index is not None and top is not None  # a ranking of every candidate decides
-        top = None if 2 * top >= len(index) else 2 * top
+        assert top is not None  # a ranking of every candidate decides
+        size = len(blend) if blend is not None else len(index or ())
+        top = None if 2 * top >= size else 2 * top
     voices = voices_of([doc_id for doc_id, _, _ in heard[:WINDOW]])
     depth = {doc_id: places[0].get(doc_id) for doc_id, _, _ in heard[:WINDOW]}
     order = newest_first(
@@ -88,6 +99,15 @@ def rank(query: str, k: int, places: Places, candidates: Candidates) -> list[Sco
             why += f"; newest first: in the place of {placed.displaced}"
         out.append((doc_id, score, why))
     return out
+
+
+def _blended(blend: Blend, top: int | None, places: Places) -> tuple[list[Scored], float | None]:
+    """The blend's first ``top`` (all: None) with the candidates the first ones lend to
+    beyond them, each in its place, and the best score a candidate left out may have."""
+    fused, beyond = blend.first(top)
+    if beyond is not None and places[1]:  # a neighbour further down needs its own score too
+        fused = blend.among(fused, beside([(h.doc_id, h.score, h.why) for h in fused], *places))
+    return [(h.doc_id, h.score, h.why) for h in fused], beyond
 
 
 def _lexical(
