@@ -58,6 +58,7 @@ bench: $(STAMP)
 	$(PY) bench/storage.py
 	$(PY) bench/search.py
 	$(PY) bench/search_visible.py
+	$(PY) bench/search_embedder.py
 	$(PY) bench/load.py
 	$(PY) bench/agent_history.py
 	$(PY) bench/records.py

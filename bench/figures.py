@@ -369,6 +369,31 @@ def search_rows(results: Path) -> list[Row]:
     return rows
 
 
+def search_embedder_rows(results: Path) -> list[Row]:
+    """What the recommended embedder adds to a search (#44: <= 5 ms a query on 2 cores):
+    the query's embedding, and the whole difference, cosines and blend included."""
+    found = _load(results, "search_embedder.json") or []
+    rows: list[Row] = []
+    for row in found or [{"visible": size} for size in (1_000, 10_000)]:
+        size, median = row["visible"], row.get("median_ms")
+        rows.append(
+            _ratio_row(
+                f"the query's embedding (`ParaphraseMiniLMEmbedder`), ms, {size:,} visible",
+                median["query embedding"] if median else None,
+                5,
+            )
+        )
+        rows.append(
+            _ratio_row(
+                f"search with the embedder − without, ms a query (embedding, cosines, blend), "
+                f"{size:,} visible",
+                row.get("added_ms"),
+                5,
+            )
+        )
+    return rows
+
+
 def langgraph_rows(results: Path) -> list[Row]:
     found = _load(results, "langgraph_store.json")
     reads = found.get("reads", {}) if found else {}
@@ -514,6 +539,7 @@ SECTIONS: list[tuple[str, Callable[[Path], list[Row]]]] = [
     ("LangGraph stores (bench/langgraph_store.py)", langgraph_rows),
     ("LangGraph `put` on PostgreSQL (bench/langgraph_pg_put.py)", langgraph_pg_put_rows),
     ("search (bench/search_visible.py, bench/search.py)", search_rows),
+    ("search with an embedder (bench/search_embedder.py)", search_embedder_rows),
     ("context (bench/context.py)", context_rows),
     ("bulk records (bench/records.py)", records_rows),
     ("ingest against its floor (bench/ingest_floor.py)", ingest_floor_rows),

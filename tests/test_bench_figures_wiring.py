@@ -72,3 +72,12 @@ def test_erase_soak_fills_its_rows(tmp_path: Path) -> None:
     soak = {what: got for what, got in rows(tmp_path).items() if "erased markers" in what}
     assert soak[next(w for w in soak if w.startswith("SQLite"))].startswith("5; 0; 0; ok; 5 ")
     assert soak[next(w for w in soak if w.startswith("PostgreSQL"))] == "not measured"
+
+
+def test_search_embedder_fills_its_rows(tmp_path: Path) -> None:
+    run("search_embedder.py", "--sizes", "30,60", "--queries", "3",
+        "--out", str(tmp_path / "search_embedder.json"))  # fmt: skip
+    ours = ("the query's embedding", "search with the embedder")
+    embedder = {what: got for what, got in rows(tmp_path).items() if what.startswith(ours)}
+    assert len(embedder) == 4 and "not measured" not in embedder.values(), embedder
+    assert any(what.endswith("60 visible") for what in embedder), embedder

@@ -246,7 +246,7 @@ def test_cli_refuses_unknown_retriever(tmp_path: Path, capsys: pytest.CaptureFix
 
 # -- the real corpora -------------------------------------------------------------------
 def _available(names: Sequence[str]) -> list[str]:
-    needs = {"bm25s": "bm25s", "dense-wordllama": "wordllama"}
+    needs = {"bm25s": "bm25s", "dense-wordllama": "wordllama", "search-paraphrase": "onnxruntime"}
     found = []
     for name in names:
         module = needs.get(name)
@@ -268,7 +268,7 @@ def test_table_on_a_corpus_slice() -> None:
     assert isinstance(beam, BeamTask)
     assert [h.id for h in beam.haystacks] == ["beam-100k-1", "beam-500k-1"]
     assert beam.contradictions  # 100K and 500K chats each bring theirs
-    names = _available(["search", "context", "bm25s", "dense-wordllama"])
+    names = _available(["search", "search-paraphrase", "context", "bm25s", "dense-wordllama"])
     report = run_retrieval(tasks, make_retrievers(names, budget=2000))
     assert len(report.rows) == 2 * len(names)
     for row in report.rows:

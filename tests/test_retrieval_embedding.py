@@ -257,6 +257,58 @@ def test_a_batch_of_records_is_embedded_in_one_call() -> None:
     assert [h.record.id for h in mem.search("number 3", "u1", k=1)] == ["r3"]
 
 
+def test_paraphrase_minilm_embeds_from_the_wheels_offline() -> None:
+    from branchmem.search.embedding import ParaphraseMiniLMEmbedder
+
+    embedder = ParaphraseMiniLMEmbedder(threads=1)
+    texts = ["I'm moving to Hangzhou", "relocating to a new city", "green tea", "我要搬去杭州", ""]
+    vectors = embedder.embed(texts)
+    assert [len(v) for v in vectors] == [embedder.dimensions] * 5 == [384] * 5
+    for vector in vectors:  # the empty text is [CLS] [SEP]: a vector too
+        assert math.isclose(math.fsum(x * x for x in vector), 1.0, rel_tol=1e-6)
+    moving, relocating, tea = vectors[:3]
+    assert cosine(moving, relocating) > cosine(moving, tea)
+    # a batch gives each text the vector it gets alone (padding is masked out)
+    assert [embedder.embed([text])[0] for text in texts] == vectors
+    assert embedder.embed([]) == []
+    with pytest.raises(InvalidInput, match="not one string"):
+        embedder.embed("one string")
+
+
+def test_paraphrase_minilm_tokenizes_with_the_shipped_bert_vocabulary() -> None:
+    from branchmem.search.embedding import ParaphraseMiniLMEmbedder
+
+    tokenizer = ParaphraseMiniLMEmbedder(threads=1)._tokenizer
+    encoded = tokenizer.encode("I'm moving to HANGZHOU, Café 杭州")
+    # BERT's rules: lower case, accents stripped, each CJK character a word (杭 is unknown)
+    words = "[CLS] i ' m moving to hang ##zhou , cafe [UNK] 州 [SEP]"
+    assert encoded.tokens == words.split()
+    assert encoded.ids[0] == 101 and encoded.ids[-1] == 102
+    long = tokenizer.encode("word " * 300)
+    assert len(long.ids) == ParaphraseMiniLMEmbedder.MAX_TOKENS and long.tokens[-1] == "[SEP]"
+
+
+def test_paraphrase_minilm_refuses_other_weights_and_names_a_missing_wheel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from importlib import metadata
+
+    from branchmem.search.embedding import ParaphraseMiniLMEmbedder
+
+    class Pinned(ParaphraseMiniLMEmbedder):
+        MODEL_SHA256 = "0" * 64
+
+    with pytest.raises(EmbedderUnavailable, match="is not the model the blend was fitted with"):
+        Pinned()
+
+    def missing(name: str) -> metadata.Distribution:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "distribution", missing)
+    with pytest.raises(EmbedderUnavailable, match=r"pip install 'branchmem\[paraphrase-minilm\]'"):
+        ParaphraseMiniLMEmbedder()
+
+
 @pytest.mark.parametrize("with_numpy", [True, False])
 def test_cosines_at_once_agree_with_cosine_and_do_not_depend_on_the_table(
     with_numpy: bool, monkeypatch: pytest.MonkeyPatch
@@ -287,3 +339,27 @@ def test_cosines_at_once_agree_with_cosine_and_do_not_depend_on_the_table(
         embedding.cosines(query, {"short": [1.0, 0.0]})
     with pytest.raises(InvalidInput, match="differ in dimensions"):
         embedding.cosines(query, {"a": query, "b": [1.0]})
+
+
+def test_paraphrase_minilm_writes_nothing_under_home_and_leaves_telemetry_off(
+    tmp_path: Path,
+) -> None:
+    """onnxruntime writes a device id under ~/.cache at import and collects telemetry events
+    unless ``ORT_DISABLE_TELEMETRY`` is set; the embedder sets it (a caller's value wins)."""
+    script = (
+        "import os\n"
+        "from branchmem.search.embedding import ParaphraseMiniLMEmbedder\n"
+        "ParaphraseMiniLMEmbedder(threads=1).embed(['hello'])\n"
+        "print(os.environ['ORT_DISABLE_TELEMETRY'])\n"
+    )
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("ORT_DISABLE_TELEMETRY", "XDG_CACHE_HOME")
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script], env={**env, "HOME": str(home)},
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    assert done.stdout.split() == ["1"]
+    assert list(home.rglob("*")) == []

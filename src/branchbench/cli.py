@@ -204,8 +204,9 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="NAME",
         help="retrievers to run, in order (default: all but dense-minilm; "
-        "known: search, search-hashing, search-wordllama, context, context-wordllama, "
-        "bm25-plain, rrf-wordllama, bm25s, dense-wordllama, dense-minilm)",
+        "known: search, search-hashing, search-paraphrase, search-paraphrase-noroles, "
+        "search-wordllama, context, context-paraphrase, bm25-plain, rrf-paraphrase, "
+        "rrf-wordllama, bm25s, dense-paraphrase, dense-wordllama, dense-minilm)",
     )
     p_ret.add_argument(
         "--split",

@@ -25,6 +25,7 @@ dense embedder alone (WordLlama's static embeddings, whose weights ship inside t
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -461,6 +462,15 @@ def WordLlamaEmbedder() -> Embedder:
     return _packaged(Packaged)
 
 
+@functools.cache
+def ParaphraseMiniLMEmbedder() -> Embedder:
+    """branchmem's recommended embedder, loaded once per process (loading checks 69 MB of
+    weights), or ``RetrieverUnavailable`` naming the extra."""
+    from branchmem.search.embedding import ParaphraseMiniLMEmbedder as Packaged
+
+    return _packaged(Packaged)
+
+
 def _minilm() -> Embedder:
     from branchmem.search.embedding import MiniLMEmbedder
 
@@ -487,23 +497,36 @@ def _registry() -> dict[str, RetrieverFactory]:
         "search-hashing": lambda budget: MemorySearch(
             HashingEmbedder(), "branchmem search + HashingEmbedder"
         ),
-        "search-wordllama": lambda budget: MemorySearch(
-            WordLlamaEmbedder(), "branchmem search + WordLlama (blend; recommended)"
+        "search-paraphrase": lambda budget: MemorySearch(
+            ParaphraseMiniLMEmbedder(), "branchmem search + paraphrase-MiniLM (blend; recommended)"
         ),
-        "search-wordllama-noroles": lambda budget: MemorySearch(
-            WordLlamaEmbedder(), "branchmem search + WordLlama, every turn the user's", roles=False
+        "search-paraphrase-noroles": lambda budget: MemorySearch(
+            ParaphraseMiniLMEmbedder(),
+            "branchmem search + paraphrase-MiniLM, every turn the user's",
+            roles=False,
+        ),
+        "search-wordllama": lambda budget: MemorySearch(
+            WordLlamaEmbedder(), "branchmem search + WordLlama (blend)"
         ),
         "context": lambda budget: MemoryContext(
             budget, label=f"branchmem context ({budget} tokens)"
         ),
-        "context-wordllama": lambda budget: MemoryContext(
-            budget, WordLlamaEmbedder(), f"branchmem context ({budget} tokens) + WordLlama"
+        "context-paraphrase": lambda budget: MemoryContext(
+            budget,
+            ParaphraseMiniLMEmbedder(),
+            f"branchmem context ({budget} tokens) + paraphrase-MiniLM",
         ),
         "bm25-plain": lambda budget: PlainRank(),
+        "rrf-paraphrase": lambda budget: PlainRank(
+            ParaphraseMiniLMEmbedder(), "RRF: branchmem BM25 + paraphrase-MiniLM (no newest first)"
+        ),
         "rrf-wordllama": lambda budget: PlainRank(
             WordLlamaEmbedder(), "RRF: branchmem BM25 + WordLlama (no newest first)"
         ),
         "bm25s": lambda budget: Bm25s(),
+        "dense-paraphrase": lambda budget: Dense(
+            ParaphraseMiniLMEmbedder(), "dense: paraphrase-MiniLM"
+        ),
         "dense-wordllama": lambda budget: Dense(WordLlamaEmbedder(), "dense: WordLlama"),
         "dense-minilm": lambda budget: Dense(_minilm(), "dense: all-MiniLM-L6-v2"),
     }

