@@ -391,6 +391,16 @@ def search_embedder_rows(results: Path) -> list[Row]:
                 5,
             )
         )
+        turn = row.get("after_turn_ms")
+        rows.append(
+            (
+                f"search with the embedder at an agent's new turn (after it wrote the turn and "
+                f"a fact), ms, {size:,} visible",
+                "not measured" if turn is None else f"{turn:.2f}",
+                "—",
+                None,
+            )
+        )
     return rows
 
 

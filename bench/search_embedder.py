@@ -10,7 +10,9 @@ size the same queries go, in interleaved rounds, to the query's embedding alone
 one view between writes has it). The embedding is the goal's figure; the blended search
 also scores every visible record's cosine to the query (one pass over the vectors,
 ``embedding.VectorTable``) and ranks every candidate, and the table prints that whole
-difference too. Nothing is asserted.
+difference too. Last, ``min(20, --queries)`` agent turns: each writes a turn and a fact on
+it, then searches at the new turn with the embedder (the view, its vectors' matrix and
+their alignment derived from the ones kept before the write). Nothing is asserted.
 
     python bench/search_embedder.py [--sizes 1000,10000] [--queries 50]
 """
@@ -63,12 +65,23 @@ def measure(
             side(query)
             times[name].append(time.perf_counter() - started)
     median = {name: 1000 * statistics.median(values) for name, values in times.items()}
+    turns = []  # an agent's turn: it writes a turn and a fact on it, then searches there
+    for turn in range(min(20, queries)):
+        event = f"turn{turn}"
+        blended.add_event(event, anchor, role="user", content="turn")
+        blended.add_record(f"fact{turn}", sources=[event], content=vocabulary.text(rng))
+        anchor = event
+        started = time.perf_counter()
+        blended.search(asked[turn], anchor, k=k)
+        turns.append(time.perf_counter() - started)
     return {
         "visible": size,
         "median_ms": median,
         "p95_ms": {name: 1000 * percentile(values, 95) for name, values in times.items()},
         "added_ms": median["search + embedder"] - median["search"],
         "write_ms_per_record": 1000 * written / size,
+        # its view derived from the one kept before the write, vectors and all
+        "after_turn_ms": 1000 * statistics.median(turns) if turns else None,
     }
 
 
@@ -90,7 +103,8 @@ def main() -> None:
             f"{size:>7} visible  query embedding {median['query embedding']:6.2f} ms"
             f"  search {median['search']:7.2f} ms  search + embedder"
             f" {median['search + embedder']:7.2f} ms  (added {row['added_ms']:7.2f} ms)"
-            f"  writes {row['write_ms_per_record']:.2f} ms a record",
+            f"  writes {row['write_ms_per_record']:.2f} ms a record"
+            f"  search at an agent's new turn {row['after_turn_ms'] or 0:.2f} ms",
             flush=True,
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -79,5 +79,5 @@ def test_search_embedder_fills_its_rows(tmp_path: Path) -> None:
         "--out", str(tmp_path / "search_embedder.json"))  # fmt: skip
     ours = ("the query's embedding", "search with the embedder")
     embedder = {what: got for what, got in rows(tmp_path).items() if what.startswith(ours)}
-    assert len(embedder) == 4 and "not measured" not in embedder.values(), embedder
+    assert len(embedder) == 6 and "not measured" not in embedder.values(), embedder
     assert any(what.endswith("60 visible") for what in embedder), embedder

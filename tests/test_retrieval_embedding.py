@@ -363,3 +363,33 @@ def test_paraphrase_minilm_writes_nothing_under_home_and_leaves_telemetry_off(
     )  # fmt: skip
     assert done.stdout.split() == ["1"]
     assert list(home.rglob("*")) == []
+
+
+@pytest.mark.parametrize("with_numpy", [True, False])
+def test_a_table_grown_row_by_row_aligns_as_one_built_at_once(
+    with_numpy: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a view derived turn after turn uses (``VectorTable.with_rows``, blocks joined
+    every ``BLOCKS`` writes, the alignment extended): the same cosines, in the same places,
+    as a table built whole."""
+    import random
+
+    from branchmem.search import embedding
+
+    if not with_numpy:
+        monkeypatch.setattr(embedding, "_NUMPY", [None])
+    rng = random.Random(11)
+    vectors = {f"d{i:03}": [rng.uniform(-1, 1) for _ in range(8)] for i in range(60)}
+    query = [rng.uniform(-1, 1) for _ in range(8)]
+    ids = list(vectors)
+    table = embedding.VectorTable({d: vectors[d] for d in ids[:30]})
+    order = [*ids[:30], "no-vector"]  # a candidate without a vector stays NaN
+    table.along(order, query)
+    for doc_id in ids[30:]:  # one write a turn, each searched
+        table = table.with_rows({doc_id: vectors[doc_id]})
+        order = [*order, doc_id]
+        got, positions = table.along(order, query)
+        want, where = embedding.VectorTable(vectors).along(order, query)
+        assert positions == where == {d: n for n, d in enumerate(order)}
+        assert [repr(x) for x in list(got)] == [repr(x) for x in list(want)]
+    assert table.cosines(query) == embedding.VectorTable(vectors).cosines(query)

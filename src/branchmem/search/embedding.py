@@ -348,11 +348,16 @@ class VectorTable(Mapping[str, Sequence[float]]):
     (``cosines``): one matrix product when numpy is installed (every embedder extra brings
     it), built on the first query and kept, so a kept view pays for it once."""
 
-    __slots__ = ("_aligned", "_by_id", "_matrix")
+    __slots__ = ("_added", "_aligned", "_by_id", "_matrix")
+
+    BLOCKS: Final = 16  # blocks of rows before they are joined into one
 
     def __init__(self, by_id: Mapping[str, Sequence[float]]) -> None:
         self._by_id = dict(by_id)
-        self._matrix: tuple[list[str], Any, Any] | None = None  # ids, rows, row norms
+        # the matrix's row ids, and its rows in blocks of (rows, their norms): a table grown
+        # by a write adds a block, so nothing already built is copied
+        self._matrix: tuple[list[str], list[tuple[Any, Any]]] | None = None
+        self._added: dict[str, int] = {}  # row of each id the last block added
         # the ids last aligned (``along``), their positions, and their rows in the matrix
         self._aligned: tuple[list[str], dict[str, int], Any] | None = None
 
@@ -366,20 +371,23 @@ class VectorTable(Mapping[str, Sequence[float]]):
         return len(self._by_id)
 
     def with_rows(self, added: Mapping[str, Sequence[float]]) -> VectorTable:
-        """This table and ``added`` (an id of both: ``added``'s vector); a matrix already
-        built grows by the new rows instead of being built again."""
+        """This table and ``added`` (an id of both: ``added``'s vector). A matrix already
+        built grows by a block of the new rows, and the ids aligned last stay aligned, so a
+        view derived after a write that only added pays for what it added."""
         grown = VectorTable({**self._by_id, **added})
         numpy = _numpy()
         if self._matrix is not None and numpy is not None and added.keys().isdisjoint(self):
-            ids, rows, norms = self._matrix
+            ids, blocks = self._matrix
             new_ids = list(added)
-            new_rows = numpy.array([added[i] for i in new_ids], dtype=numpy.float64)
-            new_rows = new_rows.reshape(len(new_ids), rows.shape[1])
-            grown._matrix = (
-                ids + new_ids,
-                numpy.vstack([rows, new_rows]),
-                numpy.concatenate([norms, _row_norms(numpy, new_rows)]),
-            )
+            rows = numpy.array([added[i] for i in new_ids], dtype=numpy.float64)
+            rows = rows.reshape(len(new_ids), blocks[0][0].shape[1])
+            blocks = [*blocks, (rows, _row_norms(numpy, rows))]
+            if len(blocks) > self.BLOCKS:  # joined now and then: a copy per BLOCKS writes
+                joined = numpy.vstack([rows for rows, _ in blocks])
+                blocks = [(joined, numpy.concatenate([norms for _, norms in blocks]))]
+            grown._matrix = (ids + new_ids, blocks)
+            grown._added = {doc_id: len(ids) + n for n, doc_id in enumerate(new_ids)}
+            grown._aligned = self._aligned
         return grown
 
     def cosines(self, query_vector: Sequence[float]) -> dict[str, float]:
@@ -393,10 +401,10 @@ class VectorTable(Mapping[str, Sequence[float]]):
     def along(self, ids: list[str], query_vector: Sequence[float]) -> tuple[Any, dict[str, int]]:
         """The cosines of ``ids``' vectors in their order (NaN where an id has none; a numpy
         array, or a list without numpy) and each id's position in ``ids``. The alignment is
-        kept for the next query over the same ids (a kept view's searches)."""
+        kept for the next query over the same ids (a kept view's searches) and extended
+        when ``ids`` only grew at the end (a view derived after a write that only added)."""
         if self._aligned is None or self._aligned[0] != ids:
-            positions = {doc_id: n for n, doc_id in enumerate(ids)}
-            self._aligned = (list(ids), positions, None)
+            self._aligned = self._aligned_anew(ids)
         _, positions, rows_of = self._aligned
         found = self._row_cosines(query_vector)
         if found is None:
@@ -416,6 +424,20 @@ class VectorTable(Mapping[str, Sequence[float]]):
         values = numpy.where(rows_of >= 0, by_row[numpy.maximum(rows_of, 0)], numpy.nan)
         return values, positions
 
+    def _aligned_anew(self, ids: list[str]) -> tuple[list[str], dict[str, int], Any]:
+        """``ids`` aligned: from the alignment before when ``ids`` extends it and every id
+        added has its row in the last block, else from nothing (rows found on first use)."""
+        before = self._aligned
+        if before is not None and len(ids) > len(before[0]) and ids[: len(before[0])] == before[0]:
+            suffix = ids[len(before[0]) :]
+            if before[2] is not None and all(d in self._added for d in suffix):
+                numpy = _numpy()
+                positions = dict(before[1])
+                positions.update((d, len(before[0]) + n) for n, d in enumerate(suffix))
+                rows = numpy.array([self._added[d] for d in suffix], dtype=numpy.int64)
+                return list(ids), positions, numpy.concatenate([before[2], rows])
+        return list(ids), {doc_id: n for n, doc_id in enumerate(ids)}, None
+
     def _row_cosines(self, query_vector: Sequence[float]) -> tuple[list[str], Any] | None:
         """(the matrix's ids, their cosines) with numpy; None without it."""
         numpy = _numpy()
@@ -428,16 +450,23 @@ class VectorTable(Mapping[str, Sequence[float]]):
                 raise InvalidInput(f"vectors differ in dimensions: {sorted(sizes)}")
             rows = numpy.array([self._by_id[i] for i in ids], dtype=numpy.float64)
             rows = rows.reshape(len(ids), len(query_vector) if not ids else rows.shape[-1])
-            self._matrix = (ids, rows, _row_norms(numpy, rows))
-        ids, rows, norms = self._matrix
+            self._matrix = (ids, [(rows, _row_norms(numpy, rows))])
+        ids, blocks = self._matrix
         query = numpy.asarray(query_vector, dtype=numpy.float64)
-        if ids and rows.shape[1] != query.shape[0]:
-            raise InvalidInput(f"vectors differ in dimensions: {query.shape[0]} vs {rows.shape[1]}")
-        scale = norms * numpy.sqrt(numpy.einsum("j,j->", query, query))
-        # einsum sums each row alone, in numpy's own loop; a BLAS product's floats would
-        # depend on how many rows the table has
-        products = numpy.einsum("ij,j->i", rows, query)
-        found = numpy.divide(products, scale, out=numpy.zeros_like(products), where=scale > 0)
+        width = blocks[0][0].shape[1]
+        if ids and width != query.shape[0]:
+            raise InvalidInput(f"vectors differ in dimensions: {query.shape[0]} vs {width}")
+        length = numpy.sqrt(numpy.einsum("j,j->", query, query))
+        parts = []
+        for rows, norms in blocks:
+            scale = norms * length
+            # einsum sums each row alone, in numpy's own loop; a BLAS product's floats
+            # would depend on how many rows the block has
+            products = numpy.einsum("ij,j->i", rows, query)
+            parts.append(
+                numpy.divide(products, scale, out=numpy.zeros_like(products), where=scale > 0)
+            )
+        found = parts[0] if len(parts) == 1 else numpy.concatenate(parts)
         return ids, numpy.clip(found, -1.0, 1.0)
 
 
