@@ -64,10 +64,10 @@ def rank(query: str, k: int, places: Places, candidates: Candidates) -> list[Sco
     also = {old: text for old, (text, _) in lending.items()}
     want = max(k, WINDOW)
     # only the best the answer can reach: lending merges at most one hit per superseded
-    # record, newest first reorders the first WINDOW (a blend ranks every candidate), and
-    # path neighbours re-score only the neighbours of the first LENDERS <= WINDOW hits; the
-    # voices may lower some of those, and then more are ranked (``voice.weighed``)
-    # (a blend scores every candidate at once and is read from the top in the same way)
+    # record, newest first reorders the first WINDOW, and path neighbours re-score only the
+    # neighbours of the first LENDERS <= WINDOW hits; the voices may lower some of those,
+    # and then more are ranked (``voice.weighed``). A blend scores every candidate at once
+    # and is read from the top in the same way.
     top = None if index is None and fuse is None else candidates.reach * want + len(lending)
     blend = None
     while True:
