@@ -646,12 +646,12 @@ class Blend:
         if numpy is None:
             known = sorted(c for c in found if c == c)  # NaN: no vector
             median, spread = _middle(known) if known else (0.0, 0.0)
-            self._cosine: list[float] = found
+            self._cosine: Any = found  # a list here, a numpy array below (read by index)
 
             def semantic(c: float) -> float:  # NaN (no vector): 0
                 return max(0.0, (c - median) / spread) if spread > 0 and c == c else 0.0
 
-            self._score: list[float] = [
+            self._score: Any = [
                 weight * self._lexical.get(doc_id, (0.0, ""))[0] + (1.0 - weight) * semantic(c)
                 for doc_id, c in zip(ids, found, strict=True)
             ]
@@ -673,8 +673,7 @@ class Blend:
         for doc_id, (part, _) in self._lexical.items():
             lexical_part[self._positions[doc_id]] = part
         self._array = weight * lexical_part + (1.0 - weight) * near  # the same float operations
-        self._score = self._array.tolist()
-        self._cosine = found.tolist()
+        self._score, self._cosine = self._array, found  # read only where a hit is made
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -682,23 +681,23 @@ class Blend:
     def _key(self, n: int) -> tuple[float, float, str]:
         """Score descending, then cosine (a candidate without a vector after every one
         with), then id."""
-        c = self._cosine[n]
-        return (-self._score[n], -c if c == c else 2.0, self._ids[n])
+        c = float(self._cosine[n])
+        return (-float(self._score[n]), -c if c == c else 2.0, self._ids[n])
 
     def _hit(self, n: int) -> FusedHit:
-        doc_id, c = self._ids[n], self._cosine[n]
+        doc_id, c = self._ids[n], float(self._cosine[n])
         lexical_score, why = self._lexical.get(doc_id, (0.0, ""))
         parts = [f"lexical {lexical_score:.3f} ({why})"] if why else []
         if c == c:
             parts.append(f"cosine {c:.4f}")
-        return FusedHit(doc_id, self._score[n], "; ".join(parts))
+        return FusedHit(doc_id, float(self._score[n]), "; ".join(parts))
 
     def first(self, n: int | None) -> tuple[list[FusedHit], float | None]:
         """The first ``n`` candidates (None: all) best first, and the best score a candidate
         left out may have (None: none is left out): every one left out comes after them."""
         size = len(self._ids)
         if n is not None and n <= 0:
-            return [], max(self._score, default=None)
+            return [], (float(max(self._score)) if size else None)
         if n is None or n >= size or self._array is None:
             if self._order_of_all is None:
                 self._order_of_all = sorted(range(size), key=self._key)
