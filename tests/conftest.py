@@ -27,3 +27,14 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f"differential {backend}: {decisions:,} decisions on {trees:,} random trees "
             "matched the oracle"
         )
+
+
+@pytest.fixture(params=[True, False], ids=["numpy", "no-numpy"])
+def with_numpy(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """The test twice: as installed, and as if numpy were not (``search.embedding`` then
+    sums cosines one by one and sorts a blend whole)."""
+    if not request.param:
+        from branchmem.search import embedding
+
+        monkeypatch.setattr(embedding, "_NUMPY", [None])
+    return bool(request.param)

@@ -309,16 +309,11 @@ def test_paraphrase_minilm_refuses_other_weights_and_names_a_missing_wheel(
         ParaphraseMiniLMEmbedder()
 
 
-@pytest.mark.parametrize("with_numpy", [True, False])
-def test_cosines_at_once_agree_with_cosine_and_do_not_depend_on_the_table(
-    with_numpy: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_cosines_at_once_agree_with_cosine_and_do_not_depend_on_the_table(with_numpy: bool) -> None:
     import random
 
     from branchmem.search import embedding
 
-    if not with_numpy:
-        monkeypatch.setattr(embedding, "_NUMPY", [None])
     rng = random.Random(7)
     vectors = {f"d{i}": [rng.uniform(-1, 1) for _ in range(24)] for i in range(300)}
     vectors["zero"] = [0.0] * 24
@@ -365,10 +360,7 @@ def test_paraphrase_minilm_writes_nothing_under_home_and_leaves_telemetry_off(
     assert list(home.rglob("*")) == []
 
 
-@pytest.mark.parametrize("with_numpy", [True, False])
-def test_a_table_grown_row_by_row_aligns_as_one_built_at_once(
-    with_numpy: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_table_grown_row_by_row_aligns_as_one_built_at_once(with_numpy: bool) -> None:
     """What a view derived turn after turn uses (``VectorTable.with_rows``, blocks joined
     every ``BLOCKS`` writes, the alignment extended): the same cosines, in the same places,
     as a table built whole."""
@@ -376,8 +368,6 @@ def test_a_table_grown_row_by_row_aligns_as_one_built_at_once(
 
     from branchmem.search import embedding
 
-    if not with_numpy:
-        monkeypatch.setattr(embedding, "_NUMPY", [None])
     rng = random.Random(11)
     vectors = {f"d{i:03}": [rng.uniform(-1, 1) for _ in range(8)] for i in range(60)}
     query = [rng.uniform(-1, 1) for _ in range(8)]

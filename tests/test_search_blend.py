@@ -73,12 +73,7 @@ def test_a_long_chat_searched_with_an_embedder_matches_the_reference(
         mem.close()
 
 
-@pytest.mark.parametrize("with_numpy", [True, False])
-def test_the_first_n_of_a_blend_are_the_full_order_cut(
-    with_numpy: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if not with_numpy:
-        monkeypatch.setattr(embedding, "_NUMPY", [None])
+def test_the_first_n_of_a_blend_are_the_full_order_cut(with_numpy: bool) -> None:
     rng = random.Random(3)
     embedder = HashingEmbedder(DIMENSIONS)
     documents = {f"d{i:03}": random_text(rng) for i in range(150)}
