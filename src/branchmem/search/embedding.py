@@ -16,6 +16,7 @@ import hashlib
 import importlib
 import math
 import os
+import statistics
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
@@ -645,7 +646,8 @@ class Blend:
         self._order_of_all: list[int] | None = None
         if numpy is None:
             known = sorted(c for c in found if c == c)  # NaN: no vector
-            median, spread = _middle(known) if known else (0.0, 0.0)
+            median = statistics.median(known) if known else 0.0
+            spread = known[-1] - median if known else 0.0
             self._cosine: Any = found  # a list here, a numpy array below (read by index)
 
             def semantic(c: float) -> float:  # NaN (no vector): 0
@@ -718,10 +720,3 @@ class Blend:
             key=self._key,
         )
         return [*hits, *(self._hit(i) for i in more)]
-
-
-def _middle(ordered: Sequence[float]) -> tuple[float, float]:
-    """The median of ``ordered`` (sorted) and how far its largest value lies above it."""
-    middle = len(ordered) // 2
-    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-    return median, ordered[-1] - median
