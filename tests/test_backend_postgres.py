@@ -374,6 +374,7 @@ def test_one_namespace_writes_alone_others_write_alongside(fresh: Any) -> None:
 
         waiter = None
         with holder.transaction("alpha"):
+            holder.heads("alpha")  # the lock goes with the transaction's first statement
             memory.add_event("free", namespace="beta")  # another namespace: not blocked
             waiter = threading.Thread(target=same_namespace)
             waiter.start()

@@ -208,13 +208,15 @@ def add_records(ns: Namespace, specs: list[dict[str, Any]]) -> list[RevisionNode
     item it stopped at."""
     listed = [spec["sources"] for spec in specs if isinstance(spec["sources"], list | tuple)]
     sources = [s for names in listed for s in names if isinstance(s, str)]
+    ids = [spec["record_id"] for spec in specs]
     ns.store.prefetch(
         ns.name,
-        [spec["record_id"] for spec in specs] + sources,
+        ids + sources,
         children=False,  # a record places no event
         ancestry=_merged_sources(specs),
+        citing=ids,  # what the batch asks first: does anything already name these ids
     )
-    batch = RecordBatch(ns, [spec["record_id"] for spec in specs])
+    batch = RecordBatch(ns, ids)
     nodes: list[RevisionNode] = []
     for number, spec in enumerate(specs):
         record_id = spec["record_id"]

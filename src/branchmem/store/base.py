@@ -139,11 +139,12 @@ class Store(ABC):
         *,
         children: bool = True,
         ancestry: Collection[str] | None = None,
+        citing: Collection[str] = (),
     ) -> None:
         """A hint that the current call will look these ids up (as events and records, and
-        with ``children`` their children) and start ancestor tests from the events among
-        ``ancestry`` (None: among ``ids``); a backend without round trips does nothing. It
-        changes no answer, only its cost."""
+        with ``children`` their children), start ancestor tests from the events among
+        ``ancestry`` (None: among ``ids``) and ask ``citing_any`` of ``citing`` next; a
+        backend without round trips does nothing. It changes no answer, only its cost."""
 
     # -- events ------------------------------------------------------------------------
     def get_event(self, namespace: str, event_id: str) -> EventNode | None:

@@ -193,6 +193,7 @@ class InMemoryStore(ItemByItemAnswers, KeyStore):
         *,
         children: bool = True,
         ancestry: Collection[str] | None = None,
+        citing: Collection[str] = (),
     ) -> None:
         """Nothing to fetch: every read is a dict look-up."""
 

@@ -13,9 +13,11 @@ take one global advisory lock exclusively (writers take it shared), so several p
 migrate a new database at once. Reads run in a ``REPEATABLE READ READ ONLY`` snapshot.
 
 Retries: a call cannot be replayed from here (its body is the engine's code), so only what
-happens before the body's first statement is retried, with jittered exponential backoff:
-checkout, ``BEGIN`` and the lock, when the connection was lost (e.g. a server restart or an
-idle connection killed by a proxy) or the server reports a serialization failure or a deadlock.
+happens before the body's first statement is answered is retried, with jittered exponential
+backoff: checkout, and the pipeline that carries ``BEGIN``, the lock and that statement (the
+body has seen no answer yet, so it is all sent again), when the connection was lost (e.g. a
+server restart or an idle connection killed by a proxy) or the server reports a serialization
+failure or a deadlock.
 A failure later in a call rolls the call back entirely and surfaces as ``StorageError``;
 callers may repeat an add, since an identical re-add is a no-op (see docs/scaling.md).
 """
@@ -231,6 +233,8 @@ class PostgresStore(SQLStore):
         self._analyzed: dict[str, float] = {}  # rows per table at that ANALYZE
         self._conn: psycopg.Connection[Any] | None = None
         self._queued: list[tuple[str, list[tuple[Any, ...]]]] = []  # writes not sent yet
+        self._opening: list[tuple[str, Sequence[Any]]] = []  # the BEGIN not sent yet
+        self._opening_seq: str | None = None  # the namespace whose sequence it reads
         self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
         kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": prepare_threshold}
         self._probe(url, kwargs)
@@ -312,6 +316,7 @@ class PostgresStore(SQLStore):
             yield
         finally:
             connection, self._conn = self._conn, None
+            self._unopened()  # a call's unsent BEGIN is never the next call's
             if connection is not None and self._pool is not None:
                 self._pool.putconn(connection)  # a broken one is discarded, an open one reset
 
@@ -326,26 +331,16 @@ class PostgresStore(SQLStore):
         self._conn = self._checkout()
 
     # -- transactions ------------------------------------------------------------------
-    def _begin(
-        self,
-        begin: str,
-        locks: str | None,
-        params: Sequence[Any] = (),
-        then: tuple[str, Sequence[Any]] | None = None,
-    ) -> list[tuple[Any, ...]]:
-        """``BEGIN`` (and take ``locks``, and run the read ``then`` under them: its rows are
-        returned), in one round trip, retrying while the failure is safe to retry."""
+    def _begin(self, begin: str, locks: str, params: Sequence[Any] = ()) -> None:
+        """``BEGIN`` and take ``locks`` at once, in one round trip (a migration, which
+        reads before it writes), retrying while the failure is safe to retry."""
         for attempt in range(1, ATTEMPTS + 1):
             connection = self._conn
             try:
                 with self._connection().pipeline():
                     self._connection().execute(begin)
-                    if locks is not None:
-                        self._connection().execute(_placeholders(locks), tuple(params))
-                    cursor = None
-                    if then is not None:
-                        cursor = self._connection().execute(_placeholders(then[0]), then[1])
-                return [] if cursor is None else list(cursor.fetchall())
+                    self._connection().execute(_placeholders(locks), tuple(params))
+                return
             except psycopg.Error as error:
                 if not _retryable(error, connection) or attempt == ATTEMPTS:
                     with suppress(Exception):
@@ -360,25 +355,70 @@ class PostgresStore(SQLStore):
         if namespace is None:  # a migration: alone against every writer of every namespace
             self._begin("BEGIN", "SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
             return
-        # The namespace's sequence is read under its lock, in the same round trip, so drawing
-        # arrival numbers costs none (``next_seq``); no other writer moves it meanwhile. A
-        # namespace PostgreSQL text cannot hold (the key store's lock name) has no sequence.
-        then = None
+        # The lock, and the namespace's sequence read under it, go with the transaction's
+        # first statement (``_opening``), so drawing arrival numbers costs no round trip of
+        # its own; no other writer moves the sequence meanwhile. A namespace PostgreSQL text
+        # cannot hold (the key store's lock name) has no sequence.
+        locks = "SELECT pg_advisory_xact_lock_shared(?), pg_advisory_xact_lock(?)"
+        self._opening = [("BEGIN", ()), (locks, (MIGRATION_LOCK, namespace_lock(namespace)))]
+        self._opening_seq = None
         if "\x00" not in namespace:
-            then = ("SELECT seq FROM namespaces WHERE namespace = ?", (namespace,))
-        rows = self._begin(
-            "BEGIN",
-            "SELECT pg_advisory_xact_lock_shared(?), pg_advisory_xact_lock(?)",
-            (MIGRATION_LOCK, namespace_lock(namespace)),
-            then,
-        )
-        if then is not None:
-            value = int(rows[0][0]) if rows else 0
-            self._seqs[namespace] = self._seqs_read[namespace] = value
+            self._opening.append(("SELECT seq FROM namespaces WHERE namespace = ?", (namespace,)))
+            self._opening_seq = namespace
 
     def _begin_read(self) -> None:
-        """One snapshot for every read of a call; takes no lock, so never waits on writers."""
-        self._begin(READ, None)
+        """One snapshot for every read of a call, begun with its first statement; takes no
+        lock, so never waits on writers."""
+        self._opening = [(READ, ())]
+
+    # A transaction's BEGIN (with a writer's lock and sequence) needs no answer of its own:
+    # it waits in ``_opening`` and goes first in the pipeline of the call's first statement.
+    # Until that has been answered nothing of the call ran, so a connection lost, a
+    # deadlock or a serialization failure there is retried with all of it on a fresh
+    # connection, as a failed BEGIN was; a call that sends nothing (every read answered
+    # from the call's cache) begins nothing and ends nothing on the server.
+    def _opened(self, cursors: Sequence[Any]) -> None:
+        """Take what the opening read: the namespace's sequence (its last statement)."""
+        namespace, self._opening_seq = self._opening_seq, None
+        if namespace is not None:
+            row = cursors[-1].fetchone()
+            value = int(row[0]) if row else 0
+            self._seqs[namespace] = self._seqs_read[namespace] = value
+
+    def _open_now(self) -> None:
+        """Send the opening (and the writes queued behind it) when its answer is needed."""
+        if self._opening:
+            self._pipelined([])
+
+    def next_seq(self, namespace: str) -> int:
+        self._open_now()
+        return super().next_seq(namespace)
+
+    def _current_seq(self, namespace: str) -> int:
+        self._open_now()
+        return super()._current_seq(namespace)
+
+    def _commit(self) -> None:
+        if self._opening and not self._queued:  # nothing reached the server: nothing began
+            self._unopened()
+            return
+        super()._commit()
+
+    def _rollback(self) -> None:
+        if self._opening:  # nothing reached the server: nothing to undo there
+            self._unopened()
+            self._queued = []
+            return
+        super()._rollback()
+
+    def _end_read(self) -> None:
+        if self._opening:
+            self._unopened()
+            return
+        super()._end_read()
+
+    def _unopened(self) -> None:
+        self._opening, self._opening_seq = [], None
 
     # -- execution ---------------------------------------------------------------------
     def _sql(self, text: str) -> str:
@@ -406,7 +446,7 @@ class PostgresStore(SQLStore):
         if self._conn is not None:
             if self._held:
                 self._release()
-            if self._queued:
+            if self._queued or self._opening:
                 return self._pipelined([(text, params)])[0]
             return super()._run(text, params)
         # a read outside any call (e.g. a view evaluated lazily): one autocommit statement
@@ -474,30 +514,43 @@ class PostgresStore(SQLStore):
         return all(text.startswith(SAVEPOINT_STATEMENTS) for text, _ in self._queued)
 
     def _pipelined(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[Any]:
-        """Send the queued writes and ``statements`` (``?`` placeholders, arrays already
-        formed) in one pipeline; their cursors, with results, once all have run."""
+        """Send the opening, the queued writes and ``statements`` (``?`` placeholders, arrays
+        already formed) in one pipeline; their cursors, with results, once all have run."""
         queued, self._queued = self._queued, []
-        connection = self._connection()
-        try:
-            for written, _ in queued:  # read before the pipeline: its reads are one sync each
-                insert = MULTI_ROW_INSERT.fullmatch(written)
-                if insert is not None:
-                    self._column_types(insert.group(1))
-            with connection.pipeline():
-                for written, rows in queued:
-                    self._write(written, rows, copy=False)
-                cursors = [
-                    connection.execute(self._sql(text), tuple(params))
-                    for text, params in statements
-                ]
-        except UnicodeEncodeError as error:
-            raise InvalidInput(f"text the database cannot store: {error}") from error
-        except psycopg.Error as error:
-            mapped = self._translate(error)
-            raise (mapped or error) from error
-        return cursors
+        opening, self._opening = self._opening, []
+        for attempt in range(1, ATTEMPTS + 1):
+            connection = self._connection()
+            try:
+                for written, _ in queued:  # read before the pipeline: its reads are one sync each
+                    insert = MULTI_ROW_INSERT.fullmatch(written)
+                    if insert is not None:
+                        self._column_types(insert.group(1))
+                with connection.pipeline():
+                    opened = [
+                        connection.execute(_placeholders(text), params) for text, params in opening
+                    ]
+                    for written, rows in queued:
+                        self._write(written, rows, copy=False)
+                    cursors = [
+                        connection.execute(self._sql(text), tuple(params))
+                        for text, params in statements
+                    ]
+            except UnicodeEncodeError as error:
+                raise InvalidInput(f"text the database cannot store: {error}") from error
+            except psycopg.Error as error:
+                if opening and attempt < ATTEMPTS and _retryable(error, connection):
+                    self._replace_connection()  # nothing of the call had run: all of it again
+                    time.sleep(BACKOFF_S * 2 ** (attempt - 1) * (0.5 + random.random()))
+                    continue
+                mapped = self._translate(error)
+                raise (mapped or error) from error
+            if opening:
+                self._opened(opened)
+            return cursors
+        raise AssertionError("unreachable: the last attempt raises")
 
     def _many(self, text: str, rows: list[tuple[Any, ...]]) -> None:
+        self._citing_alongside = None  # a write may change what it answered
         if self._conn is not None and self._depth > 0:
             self._release()  # rows held earlier keep their place ahead of these
             if rows:

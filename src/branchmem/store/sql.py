@@ -73,8 +73,15 @@ class SQLStore(SQLSideTables, Store, KeyStore):
         *,
         children: bool = True,
         ancestry: Collection[str] | None = None,
+        citing: Collection[str] = (),
     ) -> None:
-        self.event_rows.prefetch(namespace, ids, children=children, ancestry=ancestry)
+        self.event_rows.prefetch(
+            namespace,
+            ids,
+            children=children,
+            ancestry=ancestry,
+            alongside=self.revision_rows.citing_alongside(namespace, citing),
+        )
 
     def get_event(self, namespace: str, event_id: str) -> EventNode | None:
         return self.event_rows.get_event(namespace, event_id)

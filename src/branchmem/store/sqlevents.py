@@ -8,7 +8,7 @@ from .._core.provenance import RevisionNode
 from .._core.topology import EventNode
 from . import codec
 from .base import MessageRow, PathMessage
-from .sqlsession import SQLSession
+from .sqlsession import Alongside, SQLSession
 
 
 class EventsTable:
@@ -77,14 +77,20 @@ class EventsTable:
         *,
         children: bool = True,
         ancestry: Collection[str] | None = None,
+        alongside: Alongside | None = None,
     ) -> None:
         """Load in bulk what one call will ask about these ids (events, records, children),
-        and the first steps up from the events of ``ancestry``."""
+        with ``alongside`` (another table's reads) in the same round trip, then the first
+        steps up from the events of ``ancestry``."""
         session = self.session
         if session._depth == 0:
             return
         wanted = [i for i in dict.fromkeys(ids) if (namespace, i) not in session._events]
-        for chunk in session._chunks(wanted):
+        extra = [] if alongside is None else alongside.statements
+        chunks = list(session._chunks(wanted))
+        if alongside is not None and not chunks:
+            alongside.take(session._all_together(extra))
+        for number, chunk in enumerate(chunks):
             marks = session._marks(len(chunk))
             statements = [
                 (
@@ -106,7 +112,10 @@ class EventsTable:
                         (namespace, *chunk),
                     )
                 )
-            event_rows, revision_rows, *child_rows = session._all_together(statements)
+            together = session._all_together(statements + (extra if number == 0 else []))
+            if alongside is not None and number == 0:
+                alongside.take(together[len(statements) :])
+            event_rows, revision_rows, *child_rows = together[: len(statements)]
             found = {row[0]: codec.event_node(row) for row in event_rows}
             records: dict[str, list[RevisionNode]] = {i: [] for i in chunk}
             for row in revision_rows:

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from typing import Any
 
 from .._core.provenance import EVENT, RevisionNode
 from .._core.validation import check_text
 from . import codec
 from .base import RevisionKey
 from .sqlkeyed import RankIndex
-from .sqlsession import SQLSession
+from .sqlsession import Alongside, SQLSession
 from .sqlshared import UNGATED, by_id
 
 
@@ -237,38 +238,70 @@ class RevisionsTable:
         return sorted((row[0], int(row[1])) for row in rows)
 
     def pending_on_any(self, namespace: str, event_ids: Collection[str]) -> list[RevisionKey]:
+        """Asked when events arrive, which asks ``citing_any`` of the same ids next: that
+        goes alongside."""
         session = self.session
+        alongside = self.citing_alongside(namespace, event_ids)
         found: list[RevisionKey] = []
-        for chunk in session._chunks(event_ids):
-            rows = session._all(
+        for number, chunk in enumerate(session._chunks(event_ids)):
+            pending = (
                 "SELECT DISTINCT record_id, revision FROM pending WHERE namespace = ? "
                 f"AND event_id IN ({session._marks(len(chunk))})",
                 (namespace, *chunk),
             )
+            if alongside is not None and number == 0:
+                rows, *citing = session._all_together([pending, *alongside.statements])
+                alongside.take(citing)
+            else:
+                rows = session._all(*pending)
             found.extend((row[0], int(row[1])) for row in rows)
         return sorted(set(found))
 
     def citing_any(self, namespace: str, targets: Collection[str]) -> list[tuple[str, RevisionKey]]:
         session = self.session
+        asked = session._citing_alongside
+        if asked is not None:
+            session._citing_alongside = None  # one answer, for the question it was read for
+            if asked[0] == namespace and asked[1].issuperset(targets):
+                return [row for row in asked[2] if row[0] in targets]
         found: set[tuple[str, RevisionKey]] = set()
         for chunk in session._chunks(targets):
-            marks = session._marks(len(chunk))
-            cited, frontier = session._all_together(
-                [
-                    (
-                        "SELECT target, record_id, revision FROM citing WHERE namespace = ? "
-                        f"AND target IN ({marks})",
-                        (namespace, *chunk),
-                    ),
-                    (  # citations that are their revision's frontier too
-                        "SELECT event_id, record_id, revision FROM frontiers WHERE namespace = ? "
-                        f"AND event_id IN ({marks}) AND cited = 1",
-                        (namespace, *chunk),
-                    ),
-                ]
-            )
+            cited, frontier = session._all_together(self._citing_statements(namespace, chunk))
             found.update((row[0], (row[1], int(row[2]))) for row in cited + frontier)
         return sorted(found)
+
+    def citing_alongside(self, namespace: str, targets: Collection[str]) -> Alongside | None:
+        """``citing_any(targets)``'s reads to send with another read inside a transaction,
+        its answer kept for that question until the next write (None: nothing to ask, or
+        more ids than one statement takes)."""
+        session = self.session
+        chunks = list(session._chunks(targets)) if session._depth > 0 else []
+        if len(chunks) != 1:
+            return None
+        chunk = chunks[0]
+
+        def take(rows: list[list[tuple[Any, ...]]]) -> None:
+            cited, frontier = rows
+            found = {(row[0], (row[1], int(row[2]))) for row in cited + frontier}
+            session._citing_alongside = (namespace, frozenset(chunk), sorted(found))
+
+        return Alongside(self._citing_statements(namespace, chunk), take)
+
+    @staticmethod
+    def _citing_statements(namespace: str, chunk: list[str]) -> list[tuple[str, Sequence[Any]]]:
+        marks = SQLSession._marks(len(chunk))
+        return [
+            (
+                f"SELECT target, record_id, revision FROM citing WHERE namespace = ? "
+                f"AND target IN ({marks})",
+                (namespace, *chunk),
+            ),
+            (  # citations that are their revision's frontier too
+                "SELECT event_id, record_id, revision FROM frontiers WHERE namespace = ? "
+                f"AND event_id IN ({marks}) AND cited = 1",
+                (namespace, *chunk),
+            ),
+        ]
 
 
 def _cited(node: RevisionNode) -> set[str]:

@@ -9,9 +9,9 @@ portable subset of SQL; ``_sql`` rewrites them for a driver that wants ``%s``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._core.provenance import RevisionNode
 from .._core.topology import EventNode
@@ -19,6 +19,14 @@ from ..errors import InvalidInput, SchemaVersionError
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
 CHUNK = 500  # ids per IN (...) list
+
+
+class Alongside(NamedTuple):
+    """Reads one table asks to send with another's (in one round trip on PostgreSQL), and
+    what takes their rows."""
+
+    statements: list[tuple[str, Sequence[Any]]]
+    take: Callable[[list[list[tuple[Any, ...]]]], None]
 
 
 class SQLSession(ABC):
@@ -37,6 +45,9 @@ class SQLSession(ABC):
         self._held: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]] = {}
         self._snapshot = False  # inside an outermost read snapshot: nothing writes
         self._commits = 0  # outermost write transactions ended, committed or not
+        # ``citing_any``'s answer, read alongside another read for the ids it is asked next
+        # (``RevisionsTable.citing_alongside``): (namespace, targets, rows), until a write
+        self._citing_alongside: tuple[str, frozenset[str], list[Any]] | None = None
         self._new_caches()
         self._new_facts()
 
@@ -112,6 +123,7 @@ class SQLSession(ABC):
     # COMMIT; the last row held for a key wins, as the upserts it replaces would have. A
     # rollback drops them.
     def _hold(self, text: str, key: tuple[Any, ...], row: tuple[Any, ...]) -> None:
+        self._citing_alongside = None  # a write may change what it answered
         if self._depth == 0:
             self._many(text, [row])
             return
@@ -120,6 +132,7 @@ class SQLSession(ABC):
     def _hold_rows(self, text: str, rows: list[tuple[Any, ...]], key_width: int = 0) -> None:
         """Hold many rows of one statement; a row's key is its first ``key_width`` values
         (0: the whole row, for inserts that ignore a repeated row anyway)."""
+        self._citing_alongside = None
         if self._depth == 0:
             self._many(text, rows)
             return
@@ -146,6 +159,7 @@ class SQLSession(ABC):
     def _forget(self) -> None:
         if self._events or self._revisions or self._children:
             self._new_caches()
+        self._citing_alongside = None
         self._forget_facts()
 
     def _new_caches(self) -> None:
@@ -211,7 +225,7 @@ class SQLSession(ABC):
                 self._flush_seqs()
                 self._depth = 0
                 self._forget()
-                self._run("COMMIT")  # in the try: writes sent with it may still fail
+                self._commit()  # in the try: writes sent with it may still fail
             except BaseException:
                 self._depth = 0
                 self._drop_held()
@@ -259,6 +273,9 @@ class SQLSession(ABC):
         if self._held:  # a read-only snapshot has nothing to write
             self._held = {}
         self._forget()
+        self._end_read()
+
+    def _end_read(self) -> None:
         # every read ends here: the statement itself, without ``_run``'s bookkeeping and
         # without a ``suppress`` object (a lost connection has rolled back already)
         try:  # noqa: SIM105
@@ -281,6 +298,9 @@ class SQLSession(ABC):
             ],
         )
         self._seqs, self._seqs_read = {}, {}
+
+    def _commit(self) -> None:
+        self._run("COMMIT")
 
     def _rollback(self) -> None:
         with suppress(Exception):  # a lost connection has rolled back already
@@ -359,6 +379,7 @@ class SQLSession(ABC):
         return int(row[0])
 
     def _many(self, text: str, rows: list[tuple[Any, ...]]) -> None:
+        self._citing_alongside = None
         if self._held:
             self._release()
         if not rows:
