@@ -66,8 +66,7 @@ def add_event(
 ) -> None:
     """Place one event, audit it if new and re-gate the revisions its arrival settles."""
     check_event_input(event_id, parent, tree, role, content)  # before any id is looked up
-    # what placing it asks (it and its parent, their children, the steps above): in bulk
-    ns.store.prefetch(ns.name, [event_id] if parent is None else [event_id, parent])
+    ns.store.before_placing(ns.name, event_id, parent)
     arrived = place(ns, event_id, parent, tree, role, content, meta, ts)
     if arrived:
         ns.audit("add_event", (event_id,))

@@ -146,6 +146,11 @@ class Store(ABC):
         ``ancestry`` (None: among ``ids``) and ask ``citing_any`` of ``citing`` next; a
         backend without round trips does nothing. It changes no answer, only its cost."""
 
+    def before_placing(self, namespace: str, event_id: str, parent: str | None) -> None:  # noqa: B027 - a hint
+        """A hint: one event is about to be placed under ``parent``. A backend where each
+        statement is a round trip reads in bulk what placing it asks (PostgreSQL:
+        ``prefetch``); the others read it item by item, which costs them less."""
+
     # -- events ------------------------------------------------------------------------
     def get_event(self, namespace: str, event_id: str) -> EventNode | None:
         """The event, or None. A wrapper over ``answer`` (``events``)."""

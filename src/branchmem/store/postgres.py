@@ -725,6 +725,12 @@ class PostgresStore(SQLStore):
     def cannot_clean(self) -> tuple[str, ...]:
         return POSTGRES_CANNOT_CLEAN
 
+    def before_placing(self, namespace: str, event_id: str, parent: str | None) -> None:
+        """What placing one event asks (it and its parent, their records and children, the
+        steps above the parent) in two round trips, the first with the BEGIN, instead of one
+        per look-up."""
+        self.prefetch(namespace, [event_id] if parent is None else [event_id, parent])
+
     def keyed_reads(self, namespace: str) -> KeyedReader:
         """A keyed view's reader that asks ahead in a few bulk answers (a round trip per
         statement), the events they bring kept in the call's event cache."""
