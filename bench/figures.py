@@ -462,7 +462,23 @@ def langgraph_pg_put_rows(results: Path) -> list[Row]:
             "—",
             None,
         ),
+        _client_cpu_row(found),
     ]
+
+
+def _client_cpu_row(found: dict[str, Any] | None) -> Row:
+    """Client CPU of a put beside what psycopg alone spends on as many statements in as many
+    round trips: how far fewer round trips could bring the ratio."""
+    label = (
+        "LangGraph client CPU per put, ms: BranchStore; psycopg alone for as many statements "
+        "in as many round trips; PostgresStore"
+    )
+    cpu = found.get("cpu_ms", {}) if found else {}
+    floor = found.get("psycopg_floor_cpu_ms") if found else None
+    if floor is None or "BranchStore put" not in cpu:
+        return (label, "not measured", "—", None)
+    value = f"{cpu['BranchStore put']:.2f}; {floor:.2f}; {cpu['PostgresStore put']:.2f}"
+    return (label, value, "—", None)
 
 
 def ingest_floor_rows(results: Path) -> list[Row]:

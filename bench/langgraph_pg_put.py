@@ -6,7 +6,8 @@ the node), the two stores alternating round by round. Prints each store's median
 (per get) and their ratio side by side (goal, issue 46: put <= 3x ``PostgresStore``), then
 how many round trips one put, one batch and one put in a node take on each (libpq's trace of
 every connection the stores open, counted untimed afterwards: each ``Sync`` or simple query
-the client sends waits for the server once). Writes JSON to
+the client sends waits for the server once), and the client CPU psycopg alone spends sending
+as many statements as a put does in as many round trips (its floor: no store's work). Writes JSON to
 bench/results/langgraph_pg_put.json (bench/figures.py reads it).
 
 ``BranchStore`` stands at the head of a thread with one checkpoint (``store.at(config)``),
@@ -39,6 +40,7 @@ from pgserver import database, server
 
 NAMESPACE = ("agent", "u1")
 GOAL = 3.0
+STATEMENTS = ("Execute", "Query")  # libpq's trace: each statement sent (extended, or simple)
 
 
 class Stores:
@@ -180,9 +182,12 @@ class Trace:
             psycopg.Connection.connect = classmethod(opened)  # type: ignore[method-assign,assignment]
             self.sink.close()
 
-    def count(self, calls: Callable[[], object]) -> int:
+    def count(
+        self, calls: Callable[[], object], messages: tuple[str, ...] = ("Sync", "Query")
+    ) -> int:
         """The client's waits for the server while ``calls`` runs: each ``Sync`` (extended
-        protocol, one per pipeline) or ``Query`` (a simple statement) it sends."""
+        protocol, one per pipeline) or ``Query`` (a simple statement) it sends; with
+        ``messages=STATEMENTS``, the statements it sends."""
         self._pause()
         start = self.log.stat().st_size
         for connection in self._open():
@@ -195,7 +200,7 @@ class Trace:
                 1
                 for line in lines
                 if (parts := line.rstrip("\n").split("\t", 4))[1:2] == ["F"]
-                and parts[3] in ("Sync", "Query")
+                and parts[3] in messages
             )
 
     def _open(self) -> list[Any]:
@@ -224,6 +229,9 @@ def round_trips(
         for op in ("put", "batch"):
             call = ops[op]
             counted[op] = trace.count(lambda call=call: [call(i) for i in range(calls)]) / calls
+        put = ops["put"]
+        sent = trace.count(lambda: [put(i) for i in range(calls)], STATEMENTS)
+        counted["put statements"] = sent / calls
         node = NodePuts(stores, keys)
         for i in range(keys):
             node.run(i)
@@ -233,6 +241,31 @@ def round_trips(
             node.run(i)
         counted["node"] = sum(in_node) / calls
     return counted
+
+
+def psycopg_floor(dsn: str, statements: int, syncs: int, calls: int) -> float:
+    """Client CPU seconds per call of psycopg alone sending ``statements`` two-parameter
+    ``SELECT``s in ``syncs`` pipelines, on a connection set up as the stores' are: what a
+    call of that many statements and round trips costs before any of the store's own work."""
+    import psycopg
+
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(database(dsn, "lg_floor"))
+        connection = stack.enter_context(psycopg.connect(url, autocommit=True, prepare_threshold=5))
+        shares = [statements // syncs + (i < statements % syncs) for i in range(syncs)]
+
+        def call(_: int) -> None:
+            for share in shares:
+                with connection.pipeline():
+                    sent = [
+                        connection.execute("SELECT %s::text, %s::text", ("a", "b"))
+                        for _ in range(share)
+                    ]
+                for cursor in sent:
+                    cursor.fetchall()
+
+        timed_loop(call, calls)  # warm: prepared, cached
+        return timed_loop(call, calls)[1]
 
 
 def main() -> int:
@@ -272,6 +305,8 @@ def main() -> int:
         trips = {
             name: round_trips(dsn, make, args.keys, args.batch) for name, make in makers.items()
         }
+        put_statements = round(trips["BranchStore"]["put statements"])
+        floor = psycopg_floor(dsn, put_statements, round(trips["BranchStore"]["put"]), args.calls)
     medians = {key: statistics.median(samples) for key, samples in per_op.items()}
     ratios = {
         op: medians[("BranchStore", op)] / medians[("PostgresStore", op)]
@@ -295,6 +330,10 @@ def main() -> int:
     for op, what in (("put", "put"), ("batch", f"batch of {args.batch} puts")):
         ours, stock = cpu[("BranchStore", op)], cpu[("PostgresStore", op)]
         print(f"  {what:<28} {ours * 1e3:>12.3f} {stock * 1e3:>14.3f}")
+    print(
+        f"  psycopg alone: {put_statements} statements in as many pipelines as a put's "
+        f"round trips {floor * 1e3:>6.3f}"
+    )
     print("round trips per call (libpq's trace)")
     for op, what in (
         ("put", "put"),
@@ -314,6 +353,7 @@ def main() -> int:
         "cpu_ms": {f"{name} {op}": seconds * 1e3 for (name, op), seconds in cpu.items()},
         "ratios": ratios,
         "round_trips": trips,
+        "psycopg_floor_cpu_ms": floor * 1e3,
         "load": os.getloadavg(),
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -50,8 +50,9 @@ def test_langgraph_pg_put_fills_its_rows(tmp_path: Path, request: pytest.Fixture
     run("langgraph_pg_put.py", "--dsn", dsn, "--calls", "3", "--rounds", "1", "--keys", "4",
         "--batch", "2", "--out", str(tmp_path / "langgraph_pg_put.json"))  # fmt: skip
     ours = ("LangGraph `BranchStore.put`", "LangGraph `BranchStore.batch`", "LangGraph round trips")
+    ours += ("LangGraph client CPU",)
     put = {what: got for what, got in rows(tmp_path).items() if what.startswith(ours)}
-    assert len(put) == 3 and "not measured" not in put.values(), put
+    assert len(put) == 4 and "not measured" not in put.values(), put
     assert any("of 2 puts" in what for what in put), put
 
 

@@ -106,6 +106,12 @@ def test_the_langgraph_put_rows_read_ratios_and_round_trips(
     ]  # fmt: skip
     assert row(block, "LangGraph `BranchStore.batch`")[3] == "**no**"
     assert row(block, "LangGraph round trips")[1] == "6 / 1; 6.5 / 1"
+    assert row(block, "LangGraph client CPU")[1] == "not measured"  # an older run's file
+    (tmp_path / "langgraph_pg_put.json").write_text(json.dumps({
+        "batch": 10, "goal": 3, "ratios": {}, "round_trips": {}, "psycopg_floor_cpu_ms": 0.4,
+        "cpu_ms": {"BranchStore put": 1.1, "PostgresStore put": 0.1},
+    }))  # fmt: skip
+    assert row(figures.table(tmp_path), "LangGraph client CPU")[1] == "1.10; 0.40; 0.10"
 
 
 def test_the_search_rows_read_both_benchmarks(figures: ModuleType, tmp_path: Path) -> None:
