@@ -40,6 +40,55 @@ def test_a_rolled_back_event_is_never_kept(tmp_path: Path) -> None:
         assert [e.id for e in mem.path("x")] == ["a0", "b1", "x"]
 
 
+def test_a_nested_block_that_rolls_back_keeps_none_of_its_events(tmp_path: Path) -> None:
+    """The events a Memory writes are kept once their transaction commits, but not those of
+    a nested block that rolled back inside it: that event, written again elsewhere, is read
+    where it is."""
+    with Memory.open(tmp_path / "m.db") as mem:
+        chain(mem, ["a0", "a1", "a2", "a3"])
+        chain(mem, ["b1"], "a0")
+        mem.add_record("r", sources=["a2"], content="on a", key="k")
+        with mem.transaction():
+            with pytest.raises(RuntimeError), mem.transaction():
+                mem.add_event("x", "a3")  # x under a3: r (at a2) is on x's path
+                raise RuntimeError("roll the block back")
+            mem.add_event("y", "a3")
+        places = mem._places
+        assert places is not None
+        assert ("default", "y") in places._places  # written and committed: kept
+        assert ("default", "x") not in places._places
+        mem.add_event("x", "b1")  # now x is on the b branch: r is off its path
+        assert mem.current("k", "x") is None
+        assert (mem.current("k", "y") or pytest.fail("no value")).id == "r"
+        with pytest.raises(RuntimeError), mem.transaction():
+            mem.add_event("z", "a3")
+            raise RuntimeError("roll the whole write back")
+        assert ("default", "z") not in places._places
+        mem.add_event("z", "b1")
+        assert mem.current("k", "z") is None
+
+
+def test_a_read_at_the_event_just_written_asks_no_event(tmp_path: Path) -> None:
+    """An agent's turn: it writes an event, then reads at it; the event's place is the one
+    the write placed, so the read does not read it back."""
+    with Memory.open(tmp_path / "m.db") as mem:
+        chain(mem, [f"e{i}" for i in range(20)])
+        mem.add_record("r", sources=["e7"], content="early", key="k")
+        mem.add_record("s", sources=["e3"], content="earlier", key="other")
+        assert mem.current("k", "e19") is not None  # e19's path read, its places kept
+        mem.add_event("e20", "e19", content="a new turn")
+        store = mem.store
+        assert isinstance(store, SQLiteStore)
+        seen: list[str] = []
+        store._connection().set_trace_callback(seen.append)
+        try:
+            # a key not read above: decided here (no answer kept at e19 stands for it)
+            assert (mem.current("other", "e20") or pytest.fail("no value")).id == "s"
+        finally:
+            store._connection().set_trace_callback(None)
+        assert not [s for s in seen if "FROM events" in s], seen
+
+
 def test_only_places_are_kept_never_text(tmp_path: Path) -> None:
     with Memory.open(tmp_path / "m.db") as mem:
         mem.add_event("e0", content="I live in Chengdu")

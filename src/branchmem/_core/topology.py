@@ -204,6 +204,9 @@ class SettledPlaces:
         self.writing = writing
         self.limit = limit
         self.anchors = anchors
+        # attached events the owner's open write transaction placed: kept once it commits
+        # (an agent then reads at the event it just wrote without reading its place back)
+        self._written: list[tuple[str, EventNode]] = []
         # a full table lets one go, so a read's cost does not depend on how many
         # conversations the process serves while they fit: the anchor read least recently,
         # the place kept longest ago (a place still in use is read again once)
@@ -228,6 +231,30 @@ class SettledPlaces:
         else:
             paths.move_to_end(key)
         return known.over(lookup)
+
+    def placed(self, namespace: str, node: EventNode) -> None:
+        """The owner's open write transaction placed ``node`` (kept if it is attached, once
+        that transaction commits: ``keep_placed``)."""
+        if node.attached:
+            self._written.append((namespace, node))
+
+    def placed_mark(self) -> int:
+        """Where a (nested) write transaction begins among the places written."""
+        return len(self._written)
+
+    def drop_placed(self, mark: int) -> None:
+        """The write transaction begun at ``mark`` rolled back: the events it placed are gone."""
+        del self._written[mark:]
+
+    def keep_placed(self) -> None:
+        """The outermost write transaction committed: its attached events' places hold for
+        good, whoever writes next."""
+        written, self._written = self._written, []
+        places = self._places
+        for namespace, node in written:
+            if len(places) >= self.limit:
+                places.popitem(last=False)
+            places[(namespace, node.id)] = self._compact(namespace, node)
 
     def lookup(self, namespace: str, read: Lookup) -> Lookup:
         """``read`` (the owner's lookup in ``namespace``: the same for every call, so made

@@ -126,6 +126,8 @@ def place(
         where[2], count_tokens_uncached(content),
     )  # fmt: skip
     store.put_event(namespace, node)
+    if ns.places is not None:
+        ns.places.placed(namespace, node)
     settled = settle_descendants(ns, node)
     if ns.views is not None:
         if settled or not attached:  # it moved events already there, or waits for a parent
@@ -159,6 +161,8 @@ def settle_descendants(ns: Namespace, node: EventNode) -> list[str]:
             else:
                 continue
             store.put_event(namespace, child)
+            if ns.places is not None:
+                ns.places.placed(namespace, child)
             stack.append(child)
     return attached
 

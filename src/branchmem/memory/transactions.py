@@ -82,6 +82,8 @@ def writing(memory: Memory, ns: Namespace, *, adds: bool = False) -> Iterator[Na
             views.begin_write()
         if not adds:
             views.not_only_adding()
+        places = memory._places
+        mark = 0 if places is None else places.placed_mark()
         memory._writes += 1
         committed = False
         try:
@@ -93,5 +95,10 @@ def writing(memory: Memory, ns: Namespace, *, adds: bool = False) -> Iterator[Na
             # bumped under the lock, after the commit: concurrent writers never lose a
             # bump, and a reader that saw the old count re-reads at its next call
             memory._generation += 1
+            if places is not None:  # the events this block placed: gone, or kept at the end
+                if not committed:
+                    places.drop_placed(mark)
+                elif outermost:
+                    places.keep_placed()
             if outermost:  # rolled back: none is kept
                 views.end_write(memory._store.write_stamps() if committed else None)
