@@ -50,6 +50,7 @@ def test_an_agent_turn_takes_the_round_trips_its_reads_need(
     record = [{"id": "f6", "sources": ["e6"], "content": "a fact", "key": "k"}]
     assert trips(counts, lambda: memory.add_records(record)) == 2
     assert trips(counts, lambda: memory.get_event("e6")) == 2
+    assert trips(counts, memory.change_stamp) == 2  # the sequence read with the BEGIN
     found: list[Any] = []
     # the place of e6 is the one this Memory wrote: the key's page goes with the BEGIN,
     # then the facts its rule asks, then the ROLLBACK

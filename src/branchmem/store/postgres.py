@@ -385,17 +385,19 @@ class PostgresStore(SQLStore):
             value = int(row[0]) if row else 0
             self._seqs[namespace] = self._seqs_read[namespace] = value
 
-    def _open_now(self) -> None:
-        """Send the opening (and the writes queued behind it) when its answer is needed."""
-        if self._opening:
+    def _open_now(self, namespace: str) -> None:
+        """Send the opening (and the writes queued behind it) when the sequence of
+        ``namespace`` it reads is needed; another namespace's is read by a statement of its
+        own, which the opening goes with."""
+        if self._opening and self._opening_seq == namespace:
             self._pipelined([])
 
     def next_seq(self, namespace: str) -> int:
-        self._open_now()
+        self._open_now(namespace)
         return super().next_seq(namespace)
 
     def _current_seq(self, namespace: str) -> int:
-        self._open_now()
+        self._open_now(namespace)
         return super()._current_seq(namespace)
 
     def _commit(self) -> None:
