@@ -315,3 +315,17 @@ def counting_store(monkeypatch: pytest.MonkeyPatch) -> tuple[type[Any], dict[str
 
     monkeypatch.setattr(SQLSession, "_run", counted)
     return Counting, counts
+
+
+def kill_other_connections(url: str) -> int:
+    """Terminate every other connection to the database at ``url`` (a server restart, as
+    a store's pooled connections see it); how many there were."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as admin:
+        return len(
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchall()
+        )

@@ -309,17 +309,12 @@ def test_a_reopened_store_gives_the_same_decisions(fresh: Any) -> None:
 
 
 def test_a_lost_connection_is_replaced_before_the_next_call(fresh: Any) -> None:
-    import psycopg
+    from pg import kill_other_connections
 
     url = fresh()
     with Memory.open(url) as memory:
         chengdu(memory)
-        with psycopg.connect(url, autocommit=True) as admin:
-            killed = admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            ).fetchall()
-        assert killed, "the store held no connection to kill"
+        assert kill_other_connections(url), "the store held no connection to kill"
         assert [r.id for r in memory.visible("a2b")] == ["f-planning", "f-hangzhou"]
         memory.add_event("u3", "a2b", content="after the restart")
         assert memory.get_event("u3").parent == "a2b"

@@ -9,14 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import psycopg
 import pytest
 
 from branchmem import Memory
 from branchmem.store.base import Store
 from branchmem.store.postgres import PostgresStore
 from branchmem.store.sqlite import SQLiteStore
-from pg import counting_store, fresh_database
+from pg import counting_store, fresh_database, kill_other_connections
 
 
 @pytest.fixture
@@ -85,12 +84,7 @@ def test_a_write_whose_connection_was_lost_before_its_first_answer_is_sent_again
     with fresh_database(pg_dsn, "opening") as url, Memory.open(url) as memory:
         memory.add_event("e0", None, tree="t", content="start")
         before = memory.get_event("e0").seq
-        with psycopg.connect(url, autocommit=True) as admin:
-            killed = admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            ).fetchall()
-        assert killed, "the store held no connection to kill"
+        assert kill_other_connections(url), "the store held no connection to kill"
         memory.add_records([{"id": "f1", "sources": ["e0"], "content": "after the loss"}])
         memory.add_event("e1", "e0", content="next")
         assert memory.get_record("f1").content == "after the loss"
