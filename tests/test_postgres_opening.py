@@ -128,3 +128,30 @@ def test_what_cites_an_id_read_alongside_is_read_again_after_a_write(store: Stor
 
 def _fields(node: Any) -> dict[str, Any]:
     return {name: getattr(node, name) for name in node.__slots__}
+
+
+def test_a_commit_never_goes_with_the_opening(pg_dsn: str) -> None:
+    """A pipeline is retried whole while its opening is unanswered; one lost after the
+    server committed it would write the call twice. So a transaction that only writes
+    sends its opening and writes first (a lost connection there is retried), then the
+    COMMIT alone."""
+    with_opening: list[list[str]] = []
+
+    class Watched(PostgresStore):
+        def _pipelined(self, statements: Any) -> Any:
+            if self._opening:
+                with_opening.append([text for text, _ in statements])
+            return super()._pipelined(statements)
+
+    with fresh_database(pg_dsn, "opening") as url:
+        store = Watched(url)
+        try:
+            assert kill_other_connections(url) >= 0
+            with store.transaction("default"):
+                # a write queued to go with the next statement, and no read
+                store._many("INSERT INTO heads (namespace, tree, event_id) VALUES (?, ?, ?)",
+                            [("default", "t", "e1")])  # fmt: skip
+            assert store.heads("default") == {"t": "e1"}
+            assert with_opening and not [sent for sent in with_opening if "COMMIT" in sent]
+        finally:
+            store.close()

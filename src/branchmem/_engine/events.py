@@ -65,9 +65,7 @@ def add_event(
     ts: float | None,
 ) -> None:
     """Place one event, audit it if new and re-gate the revisions its arrival settles."""
-    check_event_input(event_id, parent, tree, role, content)  # before any id is looked up
-    ns.store.before_placing(ns.name, event_id, parent)
-    arrived = place(ns, event_id, parent, tree, role, content, meta, ts)
+    arrived = place(ns, event_id, parent, tree, role, content, meta, ts, alone=True)
     if arrived:
         ns.audit("add_event", (event_id,))
         if ns.resolution().events_arrived(arrived) and ns.views is not None:
@@ -83,12 +81,17 @@ def place(
     content: str,
     meta: Mapping[str, Any] | None,
     ts: float | None,
+    *,
+    alone: bool = False,
 ) -> list[str]:
-    """Write one event; return it and the waiting events it attached ([] for a re-add)."""
+    """Write one event; return it and the waiting events it attached ([] for a re-add).
+    ``alone``: not one of a batch, which has asked in bulk already (``add_events``)."""
     check_event_input(event_id, parent, tree, role, content)
     if ts is not None and (isinstance(ts, bool) or not isinstance(ts, int | float)):
         raise InvalidInput(f"event {event_id!r}: ts must be a number or None")
     store, namespace = ns.store, ns.name
+    if alone:
+        store.before_placing(namespace, event_id, parent)
     lookup = ns.lookup()
     checked_meta = check_meta(meta, f"event {event_id!r}")
     existing = store.get_event(namespace, event_id)

@@ -15,9 +15,9 @@ migrate a new database at once. Reads run in a ``REPEATABLE READ READ ONLY`` sna
 Retries: a call cannot be replayed from here (its body is the engine's code), so only what
 happens before the body's first statement is answered is retried, with jittered exponential
 backoff: checkout, and the pipeline that carries ``BEGIN``, the lock and that statement (the
-body has seen no answer yet, so it is all sent again), when the connection was lost (e.g. a
-server restart or an idle connection killed by a proxy) or the server reports a serialization
-failure or a deadlock.
+body has seen no answer yet, so it is all sent again; a ``COMMIT`` never goes with it), when
+the connection was lost (e.g. a server restart or an idle connection killed by a proxy) or the
+server reports a serialization failure or a deadlock.
 A failure later in a call rolls the call back entirely and surfaces as ``StorageError``;
 callers may repeat an add, since an identical re-add is a no-op (see docs/scaling.md).
 """
@@ -404,6 +404,11 @@ class PostgresStore(SQLStore):
         if self._opening and not self._queued:  # nothing reached the server: nothing began
             self._unopened()
             return
+        # The COMMIT never goes with the opening: a pipeline lost after the server committed
+        # it would be retried, writing the call twice. A call that wrote without reading
+        # sends its opening and writes first (retried whole if lost), then the COMMIT.
+        if self._opening:
+            self._pipelined([])
         super()._commit()
 
     def _rollback(self) -> None:
