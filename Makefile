@@ -74,6 +74,7 @@ bench: $(STAMP)
 	$(PY) bench/mem0_add.py
 	$(PY) bench/active_conversations.py
 	$(PY) bench/ingest_floor.py
+	$(PY) bench/answer_cost.py
 	$(PY) bench/langgraph_pg_put.py
 	$(PY) bench/decision_split.py --full
 	$(PY) bench/corpus_retrieval.py

@@ -493,6 +493,40 @@ def ingest_floor_rows(results: Path) -> list[Row]:
     ]
 
 
+READS_ANSWERED = ("get_event", "get_revisions", "current()", "visible()")
+
+
+def answer_cost_rows(results: Path) -> list[Row]:
+    """What the backends' own per-item reads buy over ``Store``'s wrappers over ``answer``:
+    no goal, the cost of making those reads final."""
+    found = _load(results, "answer_cost.json")
+    pairs = found["pairs"] if found else {}
+    turns = found["turns"] if found else 10000
+    rows = []
+    for backend, label in (("memory", "in memory"), ("sqlite", "SQLite")):
+        ratios = [pairs.get(f"{backend} {read}", {}).get("ratio") for read in READS_ANSWERED]
+        rows.append(
+            (
+                f"{label}, every per-item read through `answer` / the backend's own: "
+                f"`get_event`; `get_revisions`; `current()` and `visible()` decided, "
+                f"{turns:,} turns",
+                "; ".join(f"{r:.2f}" for r in ratios) if None not in ratios else "not measured",
+                "—",
+                None,
+            )
+        )
+    built = found.get("question_and_answer_built_us") if found else None
+    rows.append(
+        (
+            "a single-id question and its empty answer built, nothing read, µs",
+            "not measured" if built is None else f"{built:.2f}",
+            "—",
+            None,
+        )
+    )
+    return rows
+
+
 def load_rows(results: Path) -> list[Row]:
     found = _load(results, "load.json")
     if not found:
@@ -569,6 +603,7 @@ SECTIONS: list[tuple[str, Callable[[Path], list[Row]]]] = [
     ("context (bench/context.py)", context_rows),
     ("bulk records (bench/records.py)", records_rows),
     ("ingest against its floor (bench/ingest_floor.py)", ingest_floor_rows),
+    ("per-item reads through `answer` (bench/answer_cost.py)", answer_cost_rows),
     ("storage at 10k to 1M records (bench/storage.py)", storage_rows),
     ("depth 100,000 (bench/deep_path.py)", deep_path_rows),
     ("disk (bench/disk.py)", disk_rows),

@@ -5,33 +5,10 @@ shows that ``answer`` is the one reader a backend must provide."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from branchmem import Memory
 from branchmem.store.base import WRAPPED_READS, Store
-from branchmem.store.inmemory import InMemoryStore
 from branchmem.testing import BackendConformance, StoreConformance
-
-# what Store leaves abstract: everything this backend implements
-NARROW_CONTRACT = sorted(Store.__abstractmethods__)
-
-
-def _forwarding(name: str) -> Callable[..., Any]:
-    def forward(self: AnswersOnlyStore, *args: Any, **kwargs: Any) -> Any:
-        return getattr(self.inner, name)(*args, **kwargs)
-
-    forward.__name__ = name
-    return forward
-
-
-class AnswersOnlyStore(Store):
-    """Each abstract method forwarded to an in-memory store; nothing else defined."""
-
-    def __init__(self) -> None:
-        self.inner = InMemoryStore()
-
-    locals().update({name: _forwarding(name) for name in NARROW_CONTRACT})
+from branchmem.testing.answers_only import NARROW_CONTRACT, AnswersOnlyStore
 
 
 def test_the_narrow_contract_is_what_the_backend_defines() -> None:

@@ -82,3 +82,13 @@ def test_search_embedder_fills_its_rows(tmp_path: Path) -> None:
     embedder = {what: got for what, got in rows(tmp_path).items() if what.startswith(ours)}
     assert len(embedder) == 6 and "not measured" not in embedder.values(), embedder
     assert any(what.endswith("60 visible") for what in embedder), embedder
+
+
+def test_answer_cost_fills_its_rows(tmp_path: Path) -> None:
+    run("answer_cost.py", "--turns", "40", "--rounds", "2",
+        "--out", str(tmp_path / "answer_cost.json"))  # fmt: skip
+    through = {what: got for what, got in rows(tmp_path).items() if "`answer`" in what}
+    assert len(through) == 2 and "not measured" not in through.values(), through
+    assert all(what.endswith("40 turns") and got.count(";") == 3 for what, got in through.items())
+    built = rows(tmp_path)["a single-id question and its empty answer built, nothing read, µs"]
+    assert float(built) > 0

@@ -141,3 +141,18 @@ def test_the_search_rows_read_both_benchmarks(figures: ModuleType, tmp_path: Pat
         "1.23; 4.8", "not measured", "not measured", "not measured",
     ]  # fmt: skip
     assert "memory" in turns[0] and "10,000 visible" in turns[0]
+
+
+def test_the_answer_cost_rows_read_every_pair(figures: ModuleType, tmp_path: Path) -> None:
+    pairs = {f"memory {read}": {"ratio": 2.0 + n} for n, read in enumerate(figures.READS_ANSWERED)}
+    pairs["sqlite get_event"] = {"ratio": 1.25}  # an incomplete run: the row says so
+    (tmp_path / "answer_cost.json").write_text(
+        json.dumps({"turns": 500, "pairs": pairs, "question_and_answer_built_us": 6.04})
+    )
+    block = figures.table(tmp_path)
+    assert row(block, "in memory, every per-item read through `answer`")[1:] == [
+        "2.00; 3.00; 4.00; 5.00", "—", "—",
+    ]  # fmt: skip
+    assert row(block, "in memory, every per-item read")[0].endswith("500 turns")
+    assert row(block, "SQLite, every per-item read through `answer`")[1] == "not measured"
+    assert row(block, "a single-id question and its empty answer")[1] == "6.04"

@@ -16,7 +16,9 @@ into the backend and into a naive oracle and compares every decision::
 
 ``StoreConformance`` pins the storage contract underneath at the ``Store`` level (its one
 bulk reader ``answer`` complete and agreeing with the per-item reads, namespace isolation,
-atomic transactions); its one factory is ``make_store()``.
+atomic transactions); its one factory is ``make_store()``. ``AnswersOnlyStore`` is a backend
+that defines only what ``Store`` leaves abstract, over another store: every per-item read
+through ``answer``.
 
 Importing this package needs pytest (``pip install 'branchmem[test-core]'``); importing
 ``branchmem`` does not.
@@ -24,6 +26,7 @@ Importing this package needs pytest (``pip install 'branchmem[test-core]'``); im
 
 from __future__ import annotations
 
+from .answers_only import AnswersOnlyStore
 from .conformance import SCALE, BackendConformance, chengdu, ids
 from .differential import Op, apply, compare, random_history, run_scenario
 from .oracle import Oracle, ORevision
@@ -31,6 +34,7 @@ from .store_conformance import StoreConformance
 
 __all__ = [
     "SCALE",
+    "AnswersOnlyStore",
     "BackendConformance",
     "ORevision",
     "Op",
