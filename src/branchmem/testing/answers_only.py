@@ -20,6 +20,8 @@ NARROW_CONTRACT = tuple(sorted(Store.__abstractmethods__))
 
 
 def forwarding(name: str) -> Callable[..., Any]:
+    """A method that calls ``inner``'s of the same name (a subclass forwards more with it)."""
+
     def forward(self: AnswersOnlyStore, *args: Any, **kwargs: Any) -> Any:
         return getattr(self.inner, name)(*args, **kwargs)
 
