@@ -251,7 +251,7 @@ class SettledPlaces:
         good, whoever writes next."""
         written, self._written = self._written, []
         places = self._places
-        for namespace, node in written:
+        for namespace, node in written[-self.limit :]:  # a batch's earlier ones would go anyway
             if len(places) >= self.limit:
                 places.popitem(last=False)
             places[(namespace, node.id)] = self._compact(namespace, node)
